@@ -1,0 +1,261 @@
+#include "config/run_config.h"
+
+#include <cstdint>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "config/schema.h"
+#include "util/error.h"
+
+namespace nmt::config {
+namespace {
+
+constexpr int64_t kIntMax = std::numeric_limits<int64_t>::max();
+constexpr double kRealMax = std::numeric_limits<double>::max();
+
+/// Binds every configurable field of `c` to its key. The one list of keys, docs and bounds.
+Schema bind(RunConfig& c) {
+  Schema s;
+  s.text("run_dir", &c.run_dir, "logs, vocabulary, token cache, checkpoints, metrics.jsonl");
+
+  model::ModelOptions& m = c.model;
+  s.integer("model.encoder_layers", &m.encoder_layers, 1, 64, "encoder blocks");
+  s.integer("model.decoder_layers", &m.decoder_layers, 1, 64, "decoder blocks");
+  s.integer("model.d_model", &m.d_model, 8, 65536, "model width (embedding size)");
+  s.integer("model.heads", &m.heads, 1, 1024, "attention heads; must divide d_model");
+  s.integer("model.ffn_dim", &m.ffn_dim, 1, 1 << 20, "feed-forward inner width");
+  s.real("model.dropout", &m.dropout, 0, 0.99, "dropout on residual branches and embeddings");
+  s.real("model.attention_dropout", &m.attention_dropout, 0, 0.99, "dropout on attention weights");
+  s.real("model.activation_dropout", &m.activation_dropout, 0, 0.99,
+         "dropout after the feed-forward activation");
+  s.choice("model.activation", &m.activation,
+           {{"relu", model::Activation::kRelu}, {"gelu", model::Activation::kGelu}},
+           "feed-forward activation");
+  s.choice("model.norm", &m.norm,
+           {{"pre", model::NormPosition::kPre}, {"post", model::NormPosition::kPost}},
+           "layer norm before (pre) or after (post) each residual block");
+  s.choice("model.positions", &m.positions,
+           {{"sinusoidal", model::PositionEncoding::kSinusoidal},
+            {"learned", model::PositionEncoding::kLearned}},
+           "position encoding");
+  s.integer("model.max_positions", &m.max_positions, 8, 1 << 20,
+            "longest sequence the model accepts (tokens)");
+  s.choice("model.tie_embeddings", &m.tie_embeddings,
+           {{"none", model::TiedEmbeddings::kNone},
+            {"decoder", model::TiedEmbeddings::kDecoder},
+            {"all", model::TiedEmbeddings::kAll}},
+           "share embeddings: decoder input+output, or all three (needs a joint vocabulary)");
+  s.boolean("model.scale_embeddings", &m.scale_embeddings, "multiply embeddings by sqrt(d_model)");
+
+  data::DataOptions& d = c.data;
+  s.input_path("data.train_src", &d.train_src, "training source text, one sentence per line");
+  s.input_path("data.train_tgt", &d.train_tgt, "training target text, aligned with train_src");
+  s.input_path("data.valid_src", &d.valid_src, "validation source text (empty: no validation)");
+  s.input_path("data.valid_tgt", &d.valid_tgt, "validation target text, aligned with valid_src");
+  s.input_path("data.spm_model", &d.spm_model, "SentencePiece model to use; empty: train one");
+  s.integer("data.vocab_size", &d.vocab_size, 16, 1 << 20, "pieces in a trained SentencePiece model");
+  s.choice("data.subword_model", &d.subword_model,
+           {{"unigram", data::SubwordModel::kUnigram}, {"bpe", data::SubwordModel::kBpe}},
+           "type of a trained SentencePiece model");
+  s.boolean("data.joint_vocab", &d.joint_vocab, "one vocabulary for source and target");
+  s.integer("data.spm_sample_lines", &d.spm_sample_lines, 100, kIntMax,
+            "lines sampled to train SentencePiece");
+  s.integer("data.max_len", &d.max_len, 1, 1 << 20, "longer sentences are filtered (tokens)");
+  s.real("data.max_len_ratio", &d.max_len_ratio, 1, kRealMax,
+         "pairs with a larger long/short length ratio are filtered");
+  s.choice("data.invalid_utf8", &d.invalid_utf8,
+           {{"error", data::InvalidUtf8Policy::kError}, {"skip", data::InvalidUtf8Policy::kSkip}},
+           "a line that is not valid UTF-8 stops the run (error) or is counted and skipped");
+  s.integer("data.max_tokens", &d.max_tokens, 1, kIntMax,
+            "padded tokens per batch per rank (sentences x longest sentence)");
+  s.integer("data.max_sentences", &d.max_sentences, 0, kIntMax,
+            "sentences per batch per rank; 0: no limit");
+  s.integer("data.update_freq", &d.update_freq, 1, 1 << 16,
+            "batches accumulated per optimizer update");
+  s.integer("data.tokens_per_update", &d.tokens_per_update, 0, kIntMax,
+            "global padded tokens per update (sets update_freq); 0: use update_freq");
+  s.integer("data.prefetch", &d.prefetch, 0, 1 << 16, "batches prepared ahead in the background");
+
+  train::TrainOptions& t = c.train;
+  s.integer("train.max_steps", &t.max_steps, 0, kIntMax, "optimizer updates; 0: no limit");
+  s.integer("train.max_epochs", &t.max_epochs, 0, kIntMax, "passes over the data; 0: no limit");
+  s.integer("train.max_minutes", &t.max_minutes, 0, kIntMax,
+            "wall-clock budget (minutes); 0: no limit");
+  s.integer("train.seed", &t.seed, 0, std::numeric_limits<uint32_t>::max(),
+            "seed for initialization, dropout and data order");
+  s.choice("train.optimizer", &t.optimizer,
+           {{"adam", train::Optimizer::kAdam}, {"adamw", train::Optimizer::kAdamW}},
+           "Adam, or AdamW with decoupled weight decay");
+  s.real("train.lr", &t.lr, 0, 10, "peak learning rate");
+  s.real("train.adam_beta1", &t.adam_beta1, 0, 0.999999, "Adam beta1");
+  s.real("train.adam_beta2", &t.adam_beta2, 0, 0.999999, "Adam beta2");
+  s.real("train.adam_eps", &t.adam_eps, 0, 1, "Adam epsilon");
+  s.real("train.weight_decay", &t.weight_decay, 0, 10, "weight decay");
+  s.choice("train.schedule", &t.schedule,
+           {{"inverse_sqrt", train::LrSchedule::kInverseSqrt},
+            {"constant", train::LrSchedule::kConstant},
+            {"cosine", train::LrSchedule::kCosine}},
+           "learning-rate schedule after linear warm-up");
+  s.integer("train.warmup_steps", &t.warmup_steps, 0, kIntMax, "linear warm-up (steps)");
+  s.real("train.clip_norm", &t.clip_norm, 0, kRealMax, "gradient-norm clipping; 0: off");
+  s.real("train.label_smoothing", &t.label_smoothing, 0, 0.99, "label-smoothing epsilon");
+  s.integer("train.log_every", &t.log_every, 1, kIntMax, "steps between log lines and metrics");
+  s.integer("train.valid_every", &t.valid_every, 0, kIntMax, "steps between validations; 0: never");
+  s.integer("train.threads", &t.threads, 0, 4096,
+            "intra-op CPU threads per worker; 0: cores / local workers");
+
+  amp::AmpOptions& a = c.amp;
+  s.choice("amp.mode", &a.mode,
+           {{"off", amp::AmpMode::kOff}, {"fp16", amp::AmpMode::kFp16},
+            {"bf16", amp::AmpMode::kBf16}},
+           "autocast precision; fp16 uses dynamic loss scaling, bf16 needs none");
+  s.real("amp.init_scale", &a.init_scale, 1, 1e30, "initial fp16 loss scale");
+  s.integer("amp.growth_interval", &a.growth_interval, 1, kIntMax,
+            "overflow-free steps before the loss scale grows");
+  s.real("amp.growth_factor", &a.growth_factor, 1.000001, 1e6, "loss-scale growth multiplier");
+  s.real("amp.backoff_factor", &a.backoff_factor, 1e-6, 0.999999,
+         "loss-scale multiplier after an overflow");
+  s.real("amp.min_scale", &a.min_scale, 0, 1e30,
+         "loss scale below which training stops with an error");
+  s.integer("amp.max_consecutive_skips", &a.max_consecutive_skips, 1, kIntMax,
+            "overflowing steps in a row that stop training with an error");
+
+  dist::DistOptions& ds = c.dist;
+  s.integer("dist.nproc_per_node", &ds.nproc_per_node, 0, 1024,
+            "workers on this node; 0: one per GPU, or 1 without GPU");
+  s.choice("dist.backend", &ds.backend,
+           {{"auto", dist::Backend::kAuto}, {"nccl", dist::Backend::kNccl},
+            {"gloo", dist::Backend::kGloo}},
+           "collectives: auto is NCCL on GPUs, Gloo on CPU");
+  s.text("dist.master_addr", &ds.master_addr, "rendezvous host when no launcher sets MASTER_ADDR");
+  s.integer("dist.master_port", &ds.master_port, 0, 65535,
+            "rendezvous port when no launcher sets MASTER_PORT; 0: a free port");
+  s.integer("dist.timeout_s", &ds.timeout_s, 1, kIntMax,
+            "a rendezvous or collective waiting longer fails (seconds)");
+  s.real("dist.bucket_mb", &ds.bucket_mb, 0.001, 1 << 20, "gradient all-reduce bucket size (MB)");
+  s.boolean("dist.overlap", &ds.overlap, "all-reduce gradient buckets during backward");
+
+  checkpoint::CheckpointOptions& ck = c.checkpoint;
+  s.integer("checkpoint.every_steps", &ck.every_steps, 1, kIntMax,
+            "steps between checkpoints (one is always written at the end)");
+  s.integer("checkpoint.keep_last", &ck.keep_last, 1, kIntMax, "newest checkpoints kept");
+  s.integer("checkpoint.keep_best", &ck.keep_best, 0, kIntMax,
+            "best checkpoints by validation loss kept");
+
+  s.choice("log.level", &c.log.level,
+           {{"trace", log::Level::kTrace}, {"debug", log::Level::kDebug},
+            {"info", log::Level::kInfo}, {"warn", log::Level::kWarn},
+            {"error", log::Level::kError}, {"off", log::Level::kOff}},
+           "lowest level logged (rank 0 console; files of every rank)");
+  s.boolean("log.to_file", &c.log.to_file, "each rank also logs to <run_dir>/logs/rank<R>.log");
+  return s;
+}
+
+YAML::Node read_yaml_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    NMT_THROW(ConfigError, "config file not found: {}", file.string());
+  if (!std::filesystem::is_regular_file(file, ec))
+    NMT_THROW(ConfigError, "config path is not a regular file: {}", file.string());
+  try {
+    return YAML::LoadFile(file.string());
+  } catch (const YAML::ParserException& e) {
+    NMT_THROW(ConfigError, "{}:{}:{}: malformed YAML: {}", file.string(), e.mark.line + 1,
+              e.mark.column + 1, e.msg);
+  } catch (const YAML::BadFile&) {
+    NMT_THROW(ConfigError, "cannot read config file: {}", file.string());
+  }
+}
+
+/// Checks that involve several keys; each message names the keys and where they were set.
+void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& file) {
+  // A key left at its default is reported against the config file that should have set it.
+  auto where = [&](const char* key) {
+    const Origin origin = s.origin(key);
+    return origin.source == "default" ? file.string() : origin.describe();
+  };
+  if (c.data.train_src.empty() || c.data.train_tgt.empty()) {
+    const char* key = c.data.train_src.empty() ? "data.train_src" : "data.train_tgt";
+    NMT_THROW(ConfigError, "{}: {} is required (a training text file), but it is not set", where(key),
+              key);
+  }
+  if (c.data.valid_src.empty() != c.data.valid_tgt.empty()) {
+    const char* set = c.data.valid_src.empty() ? "data.valid_tgt" : "data.valid_src";
+    const char* unset = c.data.valid_src.empty() ? "data.valid_src" : "data.valid_tgt";
+    NMT_THROW(ConfigError, "{}: {} is set but {} is not; give both or neither", where(set), set,
+              unset);
+  }
+  if (c.model.d_model % c.model.heads != 0) {
+    NMT_THROW(ConfigError, "{}: model.heads ({}) must divide model.d_model ({})",
+              where("model.heads"), c.model.heads, c.model.d_model);
+  }
+  if (c.model.tie_embeddings == model::TiedEmbeddings::kAll && !c.data.joint_vocab) {
+    NMT_THROW(ConfigError,
+              "{}: model.tie_embeddings 'all' shares source and target embeddings, which needs "
+              "data.joint_vocab: true (found false)",
+              where("data.joint_vocab"));
+  }
+  // A sentence of max_len pieces plus BOS/EOS must fit in one batch, or it could never train.
+  if (c.data.max_tokens < c.data.max_len + 2) {
+    NMT_THROW(ConfigError,
+              "{}: data.max_tokens ({}) is smaller than the longest allowed sentence, "
+              "data.max_len + 2 ({})",
+              where("data.max_tokens"), c.data.max_tokens, c.data.max_len + 2);
+  }
+  if (c.data.max_len + 2 > c.model.max_positions) {
+    NMT_THROW(ConfigError, "{}: data.max_len + 2 ({}) exceeds model.max_positions ({})",
+              where("data.max_len"), c.data.max_len + 2, c.model.max_positions);
+  }
+  if (c.run_dir.empty()) NMT_THROW(ConfigError, "{}: run_dir must not be empty", where("run_dir"));
+  s.check_input_paths();
+}
+
+}  // namespace
+
+RunConfig load_run_config(const ConfigSources& sources) {
+  RunConfig config;
+  // Default run directory: runs/<config file name without extension>.
+  config.run_dir = (std::filesystem::path("runs") / sources.file.stem()).string();
+  Schema schema = bind(config);
+  schema.apply_document(read_yaml_file(sources.file), sources.file.string());
+  if (sources.checkpoint_yaml) {
+    const std::string name = "checkpoint " + sources.checkpoint_name;
+    YAML::Node stored;
+    try {
+      stored = YAML::Load(*sources.checkpoint_yaml);
+    } catch (const YAML::Exception& e) {
+      NMT_THROW(ConfigError, "{}: the stored config is not valid YAML: {}", name, e.msg);
+    }
+    schema.apply_document(stored, name);
+  }
+  for (const std::string& assignment : sources.overrides) schema.apply_override(assignment);
+  validate(config, schema, sources.file);
+  return config;
+}
+
+std::string to_yaml(const RunConfig& config, bool with_docs) {
+  RunConfig copy = config;
+  return bind(copy).to_yaml(with_docs);
+}
+
+std::string config_hash(const RunConfig& config) {
+  // Only what changes the computation: where results go, logging, checkpoint cadence and
+  // rendezvous details do not.
+  RunConfig copy = config;
+  copy.run_dir.clear();
+  copy.log = log::LogOptions{};
+  copy.checkpoint = checkpoint::CheckpointOptions{};
+  copy.dist.master_addr.clear();
+  copy.dist.master_port = 0;
+  copy.dist.timeout_s = 0;
+  copy.data.prefetch = 0;
+  copy.train.log_every = 0;
+  copy.train.threads = 0;
+  const std::string text = bind(copy).to_yaml(false);
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ull;
+  return fmt::format("{:016x}", hash);
+}
+
+}  // namespace nmt::config

@@ -1,0 +1,53 @@
+#pragma once
+// The effective configuration of a run: every component's Options, read once at start-up
+// from defaults < YAML file < checkpoint (on resume) < --set overrides, and validated.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "amp/amp_options.h"
+#include "checkpoint/checkpoint_options.h"
+#include "data/data_options.h"
+#include "dist/dist_options.h"
+#include "model/model_options.h"
+#include "train/train_options.h"
+#include "util/log.h"
+
+namespace nmt::config {
+
+/// All settings of a training run, one typed Options struct per component.
+struct RunConfig {
+  std::string run_dir;  ///< logs, vocabulary, token cache, checkpoints, metrics.jsonl
+  model::ModelOptions model;
+  data::DataOptions data;
+  train::TrainOptions train;
+  amp::AmpOptions amp;
+  dist::DistOptions dist;
+  checkpoint::CheckpointOptions checkpoint;
+  log::LogOptions log;
+};
+
+/// The sources of a run's configuration, lowest precedence first.
+struct ConfigSources {
+  std::filesystem::path file;                  ///< the --config YAML file
+  std::optional<std::string> checkpoint_yaml;  ///< config saved in the checkpoint resumed from
+  std::string checkpoint_name;                 ///< that checkpoint's path, for messages
+  std::vector<std::string> overrides;          ///< --set key=value, applied in order
+};
+
+/// Reads, merges and validates the configuration. Throws ConfigError naming the file,
+/// line:column and key of the first problem.
+RunConfig load_run_config(const ConfigSources& sources);
+
+/// The configuration as YAML; with docs, each field carries its doc as a comment. Loading
+/// the text again gives the same configuration.
+std::string to_yaml(const RunConfig& config, bool with_docs = true);
+
+/// A stable 64-bit hash of the settings that change what a run computes (all but run_dir,
+/// log and checkpoint cadence), as 16 hex digits. Ranks compare it before training together.
+std::string config_hash(const RunConfig& config);
+
+}  // namespace nmt::config

@@ -1,0 +1,23 @@
+#pragma once
+// The command line of nmt-train (CLI11). Flags that set config keys (--log-level,
+// --nproc-per-node) become --set overrides, so the one precedence rule applies to them too.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/run_config.h"
+
+namespace nmt::config {
+
+/// What nmt-train was asked to do.
+struct TrainCommand {
+  std::optional<int> exit_code;  ///< set when parsing already answered (--help, --version, usage)
+  ConfigSources sources;         ///< config file and overrides
+  bool print_config = false;     ///< print the effective config as YAML and exit
+};
+
+/// Parses argv. Prints help, version or a usage error itself and sets exit_code then.
+TrainCommand parse_train_command(int argc, const char* const* argv);
+
+}  // namespace nmt::config

@@ -1,0 +1,35 @@
+#pragma once
+// Corpus, vocabulary and batching (YAML section `data`).
+
+#include <cstdint>
+#include <string>
+
+namespace nmt::data {
+
+/// SentencePiece model type.
+enum class SubwordModel { kUnigram, kBpe };
+/// What to do with a corpus line that is not valid UTF-8.
+enum class InvalidUtf8Policy { kError, kSkip };
+
+/// Inputs and batching. Paths are relative to the working directory.
+struct DataOptions {
+  std::string train_src;                ///< training source text, one sentence per line (.gz ok)
+  std::string train_tgt;                ///< training target text, aligned with train_src
+  std::string valid_src;                ///< validation source text (empty: no validation)
+  std::string valid_tgt;                ///< validation target text, aligned with valid_src
+  std::string spm_model;                ///< existing SentencePiece model; empty: train one
+  int64_t vocab_size = 8000;            ///< pieces in a trained SentencePiece model
+  SubwordModel subword_model = SubwordModel::kUnigram;  ///< type of a trained model
+  bool joint_vocab = true;              ///< one model for source and target
+  int64_t spm_sample_lines = 1000000;   ///< lines sampled to train SentencePiece
+  int64_t max_len = 256;                ///< longer sentences are filtered (tokens)
+  double max_len_ratio = 3.0;           ///< pairs with a longer/shorter length ratio are filtered
+  InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kError;  ///< invalid UTF-8 handling
+  int64_t max_tokens = 4096;            ///< padded tokens per batch per rank (batch x longest)
+  int64_t max_sentences = 0;            ///< sentences per batch per rank; 0: no limit
+  int64_t update_freq = 1;              ///< batches accumulated per optimizer update
+  int64_t tokens_per_update = 0;        ///< global padded tokens per update; 0: use update_freq
+  int64_t prefetch = 4;                 ///< batches prepared ahead on a background thread
+};
+
+}  // namespace nmt::data

@@ -1,0 +1,49 @@
+#include "dist/device.h"
+
+#include <thread>
+
+#include <c10/core/Device.h>
+#include <fmt/format.h>
+#if __has_include(<torch/headeronly/version.h>)
+#include <torch/headeronly/version.h>
+#else
+#include <torch/version.h>
+#endif
+
+#ifdef NMT_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/cuda/nccl.h>
+#endif
+
+namespace nmt::dist {
+
+DeviceInfo probe_devices() {
+  DeviceInfo info;
+  info.torch_version = TORCH_VERSION;
+  info.cpu_cores = static_cast<int>(std::thread::hardware_concurrency());
+#ifdef NMT_WITH_CUDA
+  info.cuda_compiled = true;
+#ifdef CUDA_VERSION
+  info.cuda_version = fmt::format("{}.{}", CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10);
+#endif
+  const uint64_t nccl = torch::cuda::nccl::version();
+  // torch packs it as major << 32 | minor << 16 | patch.
+  info.nccl_version =
+      fmt::format("{}.{}.{}", nccl >> 32, (nccl >> 16) & 0xffff, nccl & 0xffff);
+  // device_count() reports 0 (rather than throwing) without a driver or device.
+  info.cuda_devices = c10::cuda::device_count();
+  for (int i = 0; i < info.cuda_devices; ++i) {
+    const cudaDeviceProp* p = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i));
+    info.device_names.push_back(fmt::format("{}, {:.1f} GiB, sm_{}{}", p->name,
+                                            p->totalGlobalMem / double(1ull << 30), p->major,
+                                            p->minor));
+  }
+  if (info.cuda_devices == 0) info.no_cuda_reason = "no CUDA device visible to this process";
+#else
+  info.no_cuda_reason = "built without CUDA (NMT_WITH_CUDA=OFF)";
+#endif
+  return info;
+}
+
+}  // namespace nmt::dist

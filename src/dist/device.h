@@ -1,0 +1,26 @@
+#pragma once
+// What this machine offers for training: LibTorch build, CUDA devices, NCCL. No torch types
+// in this header, so callers need not compile against LibTorch.
+
+#include <string>
+#include <vector>
+
+namespace nmt::dist {
+
+/// Result of probing LibTorch and the CUDA devices visible to this process.
+struct DeviceInfo {
+  std::string torch_version;                ///< LibTorch version, e.g. "2.11.0"
+  bool cuda_compiled = false;               ///< CUDA/NCCL code paths are compiled in
+  std::string cuda_version;                 ///< CUDA version LibTorch was built with, or ""
+  std::string nccl_version;                 ///< NCCL version LibTorch links, or ""
+  int cuda_devices = 0;                     ///< visible CUDA devices
+  std::vector<std::string> device_names;    ///< "NVIDIA H200, 139.8 GiB, sm_90" per device
+  std::string no_cuda_reason;               ///< why cuda_devices is 0, for the user
+  int cpu_cores = 0;                        ///< hardware threads of this machine
+};
+
+/// Probes devices. Never throws for a missing GPU or driver: that is reported in
+/// no_cuda_reason and the run falls back to CPU workers.
+DeviceInfo probe_devices();
+
+}  // namespace nmt::dist

@@ -1,0 +1,35 @@
+#pragma once
+// Shape of the Transformer encoder-decoder (YAML section `model`).
+
+#include <cstdint>
+
+namespace nmt::model {
+
+/// Where layer normalization sits relative to each residual block.
+enum class NormPosition { kPre, kPost };
+/// How token positions are encoded.
+enum class PositionEncoding { kSinusoidal, kLearned };
+/// Which embedding matrices share one weight (a joint vocabulary is needed for kAll).
+enum class TiedEmbeddings { kNone, kDecoder, kAll };
+/// Feed-forward activation.
+enum class Activation { kRelu, kGelu };
+
+/// Transformer hyper-parameters; defaults are transformer-base (Vaswani et al. 2017).
+struct ModelOptions {
+  int64_t encoder_layers = 6;            ///< encoder blocks
+  int64_t decoder_layers = 6;            ///< decoder blocks
+  int64_t d_model = 512;                 ///< model width (embedding size)
+  int64_t heads = 8;                     ///< attention heads; must divide d_model
+  int64_t ffn_dim = 2048;                ///< feed-forward inner width
+  double dropout = 0.1;                  ///< dropout on residual branches and embeddings
+  double attention_dropout = 0.0;        ///< dropout on attention weights
+  double activation_dropout = 0.0;       ///< dropout after the feed-forward activation
+  Activation activation = Activation::kRelu;          ///< feed-forward activation
+  NormPosition norm = NormPosition::kPost;            ///< pre-norm trains more stably when short
+  PositionEncoding positions = PositionEncoding::kSinusoidal;  ///< position encoding
+  int64_t max_positions = 1024;          ///< longest sequence the model accepts (tokens)
+  TiedEmbeddings tie_embeddings = TiedEmbeddings::kAll;  ///< embedding weight sharing
+  bool scale_embeddings = true;          ///< multiply embeddings by sqrt(d_model)
+};
+
+}  // namespace nmt::model

@@ -1,0 +1,31 @@
+#pragma once
+// Optimization and the training loop (YAML section `train`).
+
+#include <cstdint>
+
+namespace nmt::train {
+
+enum class Optimizer { kAdam, kAdamW };
+enum class LrSchedule { kInverseSqrt, kConstant, kCosine };
+
+struct TrainOptions {
+  int64_t max_steps = 100000;           ///< optimizer updates to run; 0: no limit
+  int64_t max_epochs = 0;               ///< passes over the training data; 0: no limit
+  int64_t max_minutes = 0;              ///< wall-clock budget (minutes); 0: no limit
+  int64_t seed = 1;                     ///< seed for initialization, dropout and data order
+  Optimizer optimizer = Optimizer::kAdam;  ///< Adam or AdamW (decoupled weight decay)
+  double lr = 7e-4;                     ///< peak learning rate
+  double adam_beta1 = 0.9;              ///< Adam beta1
+  double adam_beta2 = 0.98;             ///< Adam beta2
+  double adam_eps = 1e-9;               ///< Adam epsilon
+  double weight_decay = 0.0;            ///< weight decay
+  LrSchedule schedule = LrSchedule::kInverseSqrt;  ///< learning-rate schedule after warm-up
+  int64_t warmup_steps = 4000;          ///< linear warm-up length (steps)
+  double clip_norm = 0.0;               ///< gradient-norm clipping threshold; 0: off
+  double label_smoothing = 0.1;         ///< label-smoothing epsilon
+  int64_t log_every = 100;              ///< steps between log lines and metrics.jsonl records
+  int64_t valid_every = 1000;           ///< steps between validations; 0: never
+  int64_t threads = 0;                  ///< intra-op CPU threads per worker; 0: cores / workers
+};
+
+}  // namespace nmt::train

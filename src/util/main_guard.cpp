@@ -1,0 +1,42 @@
+#include "util/main_guard.h"
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "util/error.h"
+#include "util/log.h"
+
+namespace nmt {
+namespace {
+
+void report(std::string_view program, std::string_view kind, std::string_view message,
+            const SourceLocation* where) {
+  std::string rank = log::world_size() > 1 ? fmt::format(" (rank {})", log::rank()) : "";
+  std::string line = fmt::format("{}: {}{}: {}\n", program, kind, rank, message);
+  std::fflush(stdout);
+  std::fputs(line.c_str(), stderr);
+  if (where && where->file && log::enabled(log::Level::kDebug)) {
+    std::fprintf(stderr, "%.*s: (raised at %s:%d)\n", static_cast<int>(program.size()),
+                 program.data(), where->file, where->line);
+  }
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int run_main(std::string_view program, const std::function<int()>& body) {
+  int code = 1;
+  try {
+    code = body();
+  } catch (const Error& e) {
+    report(program, "error", e.what(), &e.where());
+  } catch (const std::exception& e) {
+    // Not one of ours: a bug or a library failure we did not wrap. Say so plainly.
+    report(program, "internal error", e.what(), nullptr);
+  }
+  log::shutdown();
+  return code;
+}
+
+}  // namespace nmt

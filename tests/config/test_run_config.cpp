@@ -1,0 +1,140 @@
+#include <catch2/catch.hpp>
+
+#include "config/run_config.h"
+#include "test_support.h"
+#include "util/error.h"
+
+using Catch::Matchers::Contains;
+using nmt::ConfigError;
+using nmt::config::ConfigSources;
+using nmt::config::load_run_config;
+using nmt::config::RunConfig;
+
+// Tests run from the source tree (CTest WORKING_DIRECTORY), where configs/ and data/ are.
+
+namespace {
+
+const char* kTrainData =
+    "data:\n"
+    "  train_src: data/ddtp.en-de.train.en\n"
+    "  train_tgt: data/ddtp.en-de.train.de\n";
+
+std::string load_error(const ConfigSources& sources) {
+  try {
+    load_run_config(sources);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string file_error(const nmt::test::TempDir& dir, const std::string& yaml) {
+  return load_error({dir.write("run.yaml", yaml)});
+}
+
+}  // namespace
+
+TEST_CASE("the shipped configs load and validate", "[config]") {
+  for (const char* name : {"configs/tiny.yaml", "configs/transformer-base.yaml",
+                           "configs/transformer-big.yaml"}) {
+    INFO(name);
+    CHECK_NOTHROW(load_run_config({name}));
+  }
+  RunConfig tiny = load_run_config({"configs/tiny.yaml"});
+  CHECK(tiny.run_dir == "runs/tiny");
+  CHECK(tiny.model.d_model == 128);
+  CHECK(tiny.model.norm == nmt::model::NormPosition::kPre);
+  CHECK(tiny.data.train_src == "data/ddtp.en-de.train.en");
+  CHECK(tiny.amp.mode == nmt::amp::AmpMode::kOff);
+  RunConfig big = load_run_config({"configs/transformer-big.yaml"});
+  CHECK(big.model.d_model == 1024);
+  CHECK(big.amp.mode == nmt::amp::AmpMode::kBf16);
+}
+
+TEST_CASE("printed config loads back to the same config", "[config]") {
+  nmt::test::TempDir dir;
+  for (const char* name : {"configs/tiny.yaml", "configs/transformer-big.yaml"}) {
+    INFO(name);
+    RunConfig first = load_run_config({name, std::nullopt, "", {"train.lr=0.000123"}});
+    const std::string printed = nmt::config::to_yaml(first);
+    RunConfig second = load_run_config({dir.write("printed.yaml", printed)});
+    CHECK(nmt::config::to_yaml(second) == printed);
+    CHECK(nmt::config::config_hash(second) == nmt::config::config_hash(first));
+    CHECK(second.train.lr == 0.000123);
+  }
+}
+
+TEST_CASE("precedence: defaults < YAML < checkpoint < --set", "[config]") {
+  nmt::test::TempDir dir;
+  const auto file = dir.write("run.yaml", std::string(kTrainData) +
+                                              "  max_tokens: 2000\n  vocab_size: 5000\n");
+  ConfigSources sources{file};
+  RunConfig from_file = load_run_config(sources);
+  CHECK(from_file.data.max_tokens == 2000);
+  CHECK(from_file.data.max_len == nmt::data::DataOptions{}.max_len);  // default kept
+  CHECK(from_file.run_dir == "runs/run");  // default run_dir from the file name
+
+  sources.checkpoint_yaml = "data:\n  max_tokens: 3000\n";
+  sources.checkpoint_name = "runs/x/checkpoint-100.pt";
+  RunConfig resumed = load_run_config(sources);
+  CHECK(resumed.data.max_tokens == 3000);
+  CHECK(resumed.data.vocab_size == 5000);  // not in the checkpoint layer: from the file
+
+  sources.overrides = {"data.max_tokens=1000", "data.max_tokens=1500"};
+  CHECK(load_run_config(sources).data.max_tokens == 1500);  // last --set wins
+
+  sources.checkpoint_yaml = "data: [oops\n";
+  CHECK_THAT(load_error(sources),
+             Contains("checkpoint runs/x/checkpoint-100.pt: the stored config is not valid YAML"));
+}
+
+TEST_CASE("config file errors name the file, line and key", "[config]") {
+  nmt::test::TempDir dir;
+  const std::string file = (dir.path() / "run.yaml").string();
+  CHECK(load_error({dir.path() / "missing.yaml"}) ==
+        "config file not found: " + (dir.path() / "missing.yaml").string());
+  CHECK(file_error(dir, "") == file + ": the config is empty");
+  CHECK(file_error(dir, "# only a comment\n") == file + ": the config is empty");
+  CHECK_THAT(file_error(dir, "model:\n  d_model: [512\n"), Contains(file + ":3:1: malformed YAML"));
+  CHECK_THAT(file_error(dir, "model:\n\td_model: 512\n"), Contains(file + ":2:"));
+  CHECK(file_error(dir, std::string(kTrainData) + "  max_token: 10\n") ==
+        file + ":4:3: unknown key 'data.max_token'; did you mean 'data.max_tokens'?");
+  CHECK(file_error(dir, std::string(kTrainData) + "amp:\n  mode: fp8\n") ==
+        file + ":5:9: amp.mode: expected one of off, fp16, bf16, found 'fp8' (did you mean 'fp16'?)");
+  CHECK(file_error(dir, std::string(kTrainData) + "train:\n  lr: -1\n") ==
+        file + ":5:7: train.lr: expected a number in [0, 10], found '-1' (out of range)");
+  CHECK(file_error(dir, std::string(kTrainData) + "  train_src: x\n") ==
+        file + ":4:3: duplicate key 'data.train_src' (first given on line 2)");
+}
+
+TEST_CASE("cross-field and file checks name the keys involved", "[config]") {
+  nmt::test::TempDir dir;
+  const std::string file = (dir.path() / "run.yaml").string();
+  CHECK(file_error(dir, "model:\n  heads: 8\n") ==
+        file + ": data.train_src is required (a training text file), but it is not set");
+  CHECK(file_error(dir, std::string(kTrainData) + "model:\n  d_model: 100\n  heads: 8\n") ==
+        file + ":6:10: model.heads (8) must divide model.d_model (100)");
+  CHECK(file_error(dir, std::string(kTrainData) + "  valid_src: data/ddtp.en-de.valid.en\n") ==
+        file + ":4:14: data.valid_src is set but data.valid_tgt is not; give both or neither");
+  CHECK_THAT(file_error(dir, std::string(kTrainData) + "  joint_vocab: false\n"),
+             Contains("needs data.joint_vocab: true"));
+  CHECK_THAT(file_error(dir, std::string(kTrainData) + "  max_tokens: 100\n  max_len: 200\n"),
+             Contains("data.max_tokens (100) is smaller than the longest allowed sentence"));
+  CHECK_THAT(file_error(dir, "data:\n  train_src: data/nope.en\n  train_tgt: data/nope.de\n"),
+             Contains(file + ":2:14: data.train_src: file not found: 'data/nope.en' (relative to "
+                             "the working directory"));
+  CHECK(load_error({"configs/tiny.yaml", std::nullopt, "", {"data.valid_tgt=/nonexistent/x"}}) ==
+        "--set data.valid_tgt=/nonexistent/x: data.valid_tgt: file not found: '/nonexistent/x'");
+}
+
+TEST_CASE("config hash follows what the run computes, not where it writes", "[config]") {
+  RunConfig a = load_run_config({"configs/tiny.yaml"});
+  RunConfig b = a;
+  b.run_dir = "elsewhere";
+  b.log.level = nmt::log::Level::kDebug;
+  b.checkpoint.every_steps = 7;
+  CHECK(nmt::config::config_hash(a) == nmt::config::config_hash(b));
+  b.model.d_model = 256;
+  CHECK(nmt::config::config_hash(a) != nmt::config::config_hash(b));
+  CHECK(nmt::config::config_hash(a).size() == 16);
+}

@@ -1,0 +1,30 @@
+#include <catch2/catch.hpp>
+
+#include "dist/device.h"
+
+TEST_CASE("device probe reports the LibTorch build and never fails without a GPU", "[dist]") {
+  const nmt::dist::DeviceInfo info = nmt::dist::probe_devices();
+  CHECK(info.torch_version.rfind("2.", 0) == 0);
+  CHECK(info.cpu_cores >= 1);
+#ifdef NMT_WITH_CUDA
+  CHECK(info.cuda_compiled);
+  // A real NCCL 2.x version, e.g. "2.28.9".
+  CHECK_THAT(info.nccl_version, Catch::Matchers::Matches(R"(2\.[0-9]{1,2}\.[0-9]{1,3})"));
+  CHECK_FALSE(info.cuda_version.empty());
+#else
+  CHECK_FALSE(info.cuda_compiled);
+#endif
+  CHECK(info.device_names.size() == static_cast<size_t>(info.cuda_devices));
+  if (info.cuda_devices == 0) CHECK_FALSE(info.no_cuda_reason.empty());
+}
+
+TEST_CASE("a visible GPU is described by name, memory and architecture", "[dist][cuda]") {
+  const nmt::dist::DeviceInfo info = nmt::dist::probe_devices();
+  if (info.cuda_devices == 0) {
+    WARN("skipped: " << info.no_cuda_reason);
+    return;
+  }
+  for (const std::string& name : info.device_names) {
+    CHECK_THAT(name, Catch::Matchers::Contains("GiB, sm_"));
+  }
+}

@@ -1,0 +1,106 @@
+// End-to-end: runs the real nmt-train binary from the source tree on the shipped configs.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "test_support.h"
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using nmt::test::run_command;
+
+namespace {
+
+const std::string kBin = NMT_TRAIN_BIN;
+
+nmt::test::CommandResult train(const std::string& args) { return run_command(kBin + " " + args); }
+
+/// A user's mistake is reported as exactly one line on stderr, with no stack dump.
+void check_one_error_line(const nmt::test::CommandResult& r, const std::string& message) {
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "nmt-train: error: " + message + "\n");
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+}  // namespace
+
+TEST_CASE("nmt-train --help documents every flag", "[e2e]") {
+  auto r = train("--help");
+  CHECK(r.exit_code == 0);
+  for (const char* flag : {"--config", "--set", "--print-config", "--log-level",
+                           "--nproc-per-node", "--version", "--help"}) {
+    CHECK_THAT(r.out, Contains(flag));
+  }
+  CHECK_THAT(train("--version").out, StartsWith("0."));
+}
+
+TEST_CASE("nmt-train without --config is a usage error", "[e2e]") {
+  auto r = train("");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Contains("--config is required"));
+}
+
+TEST_CASE("printed config (--print-config) fed back prints the same config", "[e2e]") {
+  nmt::test::TempDir dir;
+  auto first = train("--config configs/tiny.yaml --set train.max_steps=77 --print-config");
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.err.empty());
+  CHECK_THAT(first.out, Contains("max_steps: 77"));
+  const auto printed = dir.write("printed.yaml", first.out);
+  auto second = train("--config " + printed.string() + " --print-config");
+  REQUIRE(second.exit_code == 0);
+  CHECK(second.out == first.out);
+}
+
+TEST_CASE("overrides (--set, and flags that name keys) win over the YAML", "[e2e]") {
+  auto r = train("--config configs/tiny.yaml --set data.max_tokens=3000 --nproc-per-node 2 "
+                 "--log-level warn --print-config");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("max_tokens: 3000"));
+  CHECK_THAT(r.out, Contains("nproc_per_node: 2"));
+  CHECK_THAT(r.out, Contains("level: warn"));
+}
+
+TEST_CASE("config mistakes give one clear line naming file, line and key", "[e2e]") {
+  nmt::test::TempDir dir;
+  const auto bad_key = dir.write("bad_key.yaml", "data:\n  train_src: x\n  max_tokns: 5\n");
+  check_one_error_line(train("--config " + bad_key.string()),
+                       bad_key.string() +
+                           ":3:3: unknown key 'data.max_tokns'; did you mean 'data.max_tokens'?");
+  const auto malformed = dir.write("malformed.yaml", "model: {d_model: 512\n");
+  auto r = train("--config " + malformed.string());
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, StartsWith("nmt-train: error: " + malformed.string() + ":"));
+  CHECK_THAT(r.err, Contains("malformed YAML"));
+  check_one_error_line(train("--config configs/tiny.yaml --set data.max_tokens=lots"),
+                       "--set data.max_tokens=lots: data.max_tokens: expected an integer >= 1, "
+                       "found 'lots'");
+  check_one_error_line(train("--config configs/tiny.yaml --nproc-per-node -3"),
+                       "--set dist.nproc_per_node=-3: dist.nproc_per_node: expected an integer "
+                       "in [0, 1024], found '-3' (out of range)");
+  check_one_error_line(train("--config " + (dir.path() / "none.yaml").string()),
+                       "config file not found: " + (dir.path() / "none.yaml").string());
+}
+
+TEST_CASE("a run logs its plan to the console and to the rank's log file", "[e2e]") {
+  nmt::test::TempDir dir;
+  auto r = train("--config configs/tiny.yaml --set run_dir=" + dir.path().string());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("[plan] LibTorch 2."));
+  CHECK_THAT(r.err, Contains("[plan] model: 2+2 layers, d_model 128"));
+  const std::string log = nmt::test::read_file(dir.path() / "logs" / "rank0.log");
+  CHECK_THAT(log, Contains("[plan] run directory " + dir.path().string()));
+}
+
+TEST_CASE("ranks other than 0 log warnings only, prefixed with the rank", "[e2e]") {
+  nmt::test::TempDir dir;
+  auto r = run_command("RANK=1 WORLD_SIZE=2 " + kBin + " --config configs/tiny.yaml --set run_dir=" +
+                       dir.path().string());
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("[plan] model") == std::string::npos);
+  CHECK_THAT(r.err, Contains("[rank 1] [plan] this build has no training loop yet"));
+  // The rank's own file has everything from info up.
+  CHECK_THAT(nmt::test::read_file(dir.path() / "logs" / "rank1.log"), Contains("[plan] model"));
+  auto bad = run_command("RANK=x WORLD_SIZE=2 " + kBin + " --config configs/tiny.yaml");
+  check_one_error_line(bad, "environment variable RANK=x: expected an integer >= 0");
+}

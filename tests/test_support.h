@@ -1,0 +1,75 @@
+#pragma once
+// Helpers shared by the tests: temporary folders, files and running commands.
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace nmt::test {
+
+/// A fresh folder under the system temp dir, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("nmt-test-" + std::to_string(rd()) + "-" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  /// Writes `text` to a file in this folder and returns its path.
+  std::filesystem::path write(const std::string& name, const std::string& text) const {
+    std::filesystem::path file = path_ / name;
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream(file, std::ios::binary) << text;
+    return file;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Output and exit status of a shell command.
+struct CommandResult {
+  int exit_code = -1;  ///< exit status, or 128 + signal number
+  std::string out;     ///< stdout
+  std::string err;     ///< stderr
+};
+
+/// Runs a shell command, capturing stdout and stderr separately.
+inline CommandResult run_command(const std::string& command) {
+  TempDir tmp;
+  const auto err_file = tmp.path() / "stderr";
+  const std::string full = command + " 2>'" + err_file.string() + "'";
+  CommandResult result;
+  FILE* pipe = popen(full.c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed: " + command);
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(err_file, std::ios::binary);
+  result.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return result;
+}
+
+/// Reads a whole file.
+inline std::string read_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace nmt::test
