@@ -32,7 +32,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 apt_packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
-  libsentencepiece-dev sentencepiece catch2
+  libsentencepiece-dev sentencepiece zlib1g-dev catch2
   openmpi-bin libopenmpi-dev libgloo-dev
   python3 python3-venv
 )

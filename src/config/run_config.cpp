@@ -71,6 +71,9 @@ Schema bind(RunConfig& c) {
             "padded tokens per batch per rank (sentences x longest sentence)");
   s.integer("data.max_sentences", &d.max_sentences, 0, kIntMax,
             "sentences per batch per rank; 0: no limit");
+  s.real("data.batch_overhead", &d.batch_overhead, 0, 100,
+         "fixed cost of one batch as a fraction of max_tokens, traded against padding when "
+         "cutting batches: higher gives fewer, fuller batches with more padding");
   s.integer("data.update_freq", &d.update_freq, 1, 1 << 16,
             "batches accumulated per optimizer update");
   s.integer("data.tokens_per_update", &d.tokens_per_update, 0, kIntMax,

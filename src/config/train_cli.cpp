@@ -28,6 +28,10 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
       ->allow_extra_args(false);
   app.add_flag("--print-config", command.print_config,
                "print the effective config as YAML (with each key's doc) and exit");
+  app.add_flag("--dry-run", command.dry_run,
+               "build the vocabulary, token cache and epoch-1 batch plan for every rank "
+               "(--nproc-per-node N plans N ranks in this one process), print a table, write "
+               "<run_dir>/batch_stats.json, and exit without training");
   app.add_option("--log-level", log_level, "same as --set log.level=LEVEL")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->type_name("LEVEL");

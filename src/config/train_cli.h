@@ -15,6 +15,7 @@ struct TrainCommand {
   std::optional<int> exit_code;  ///< set when parsing already answered (--help, --version, usage)
   ConfigSources sources;         ///< config file and overrides
   bool print_config = false;     ///< print the effective config as YAML and exit
+  bool dry_run = false;          ///< prepare data and plan batches for every rank, no training
 };
 
 /// Parses argv. Prints help, version or a usage error itself and sets exit_code then.

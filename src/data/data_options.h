@@ -27,6 +27,8 @@ struct DataOptions {
   InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kError;  ///< invalid UTF-8 handling
   int64_t max_tokens = 4096;            ///< padded tokens per batch per rank (batch x longest)
   int64_t max_sentences = 0;            ///< sentences per batch per rank; 0: no limit
+  double batch_overhead = 0.25;         ///< fixed cost of a batch (fraction of max_tokens):
+                                        ///< higher gives fewer, fuller batches, more padding
   int64_t update_freq = 1;              ///< batches accumulated per optimizer update
   int64_t tokens_per_update = 0;        ///< global padded tokens per update; 0: use update_freq
   int64_t prefetch = 4;                 ///< batches prepared ahead on a background thread

@@ -1,4 +1,5 @@
-#include <catch2/catch.hpp>
+
+#include "catch_torch.h"  // first: see the header
 
 #include <map>
 

@@ -104,3 +104,26 @@ TEST_CASE("ranks other than 0 log warnings only, prefixed with the rank", "[e2e]
   auto bad = run_command("RANK=x WORLD_SIZE=2 " + kBin + " --config configs/tiny.yaml");
   check_one_error_line(bad, "environment variable RANK=x: expected an integer >= 0");
 }
+
+TEST_CASE("dry run prepares the data and plans balanced batches for every rank", "[e2e]") {
+  nmt::test::TempDir dir;
+  auto r = train("--config configs/tiny.yaml --dry-run --nproc-per-node 2 --set run_dir=" +
+                 dir.path().string());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("padding efficiency"));
+  CHECK_THAT(r.err, Contains("[data] train: 18000 pairs read"));
+  const std::string stats = nmt::test::read_file(dir.path() / "batch_stats.json");
+  for (const char* key : {"\"batches\"", "\"sentences\"", "\"src_tokens\"", "\"tgt_tokens\"",
+                          "\"padding_efficiency\"", "\"max_rank_token_imbalance\"", "\"naive\"",
+                          "\"world_size\": 2"}) {
+    CHECK_THAT(stats, Contains(key));
+  }
+  CHECK(std::filesystem::exists(dir.path() / "vocab" / "joint.model"));
+  // A second run reuses vocabulary and token cache.
+  auto again = train("--config configs/tiny.yaml --dry-run --nproc-per-node 2 --set run_dir=" +
+                     dir.path().string());
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.err, Contains("reusing vocabulary"));
+  CHECK_THAT(again.err, Contains("token cache reused"));
+  CHECK(again.out == r.out);  // the same plan
+}

@@ -1,0 +1,222 @@
+#include "data/batch_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "util/error.h"
+
+namespace nmt::data {
+namespace {
+
+/// splitmix64: a fast, well-mixed hash of 64-bit values, identical on every platform.
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// Fisher-Yates with splitmix64, so every rank and every libstdc++ gives the same order
+/// (std::shuffle's distribution is implementation-defined).
+template <class T>
+void deterministic_shuffle(std::vector<T>& items, uint64_t stream) {
+  for (size_t i = items.size(); i > 1; --i) {
+    stream = mix(stream);
+    std::swap(items[i - 1], items[stream % i]);
+  }
+}
+
+}  // namespace
+
+uint64_t hilbert_index(uint32_t x, uint32_t y, int order) {
+  uint64_t d = 0;
+  for (uint32_t s = 1u << (order - 1); s > 0; s >>= 1) {
+    const uint32_t rx = (x & s) ? 1 : 0;
+    const uint32_t ry = (y & s) ? 1 : 0;
+    d += static_cast<uint64_t>(s) * s * ((3 * rx) ^ ry);
+    if (ry == 0) {  // rotate the quadrant so the curve stays continuous
+      if (rx == 1) {
+        x = s - 1 - x;
+        y = s - 1 - y;
+      }
+      std::swap(x, y);
+    }
+  }
+  return d;
+}
+
+int64_t Step::global_tgt_tokens() const {
+  int64_t total = 0;
+  for (const Batch& b : batches) total += b.tgt_tokens;
+  return total;
+}
+
+PlanStats EpochPlan::stats(int64_t max_tokens) const {
+  PlanStats s;
+  s.steps = static_cast<int64_t>(steps.size());
+  double busiest = 0, mean = 0, fill = 0;
+  for (const Step& step : steps) {
+    int64_t step_max = 0, step_sum = 0;
+    for (const Batch& b : step.batches) {
+      step_max = std::max(step_max, b.padded_tokens());
+      step_sum += b.padded_tokens();
+      if (b.size() == 0) continue;
+      ++s.batches;
+      s.sentences += b.size();
+      s.src_tokens += b.src_tokens;
+      s.tgt_tokens += b.tgt_tokens;
+      s.padded_tokens += b.padded_tokens();
+      fill += double(b.size() * std::max(b.src_len, b.tgt_len)) / double(max_tokens);
+    }
+    busiest += double(step_max);
+    mean += double(step_sum) / double(step.batches.size());
+  }
+  s.padding_efficiency =
+      s.padded_tokens ? double(s.src_tokens + s.tgt_tokens) / double(s.padded_tokens) : 0;
+  s.max_rank_token_imbalance = mean > 0 ? busiest / mean : 0;
+  s.mean_batch_fill = s.batches ? fill / double(s.batches) : 0;
+  return s;
+}
+
+BatchPlanner::BatchPlanner(const TokenCache& corpus, BatchPlanOptions options)
+    : corpus_(corpus), options_(options) {
+  NMT_CHECK(options_.world_size >= 1, DataError, "batch plan: world size {} < 1",
+            options_.world_size);
+  NMT_CHECK(corpus_.size() < int64_t{std::numeric_limits<uint32_t>::max()}, DataError,
+            "{}: {} sentence pairs; at most 2^32 - 1 are supported", corpus_.path().string(),
+            corpus_.size());
+  NMT_CHECK(corpus_.size() >= options_.world_size, DataError,
+            "{}: {} sentence pairs cannot give each of {} ranks a batch", corpus_.path().string(),
+            corpus_.size(), options_.world_size);
+  int64_t longest = 0;
+  for (int64_t i = 0; i < corpus_.size(); ++i)
+    longest = std::max({longest, corpus_.src_length(i) + 1, corpus_.tgt_length(i) + 1});
+  NMT_CHECK(longest <= options_.max_tokens, DataError,
+            "{}: a sentence of {} tokens (with EOS) does not fit data.max_tokens {}",
+            corpus_.path().string(), longest, options_.max_tokens);
+}
+
+Batch BatchPlanner::make_batch(const uint32_t* begin, const uint32_t* end) const {
+  Batch b;
+  b.pairs.assign(begin, end);
+  for (const uint32_t* p = begin; p != end; ++p) {
+    const int64_t s = corpus_.src_length(*p) + 1, t = corpus_.tgt_length(*p) + 1;
+    b.src_len = std::max(b.src_len, s);
+    b.tgt_len = std::max(b.tgt_len, t);
+    b.src_tokens += s;
+    b.tgt_tokens += t;
+  }
+  return b;
+}
+
+std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order) const {
+  // best[j]: least cost of cutting order[0, j) into batches, where a batch costs its padded
+  // tokens plus a fixed overhead. The backward scan stops once the budget is exceeded, as
+  // adding pairs never lowers a batch's longest side.
+  const size_t n = order.size();
+  const double overhead = options_.batch_overhead * double(options_.max_tokens);
+  const auto max_sentences =
+      options_.max_sentences > 0 ? options_.max_sentences : std::numeric_limits<int64_t>::max();
+  std::vector<double> best(n + 1, std::numeric_limits<double>::infinity());
+  std::vector<size_t> cut(n + 1, 0);
+  best[0] = 0;
+  for (size_t j = 1; j <= n; ++j) {
+    int64_t max_src = 0, max_tgt = 0;
+    for (size_t i = j; i-- > 0;) {
+      const int64_t count = static_cast<int64_t>(j - i);
+      max_src = std::max(max_src, corpus_.src_length(order[i]) + 1);
+      max_tgt = std::max(max_tgt, corpus_.tgt_length(order[i]) + 1);
+      if (count > max_sentences || count * std::max(max_src, max_tgt) > options_.max_tokens) break;
+      const double cost = best[i] + double(count * (max_src + max_tgt)) + overhead;
+      if (cost < best[j]) best[j] = cost, cut[j] = i;
+    }
+  }
+  std::vector<Batch> batches;
+  for (size_t j = n; j > 0; j = cut[j]) batches.push_back(make_batch(&order[cut[j]], &order[j]));
+  std::reverse(batches.begin(), batches.end());
+  return batches;
+}
+
+std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t stream) const {
+  const auto w = static_cast<size_t>(options_.world_size);
+  // Every step needs one batch per rank: split the largest batches until the count divides.
+  while (batches.size() % w != 0) {
+    auto largest = std::max_element(batches.begin(), batches.end(),
+                                     [](const Batch& a, const Batch& b) { return a.size() < b.size(); });
+    if (largest->size() < 2) {
+      batches.emplace_back();  // fewer pairs than ranks left: an empty batch keeps step shape
+      continue;
+    }
+    const Batch whole = std::move(*largest);
+    const size_t half = whole.pairs.size() / 2;
+    *largest = make_batch(whole.pairs.data(), whole.pairs.data() + half);
+    batches.push_back(make_batch(whole.pairs.data() + half, whole.pairs.data() + whole.pairs.size()));
+  }
+  // Batches of near-equal cost share a step, so no rank waits long for another.
+  std::vector<std::pair<uint64_t, size_t>> keys(batches.size());
+  for (size_t i = 0; i < batches.size(); ++i)
+    keys[i] = {mix(stream ^ (batches[i].pairs.empty() ? i : batches[i].pairs[0])), i};
+  std::sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
+    const int64_t ca = batches[a.second].padded_tokens(), cb = batches[b.second].padded_tokens();
+    return ca != cb ? ca > cb : a < b;
+  });
+  std::vector<Step> steps(batches.size() / w);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    steps[s].batches.reserve(w);
+    for (size_t r = 0; r < w; ++r) steps[s].batches.push_back(std::move(batches[keys[s * w + r].second]));
+    // Which rank gets the step's largest batch changes from step to step.
+    deterministic_shuffle(steps[s].batches, mix(stream + s));
+  }
+  deterministic_shuffle(steps, mix(stream ^ 0x5bd1e995u));
+  return steps;
+}
+
+EpochPlan BatchPlanner::plan_epoch(int64_t epoch) const {
+  const uint64_t stream = mix(mix(options_.seed) ^ static_cast<uint64_t>(epoch));
+  const auto n = static_cast<uint32_t>(corpus_.size());
+  int64_t longest = 1;
+  for (uint32_t i = 0; i < n; ++i)
+    longest = std::max({longest, corpus_.src_length(i) + 1, corpus_.tgt_length(i) + 1});
+  int order_bits = 1;
+  while ((int64_t{1} << order_bits) <= longest) ++order_bits;
+  // Sort by (Hilbert index, per-epoch hash): pairs of equal lengths are interchangeable for
+  // padding, so the hash reshuffles batch contents each epoch at no cost in efficiency.
+  std::vector<std::pair<uint64_t, uint64_t>> keys(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    keys[i] = {hilbert_index(static_cast<uint32_t>(corpus_.src_length(i) + 1),
+                             static_cast<uint32_t>(corpus_.tgt_length(i) + 1), order_bits),
+               (mix(stream ^ i) & ~uint64_t{0xffffffff}) | i};
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<uint32_t> order(n);
+  for (uint32_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i].second & 0xffffffff);
+  EpochPlan plan;
+  plan.epoch = epoch;
+  plan.steps = balance(cut_batches(order), stream);
+  return plan;
+}
+
+EpochPlan BatchPlanner::plan_naive(const EpochPlan& reference) const {
+  const auto w = static_cast<size_t>(options_.world_size);
+  const size_t n = static_cast<size_t>(corpus_.size());
+  const size_t steps = std::max<size_t>(1, reference.steps.size());
+  const size_t per_rank = (n + steps * w - 1) / (steps * w);
+  EpochPlan plan;
+  plan.epoch = reference.epoch;
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  for (size_t start = 0; start < n; start += per_rank * w) {
+    Step step;
+    for (size_t r = 0; r < w; ++r) {
+      const size_t begin = std::min(n, start + r * per_rank);
+      const size_t end = std::min(n, begin + per_rank);
+      step.batches.push_back(make_batch(order.data() + begin, order.data() + end));
+    }
+    plan.steps.push_back(std::move(step));
+  }
+  return plan;
+}
+
+}  // namespace nmt::data

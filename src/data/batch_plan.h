@@ -1,0 +1,94 @@
+#pragma once
+// Token-bucketed batches, balanced across ranks.
+//
+// Each epoch, pairs are ordered along a Hilbert curve over (source length, target length), so
+// neighbours in the order have similar lengths on both sides; ties are broken by a hash of
+// (seed, epoch, pair), so batch composition varies between epochs. The order is cut into
+// batches by dynamic programming that minimizes padded tokens plus a fixed cost per batch,
+// under the padded-token budget. Batches are then grouped W to a step by cost, so the W ranks
+// of a step get near-equal work, and the steps are shuffled. Every rank computes the same
+// plan from the seed: no data needs to be sent.
+
+#include <cstdint>
+#include <vector>
+
+#include "data/token_cache.h"
+
+namespace nmt::data {
+
+/// Settings of the batch plan.
+struct BatchPlanOptions {
+  int64_t max_tokens = 4096;    ///< padded tokens per batch: sentences x longest (src or tgt)
+  int64_t max_sentences = 0;    ///< sentences per batch; 0: no limit
+  double batch_overhead = 0.25;  ///< fixed cost of a batch, as a fraction of max_tokens
+  int64_t world_size = 1;       ///< ranks: batches per step
+  uint64_t seed = 1;            ///< seed of the shuffles
+};
+
+/// One rank's batch: pairs of the TokenCache and its padded shape.
+struct Batch {
+  std::vector<uint32_t> pairs;  ///< indices into the TokenCache, in batch order
+  int64_t src_len = 0;          ///< longest source, with EOS (padded width)
+  int64_t tgt_len = 0;          ///< longest target, with BOS or EOS (padded width)
+  int64_t src_tokens = 0;       ///< real source tokens, with EOS
+  int64_t tgt_tokens = 0;       ///< real target tokens, with EOS (the loss's token count)
+  int64_t size() const { return static_cast<int64_t>(pairs.size()); }
+  /// Padded source + target tokens: the work and memory of this batch.
+  int64_t padded_tokens() const { return size() * (src_len + tgt_len); }
+};
+
+/// The batches of one step, batches[r] for rank r.
+struct Step {
+  std::vector<Batch> batches;
+  /// Real target tokens over all ranks: the loss of a step is normalized by the sum of this
+  /// over the steps of an update.
+  int64_t global_tgt_tokens() const;
+};
+
+/// Figures that describe a plan.
+struct PlanStats {
+  int64_t batches = 0;            ///< non-empty batches
+  int64_t steps = 0;              ///< steps (each one batch per rank)
+  int64_t sentences = 0;          ///< sentence pairs
+  int64_t src_tokens = 0;         ///< real source tokens (with EOS)
+  int64_t tgt_tokens = 0;         ///< real target tokens (with EOS)
+  int64_t padded_tokens = 0;      ///< padded source + target tokens
+  double padding_efficiency = 0;  ///< real / padded tokens, source and target together
+  /// Sum over steps of the busiest rank's padded tokens over the sum of the mean rank's.
+  double max_rank_token_imbalance = 0;
+  double mean_batch_fill = 0;     ///< mean of sentences x longest side over max_tokens
+};
+
+/// The steps of one epoch.
+struct EpochPlan {
+  int64_t epoch = 0;
+  std::vector<Step> steps;
+  PlanStats stats(int64_t max_tokens) const;
+};
+
+/// Computes epoch plans for a corpus.
+class BatchPlanner {
+ public:
+  /// Throws DataError when a sentence cannot fit max_tokens or there are fewer pairs than ranks.
+  BatchPlanner(const TokenCache& corpus, BatchPlanOptions options);
+  /// The plan of an epoch (1-based), the same on every rank for the same seed.
+  EpochPlan plan_epoch(int64_t epoch) const;
+  /// For comparison: DataParallel-style batching by sentence count in corpus order, each
+  /// global batch of world_size x sentences split evenly across ranks, with as many batches
+  /// as plan_epoch makes.
+  EpochPlan plan_naive(const EpochPlan& reference) const;
+  const BatchPlanOptions& options() const { return options_; }
+
+ private:
+  std::vector<Batch> cut_batches(const std::vector<uint32_t>& order) const;
+  Batch make_batch(const uint32_t* begin, const uint32_t* end) const;
+  std::vector<Step> balance(std::vector<Batch> batches, uint64_t stream) const;
+
+  const TokenCache& corpus_;
+  BatchPlanOptions options_;
+};
+
+/// Hilbert-curve index of (x, y) on a 2^order square.
+uint64_t hilbert_index(uint32_t x, uint32_t y, int order);
+
+}  // namespace nmt::data

@@ -1,0 +1,102 @@
+#include "data/batch_tensors.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+
+namespace nmt::data {
+
+BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
+                                const SpecialIds& ids) {
+  BatchTensors t;
+  const int64_t b = batch.size();
+  t.src = at::full({b, batch.src_len}, ids.pad, at::kLong);
+  t.tgt_in = at::full({b, batch.tgt_len}, ids.pad, at::kLong);
+  t.tgt_out = at::full({b, batch.tgt_len}, ids.pad, at::kLong);
+  auto src = t.src.accessor<int64_t, 2>();
+  auto tgt_in = t.tgt_in.accessor<int64_t, 2>();
+  auto tgt_out = t.tgt_out.accessor<int64_t, 2>();
+  for (int64_t row = 0; row < b; ++row) {
+    const uint32_t pair = batch.pairs[static_cast<size_t>(row)];
+    const int64_t s = corpus.src_length(pair), n = corpus.tgt_length(pair);
+    for (int64_t k = 0; k < s; ++k) src[row][k] = corpus.src_id(pair, k);
+    src[row][s] = ids.eos;
+    tgt_in[row][0] = ids.bos;
+    for (int64_t k = 0; k < n; ++k) {
+      const int32_t id = corpus.tgt_id(pair, k);
+      tgt_in[row][k + 1] = id;
+      tgt_out[row][k] = id;
+    }
+    tgt_out[row][n] = ids.eos;
+  }
+  t.src_tokens = batch.src_tokens;
+  t.tgt_tokens = batch.tgt_tokens;
+  return t;
+}
+
+BatchPrefetcher::BatchPrefetcher(const TokenCache& corpus,
+                                 std::shared_ptr<const BatchPlanner> planner, int64_t rank,
+                                 IteratorState start, SpecialIds ids, int64_t depth)
+    : corpus_(corpus),
+      iterator_(std::move(planner), start),
+      rank_(rank),
+      ids_(ids),
+      depth_(static_cast<size_t>(std::max<int64_t>(0, depth))) {
+  if (depth_ > 0) worker_ = std::thread([this] { run(); });
+}
+
+BatchPrefetcher::~BatchPrefetcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+BatchTensors BatchPrefetcher::produce() {
+  const Step& step = iterator_.next();
+  BatchTensors t = make_batch_tensors(corpus_, step.batches[static_cast<size_t>(rank_)], ids_);
+  t.global_tgt_tokens = step.global_tgt_tokens();
+  t.next = iterator_.state();
+  t.epoch = t.next.epoch;  // next() always leaves the position inside the step's epoch
+  return t;
+}
+
+void BatchPrefetcher::run() {
+  try {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [this] { return stop_ || ready_.size() < depth_; });
+        if (stop_) return;
+      }
+      BatchTensors t = produce();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ready_.push_back(std::move(t));
+      }
+      changed_.notify_all();
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = std::current_exception();
+    changed_.notify_all();
+  }
+}
+
+BatchTensors BatchPrefetcher::next() {
+  if (depth_ == 0) return produce();
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [this] { return !ready_.empty() || failure_; });
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (ready_.empty()) std::rethrow_exception(failure_);
+  BatchTensors t = std::move(ready_.front());
+  ready_.pop_front();
+  lock.unlock();
+  changed_.notify_all();
+  return t;
+}
+
+}  // namespace nmt::data

@@ -1,0 +1,77 @@
+#pragma once
+// Padded tensors for one rank's batch, built ahead of time on a background thread so the
+// training loop never waits for data.
+
+#include <ATen/core/Tensor.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "data/batch_iterator.h"
+#include "data/token_cache.h"
+
+namespace nmt::data {
+
+/// One rank's batch as tensors (CPU, int64, batch-first, right-padded with the pad id).
+struct BatchTensors {
+  at::Tensor src;      ///< [B, S]: source ids + EOS
+  at::Tensor tgt_in;   ///< [B, T]: BOS + target ids (decoder input)
+  at::Tensor tgt_out;  ///< [B, T]: target ids + EOS (what the decoder predicts)
+  int64_t src_tokens = 0;         ///< real source tokens (with EOS)
+  int64_t tgt_tokens = 0;         ///< real target tokens (with EOS)
+  int64_t global_tgt_tokens = 0;  ///< real target tokens of this step over all ranks
+  int64_t epoch = 0;              ///< epoch of the step
+  IteratorState next;             ///< iterator position after this batch (for checkpoints)
+  bool empty() const { return src_tokens == 0; }
+};
+
+/// Special ids used to build batches.
+struct SpecialIds {
+  int64_t pad = 0;
+  int64_t bos = 2;
+  int64_t eos = 3;
+};
+
+/// Builds the tensors of a batch from the token cache.
+BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
+                                const SpecialIds& ids);
+
+/// Produces this rank's batches in plan order, `depth` ahead on a background thread.
+class BatchPrefetcher {
+ public:
+  /// Starts at `start` (a saved IteratorState). depth 0 builds each batch on demand.
+  BatchPrefetcher(const TokenCache& corpus, std::shared_ptr<const BatchPlanner> planner,
+                  int64_t rank, IteratorState start, SpecialIds ids, int64_t depth);
+  ~BatchPrefetcher();
+  BatchPrefetcher(const BatchPrefetcher&) = delete;
+  BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
+
+  /// The next batch; blocks until it is ready and rethrows a failure of the worker thread.
+  BatchTensors next();
+  /// Seconds next() spent waiting for the worker so far (data-wait time).
+  double wait_seconds() const { return wait_seconds_; }
+
+ private:
+  BatchTensors produce();
+  void run();
+
+  const TokenCache& corpus_;
+  BatchIterator iterator_;
+  int64_t rank_;
+  SpecialIds ids_;
+  size_t depth_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<BatchTensors> ready_;
+  std::exception_ptr failure_;
+  bool stop_ = false;
+  double wait_seconds_ = 0;
+  std::thread worker_;
+};
+
+}  // namespace nmt::data

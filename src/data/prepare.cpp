@@ -1,0 +1,102 @@
+#include "data/prepare.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "util/log.h"
+
+namespace nmt::data {
+namespace {
+
+void log_counts(const std::string& name, const TokenCacheResult& r) {
+  const FilterCounts& c = r.cache.counts();
+  log::info("data",
+            "{}: {} pairs read, {} kept; filtered: {} empty, {} invalid UTF-8, {} too long, {} "
+            "over length ratio",
+            name, c.read, c.kept(), c.empty, c.invalid_utf8, c.too_long, c.length_ratio);
+  if (r.built && r.encode_seconds > 0) {
+    log::info("data", "{}: encoded {} pairs in {:.2f} s ({:.0f} sentence pairs/s)", name, c.read,
+              r.encode_seconds, double(c.read) / r.encode_seconds);
+  } else {
+    log::info("data", "{}: token cache reused ({})", name, r.cache.path().string());
+  }
+}
+
+}  // namespace
+
+PreparedData prepare_data(const DataOptions& options, const std::filesystem::path& run_dir,
+                          const PrepareOptions& prepare) {
+  PreparedData data;
+  data.vocab = prepare_vocabularies(options, run_dir,
+                                    {prepare.threads, static_cast<uint32_t>(prepare.seed)});
+  log::info("data", "vocabulary: {} pieces{} ({})", data.vocab.src.size(),
+            data.vocab.joint ? " (joint)" : "", data.vocab.src.model_path().string());
+  const std::filesystem::path cache_dir = run_dir / "cache";
+  data.train = build_or_open_token_cache(
+      {"train", options.train_src, options.train_tgt, cache_dir, prepare.threads}, data.vocab,
+      options);
+  log_counts("train", data.train);
+  if (!options.valid_src.empty()) {
+    data.valid = build_or_open_token_cache(
+        {"valid", options.valid_src, options.valid_tgt, cache_dir, prepare.threads}, data.vocab,
+        options);
+    log_counts("valid", *data.valid);
+  }
+  return data;
+}
+
+int64_t resolve_update_freq(const DataOptions& options, int64_t world_size) {
+  if (options.tokens_per_update <= 0) return options.update_freq;
+  const int64_t per_step = world_size * options.max_tokens;
+  return std::max<int64_t>(1, (options.tokens_per_update + per_step - 1) / per_step);
+}
+
+BatchPlanOptions plan_options(const DataOptions& options, int64_t world_size, uint64_t seed) {
+  BatchPlanOptions p;
+  p.max_tokens = options.max_tokens;
+  p.max_sentences = options.max_sentences;
+  p.batch_overhead = options.batch_overhead;
+  p.world_size = world_size;
+  p.seed = seed;
+  return p;
+}
+
+std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int64_t world_size,
+                             int64_t max_tokens, int64_t update_freq, double plan_seconds) {
+  auto block = [](const PlanStats& s) {
+    return fmt::format(
+        "\"batches\": {}, \"steps\": {}, \"sentences\": {}, \"src_tokens\": {}, "
+        "\"tgt_tokens\": {}, \"padded_tokens\": {}, \"padding_efficiency\": {:.4f}, "
+        "\"max_rank_token_imbalance\": {:.4f}, \"mean_batch_fill\": {:.4f}",
+        s.batches, s.steps, s.sentences, s.src_tokens, s.tgt_tokens, s.padded_tokens,
+        s.padding_efficiency, s.max_rank_token_imbalance, s.mean_batch_fill);
+  };
+  return fmt::format(
+      "{{\n  \"world_size\": {}, \"max_tokens\": {}, \"update_freq\": {}, \"epoch\": 1, "
+      "\"plan_seconds\": {:.3f},\n  {},\n  \"naive\": {{{}}}\n}}\n",
+      world_size, max_tokens, update_freq, plan_seconds, block(ours), block(naive));
+}
+
+std::string batch_stats_table(const PlanStats& ours, const PlanStats& naive) {
+  std::string t = fmt::format("{:<28} {:>16} {:>22}\n", "epoch 1", "token buckets",
+                              "naive (sentence count)");
+  auto row = [&t](const char* name, const std::string& a, const std::string& b) {
+    t += fmt::format("{:<28} {:>16} {:>22}\n", name, a, b);
+  };
+  auto num = [](int64_t v) { return fmt::format("{}", v); };
+  auto real = [](double v) { return fmt::format("{:.4f}", v); };
+  row("batches (per rank x steps)", num(ours.batches), num(naive.batches));
+  row("steps", num(ours.steps), num(naive.steps));
+  row("sentences", num(ours.sentences), num(naive.sentences));
+  row("src / tgt tokens", fmt::format("{} / {}", ours.src_tokens, ours.tgt_tokens),
+      fmt::format("{} / {}", naive.src_tokens, naive.tgt_tokens));
+  row("padded tokens", num(ours.padded_tokens), num(naive.padded_tokens));
+  row("padding efficiency", real(ours.padding_efficiency), real(naive.padding_efficiency));
+  row("max rank token imbalance", real(ours.max_rank_token_imbalance),
+      real(naive.max_rank_token_imbalance));
+  row("mean batch fill", real(ours.mean_batch_fill), real(naive.mean_batch_fill));
+  return t;
+}
+
+}  // namespace nmt::data

@@ -1,0 +1,48 @@
+#pragma once
+// Preparing the data of a run once: vocabularies, token caches, and the numbers that follow
+// from the batching settings.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "data/batch_plan.h"
+#include "data/data_options.h"
+#include "data/token_cache.h"
+#include "data/vocab.h"
+
+namespace nmt::data {
+
+/// Vocabularies and encoded corpora of a run.
+struct PreparedData {
+  Vocabularies vocab;
+  TokenCacheResult train;
+  std::optional<TokenCacheResult> valid;  ///< when data.valid_src is set
+};
+
+/// How to prepare.
+struct PrepareOptions {
+  int threads = 1;     ///< encoding and SentencePiece training threads
+  uint64_t seed = 1;   ///< seed for SentencePiece sampling
+};
+
+/// Trains or loads the vocabularies and builds or opens the token caches under run_dir, and
+/// logs what was read and filtered, per reason.
+PreparedData prepare_data(const DataOptions& options, const std::filesystem::path& run_dir,
+                          const PrepareOptions& prepare);
+
+/// Batches accumulated per update: data.update_freq, or the smallest number of steps whose
+/// budget (world_size x max_tokens each) reaches data.tokens_per_update when that is set.
+int64_t resolve_update_freq(const DataOptions& options, int64_t world_size);
+
+/// The batch plan settings that follow from the data options.
+BatchPlanOptions plan_options(const DataOptions& options, int64_t world_size, uint64_t seed);
+
+/// batch_stats.json: the plan of an epoch next to naive sentence-count batching.
+std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int64_t world_size,
+                             int64_t max_tokens, int64_t update_freq, double plan_seconds);
+/// A short table of the same figures for the console.
+std::string batch_stats_table(const PlanStats& ours, const PlanStats& naive);
+
+}  // namespace nmt::data

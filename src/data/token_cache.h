@@ -1,0 +1,92 @@
+#pragma once
+// The encoded corpus, stored once in a compact binary file and memory-mapped: a flat array of
+// ids (16-bit when the vocabulary allows, else 32-bit) plus offsets, for source and target.
+// The file name carries a hash of the inputs, the filter settings and the SentencePiece
+// models, so a restart or a second run reuses it and any change builds a new one.
+//
+// Layout (native little-endian): Header; uint64 src_offsets[pairs + 1];
+// uint64 tgt_offsets[pairs + 1]; uint64 line_numbers[pairs]; src ids; tgt ids (each id array
+// padded to 8 bytes). Lengths exclude BOS/EOS.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/corpus_reader.h"
+#include "data/data_options.h"
+#include "data/vocab.h"
+
+namespace nmt::data {
+
+/// A memory-mapped token cache.
+class TokenCache {
+ public:
+  /// Maps an existing cache file; throws DataError when it is truncated or not a cache.
+  static TokenCache open(const std::filesystem::path& file);
+
+  /// Sentence pairs kept.
+  int64_t size() const { return pairs_; }
+  /// Source length of pair i, in pieces (no BOS/EOS).
+  int64_t src_length(int64_t i) const { return src_offsets_[i + 1] - src_offsets_[i]; }
+  /// Target length of pair i, in pieces (no BOS/EOS).
+  int64_t tgt_length(int64_t i) const { return tgt_offsets_[i + 1] - tgt_offsets_[i]; }
+  /// Source id k of pair i.
+  int32_t src_id(int64_t i, int64_t k) const { return id_at(src_ids_, src_offsets_[i] + k); }
+  /// Target id k of pair i.
+  int32_t tgt_id(int64_t i, int64_t k) const { return id_at(tgt_ids_, tgt_offsets_[i] + k); }
+  /// 1-based line of pair i in the corpus files.
+  int64_t line_number(int64_t i) const { return static_cast<int64_t>(line_numbers_[i]); }
+  /// What was read and filtered when the cache was built.
+  const FilterCounts& counts() const { return counts_; }
+  /// Total source / target pieces over all pairs.
+  int64_t src_tokens() const { return static_cast<int64_t>(src_offsets_[pairs_]); }
+  int64_t tgt_tokens() const { return static_cast<int64_t>(tgt_offsets_[pairs_]); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  int32_t id_at(const void* ids, uint64_t index) const {
+    return id_bytes_ == 2 ? static_cast<const uint16_t*>(ids)[index]
+                          : static_cast<const int32_t*>(ids)[index];
+  }
+
+  std::shared_ptr<void> mapping_;  // keeps the mmap alive; copies share it
+  std::filesystem::path path_;
+  int64_t pairs_ = 0;
+  int id_bytes_ = 4;
+  const uint64_t* src_offsets_ = nullptr;
+  const uint64_t* tgt_offsets_ = nullptr;
+  const uint64_t* line_numbers_ = nullptr;
+  const void* src_ids_ = nullptr;
+  const void* tgt_ids_ = nullptr;
+  FilterCounts counts_;
+};
+
+/// What to encode and where the cache lives.
+struct TokenCacheRequest {
+  std::string name;                 ///< "train", "valid": the file is <dir>/<name>.<key>.tok
+  std::filesystem::path src;        ///< source text file
+  std::filesystem::path tgt;        ///< target text file
+  std::filesystem::path dir;        ///< cache folder (created if needed)
+  int threads = 1;                  ///< encoding threads
+};
+
+/// Result of build_or_open_token_cache.
+struct TokenCacheResult {
+  TokenCache cache;
+  bool built = false;               ///< encoded now (false: reused an existing file)
+  double encode_seconds = 0;        ///< time spent reading and encoding when built
+};
+
+/// The cache key: a hash of both inputs' contents, the vocabularies and the filter settings.
+uint64_t token_cache_key(const TokenCacheRequest& request, const Vocabularies& vocab,
+                         const DataOptions& options);
+
+/// Opens the cache for this request, or reads, validates, filters and encodes the corpus
+/// into a new one (written to a temporary file and renamed, so it is never seen half written;
+/// caches of the same name with another key are removed).
+TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
+                                           const Vocabularies& vocab, const DataOptions& options);
+
+}  // namespace nmt::data

@@ -1,0 +1,79 @@
+#include "model/embedding.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <torch/nn/init.h>
+
+#include "util/error.h"
+
+namespace nmt::model {
+
+torch::nn::Embedding make_token_table(int64_t vocab_size, int64_t d_model, int64_t pad_id) {
+  NMT_CHECK(pad_id >= 0 && pad_id < vocab_size, nmt::ConfigError,
+            "padding id: expected a token id in [0, {}), found {}", vocab_size, pad_id);
+  // padding_idx keeps the pad row's gradient zero, so the row stays zero while training.
+  torch::nn::Embedding table(torch::nn::EmbeddingOptions(vocab_size, d_model).padding_idx(pad_id));
+  torch::nn::init::normal_(table->weight, 0.0, std::pow(static_cast<double>(d_model), -0.5));
+  torch::NoGradGuard no_grad;
+  table->weight[pad_id].zero_();
+  return table;
+}
+
+at::Tensor sinusoidal_positions(int64_t positions, int64_t d_model) {
+  const int64_t half = d_model / 2;
+  // Wavelengths grow geometrically from 2*pi to 10000*2*pi; the max(.,1) guards d_model = 2.
+  const double log_step = std::log(10000.0) / static_cast<double>(std::max<int64_t>(half - 1, 1));
+  const at::Tensor inv_freq = at::exp(at::arange(half, at::kFloat) * -log_step);
+  const at::Tensor angles = at::arange(positions, at::kFloat).unsqueeze(1) * inv_freq.unsqueeze(0);
+  at::Tensor table = at::cat({at::sin(angles), at::cos(angles)}, 1);
+  // An odd width gets one zero column.
+  if (d_model % 2 == 1) table = at::cat({table, at::zeros({positions, 1})}, 1);
+  return table;
+}
+
+InputEmbeddingImpl::InputEmbeddingImpl(const InputEmbeddingOptions& options,
+                                       torch::nn::Embedding shared_table)
+    : options_(options) {
+  if (shared_table) {
+    // Deliberately not registered: a tensor registered under two names appears twice in
+    // parameters(), and the optimizer and gradient all-reduce would then update it twice.
+    table_ = shared_table;
+    NMT_CHECK(table_->weight.size(0) == options.vocab_size() &&
+                  table_->weight.size(1) == options.d_model(),
+              nmt::ConfigError, "shared embedding: expected a [{}, {}] table, found [{}, {}]",
+              options.vocab_size(), options.d_model(), table_->weight.size(0),
+              table_->weight.size(1));
+  } else {
+    table_ = register_module(
+        "tokens", make_token_table(options.vocab_size(), options.d_model(), options.pad_id()));
+  }
+  if (options.positions() == PositionEncoding::kLearned) {
+    learned_positions_ = register_module(
+        "positions", torch::nn::Embedding(options.max_positions(), options.d_model()));
+    torch::nn::init::normal_(learned_positions_->weight, 0.0,
+                             std::pow(static_cast<double>(options.d_model()), -0.5));
+  } else {
+    // A buffer so that .to(device) moves it; it is a pure function of the options.
+    sinusoid_ = register_buffer("sinusoid",
+                                sinusoidal_positions(options.max_positions(), options.d_model()));
+  }
+}
+
+at::Tensor InputEmbeddingImpl::forward(const at::Tensor& ids, int64_t start_position) {
+  TORCH_CHECK(ids.dim() == 2, "embedding: expected ids [B, T], found ", ids.sizes());
+  const int64_t end = start_position + ids.size(1);
+  NMT_CHECK(end <= options_.max_positions(), nmt::DataError,
+            "sequence too long: expected at most model.max_positions = {} tokens, found {}",
+            options_.max_positions(), end);
+  at::Tensor x = table_(ids);
+  if (options_.scale()) x = x * std::sqrt(static_cast<double>(options_.d_model()));
+  if (learned_positions_) {
+    x = x + learned_positions_->weight.slice(0, start_position, end);
+  } else {
+    x = x + sinusoid_.slice(0, start_position, end);
+  }
+  return at::dropout(x, options_.dropout(), is_training());
+}
+
+}  // namespace nmt::model

@@ -1,0 +1,101 @@
+#include "model/layers.h"
+
+namespace nmt::model {
+namespace {
+
+MultiheadAttention make_attention(const LayerOptions& o) {
+  return MultiheadAttention(
+      MultiheadAttentionOptions(o.d_model(), o.heads()).dropout(o.attention_dropout()));
+}
+
+torch::nn::LayerNorm make_norm(const LayerOptions& o) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model()}));
+}
+
+/// One residual sublayer: pre-norm x + drop(f(norm(x))), post-norm norm(x + drop(f(x))).
+template <typename F>
+at::Tensor residual(const LayerOptions& o, bool training, torch::nn::LayerNorm& norm,
+                    const at::Tensor& x, F&& f) {
+  if (o.norm() == NormPosition::kPre) return x + at::dropout(f(norm(x)), o.dropout(), training);
+  return norm(x + at::dropout(f(x), o.dropout(), training));
+}
+
+}  // namespace
+
+FeedForwardImpl::FeedForwardImpl(const LayerOptions& options) : options_(options) {
+  fc1_ = register_module("fc1", torch::nn::Linear(options.d_model(), options.ffn_dim()));
+  fc2_ = register_module("fc2", torch::nn::Linear(options.ffn_dim(), options.d_model()));
+  init_projection(fc1_);
+  init_projection(fc2_);
+}
+
+at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
+  at::Tensor h = fc1_(x);
+  h = options_.activation() == Activation::kGelu ? at::gelu(h) : at::relu(h);
+  return fc2_(at::dropout(h, options_.activation_dropout(), is_training()));
+}
+
+EncoderLayerImpl::EncoderLayerImpl(const LayerOptions& options) : options_(options) {
+  self_attn_ = register_module("self_attn", make_attention(options));
+  self_attn_norm_ = register_module("self_attn_norm", make_norm(options));
+  ffn_ = register_module("ffn", FeedForward(options));
+  ffn_norm_ = register_module("ffn_norm", make_norm(options));
+}
+
+at::Tensor EncoderLayerImpl::forward(const at::Tensor& x, const at::Tensor& key_mask) {
+  at::Tensor h = residual(options_, is_training(), self_attn_norm_, x,
+                          [&](const at::Tensor& y) { return self_attn_(y, y, key_mask); });
+  return residual(options_, is_training(), ffn_norm_, h,
+                  [&](const at::Tensor& y) { return ffn_(y); });
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const LayerOptions& options) : options_(options) {
+  self_attn_ = register_module("self_attn", make_attention(options));
+  self_attn_norm_ = register_module("self_attn_norm", make_norm(options));
+  cross_attn_ = register_module("cross_attn", make_attention(options));
+  cross_attn_norm_ = register_module("cross_attn_norm", make_norm(options));
+  ffn_ = register_module("ffn", FeedForward(options));
+  ffn_norm_ = register_module("ffn_norm", make_norm(options));
+}
+
+KeyValue DecoderLayerImpl::project_memory(const at::Tensor& memory) {
+  return cross_attn_->project_key_value(memory);
+}
+
+at::Tensor DecoderLayerImpl::cross_and_ffn(const at::Tensor& x, const KeyValue& memory,
+                                           const at::Tensor& src_mask) {
+  at::Tensor h = residual(options_, is_training(), cross_attn_norm_, x, [&](const at::Tensor& y) {
+    return cross_attn_->attend(y, memory, src_mask);
+  });
+  return residual(options_, is_training(), ffn_norm_, h,
+                  [&](const at::Tensor& y) { return ffn_(y); });
+}
+
+at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const KeyValue& memory,
+                                     const at::Tensor& src_mask) {
+  // Causal only, no target padding mask: batches are right-padded, so a real token never
+  // sees a pad token, and this keeps the flash kernel eligible. Pad positions produce
+  // finite outputs that the loss ignores.
+  at::Tensor h = residual(options_, is_training(), self_attn_norm_, x, [&](const at::Tensor& y) {
+    return self_attn_->forward(y, y, /*mask=*/at::Tensor(), /*causal=*/true);
+  });
+  return cross_and_ffn(h, memory, src_mask);
+}
+
+at::Tensor DecoderLayerImpl::step(const at::Tensor& x, KeyValue& self_cache, const KeyValue& memory,
+                                  const at::Tensor& src_mask) {
+  at::Tensor h = residual(options_, is_training(), self_attn_norm_, x, [&](const at::Tensor& y) {
+    KeyValue kv = self_attn_->project_key_value(y);
+    if (self_cache.key.defined()) {
+      kv.key = at::cat({self_cache.key, kv.key}, 2);
+      kv.value = at::cat({self_cache.value, kv.value}, 2);
+    }
+    self_cache = kv;
+    // The newest position may see every cached one: no mask (is_causal would wrongly align
+    // the single query with the first key).
+    return self_attn_->attend(y, self_cache);
+  });
+  return cross_and_ffn(h, memory, src_mask);
+}
+
+}  // namespace nmt::model

@@ -1,0 +1,150 @@
+#include "model/transformer.h"
+
+#include <cmath>
+
+#include <torch/nn/init.h>
+
+#include "util/error.h"
+
+namespace nmt::model {
+namespace {
+
+InputEmbeddingOptions embedding_options(const ModelOptions& o, int64_t vocab_size, int64_t pad_id) {
+  return InputEmbeddingOptions(vocab_size, o.d_model, pad_id)
+      .positions(o.positions)
+      .max_positions(o.max_positions)
+      .scale(o.scale_embeddings)
+      .dropout(o.dropout);
+}
+
+torch::nn::LayerNorm make_final_norm(int64_t d_model) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}));
+}
+
+}  // namespace
+
+TransformerImpl::TransformerImpl(const ModelOptions& options, int64_t src_vocab_size,
+                                 int64_t tgt_vocab_size, int64_t pad_id)
+    : options_(options), pad_id_(pad_id) {
+  NMT_CHECK(options.tie_embeddings != TiedEmbeddings::kAll || src_vocab_size == tgt_vocab_size,
+            nmt::ConfigError,
+            "model.tie_embeddings = all needs one joint vocabulary: expected equal source and "
+            "target vocabulary sizes, found {} and {}",
+            src_vocab_size, tgt_vocab_size);
+  NMT_CHECK(options.encoder_layers >= 1 && options.decoder_layers >= 1, nmt::ConfigError,
+            "model: expected at least one encoder and one decoder layer, found {} and {}",
+            options.encoder_layers, options.decoder_layers);
+
+  encoder_embed_ = register_module(
+      "encoder_embed", InputEmbedding(embedding_options(options, src_vocab_size, pad_id)));
+  const auto decoder_embedding = embedding_options(options, tgt_vocab_size, pad_id);
+  if (options.tie_embeddings == TiedEmbeddings::kAll) {
+    decoder_embed_ = register_module("decoder_embed",
+                                     InputEmbedding(decoder_embedding, encoder_embed_->table()));
+  } else {
+    decoder_embed_ = register_module("decoder_embed", InputEmbedding(decoder_embedding));
+  }
+
+  const LayerOptions layer(options);
+  encoder_layers_list_ = register_module("encoder_layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < options.encoder_layers; ++i) {
+    encoder_layers_.emplace_back(layer);
+    encoder_layers_list_->push_back(encoder_layers_.back());
+  }
+  decoder_layers_list_ = register_module("decoder_layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < options.decoder_layers; ++i) {
+    decoder_layers_.emplace_back(layer);
+    decoder_layers_list_->push_back(decoder_layers_.back());
+  }
+  if (options.norm == NormPosition::kPre) {
+    // Pre-norm leaves the residual stream unnormalized; normalize before it leaves a stack.
+    encoder_norm_ = register_module("encoder_norm", make_final_norm(options.d_model));
+    decoder_norm_ = register_module("decoder_norm", make_final_norm(options.d_model));
+  }
+  if (options.tie_embeddings == TiedEmbeddings::kNone) {
+    output_projection_ = register_module(
+        "output_projection",
+        torch::nn::Linear(torch::nn::LinearOptions(options.d_model, tgt_vocab_size).bias(false)));
+    // Same scale as the embedding tables, so tied and untied models start alike (fairseq).
+    torch::nn::init::normal_(output_projection_->weight, 0.0,
+                             std::pow(static_cast<double>(options.d_model), -0.5));
+  }
+}
+
+at::Tensor TransformerImpl::output_weight() const {
+  return output_projection_ ? output_projection_->weight : target_embedding();
+}
+
+EncoderOutput TransformerImpl::encode(const at::Tensor& src_ids) {
+  TORCH_CHECK(src_ids.dim() == 2, "encode: expected src_ids [B, S], found ", src_ids.sizes());
+  const at::Tensor pad_mask = src_ids.eq(pad_id_);
+  const at::Tensor mask = attention_mask_from_padding(pad_mask);
+  at::Tensor x = encoder_embed_(src_ids);
+  for (EncoderLayer& layer : encoder_layers_) x = layer(x, mask);
+  if (encoder_norm_) x = encoder_norm_(x);
+  return {x, pad_mask};
+}
+
+at::Tensor TransformerImpl::project(const at::Tensor& x) {
+  return at::linear(decoder_norm_ ? decoder_norm_(x) : x, output_weight());
+}
+
+at::Tensor TransformerImpl::decode(const at::Tensor& tgt_in_ids, const EncoderOutput& encoded) {
+  TORCH_CHECK(tgt_in_ids.dim() == 2, "decode: expected tgt_in_ids [B, T], found ",
+              tgt_in_ids.sizes());
+  const at::Tensor mask = attention_mask_from_padding(encoded.src_pad_mask);
+  at::Tensor x = decoder_embed_(tgt_in_ids);
+  for (DecoderLayer& layer : decoder_layers_) {
+    x = layer(x, layer->project_memory(encoded.out), mask);
+  }
+  return project(x);
+}
+
+at::Tensor TransformerImpl::forward(const at::Tensor& src_ids, const at::Tensor& tgt_in_ids) {
+  return decode(tgt_in_ids, encode(src_ids));
+}
+
+DecoderState TransformerImpl::init_state(const EncoderOutput& encoded) {
+  DecoderState state;
+  state.src_mask = attention_mask_from_padding(encoded.src_pad_mask);
+  state.self_attention.resize(decoder_layers_.size());
+  for (DecoderLayer& layer : decoder_layers_) {
+    state.cross_attention.push_back(layer->project_memory(encoded.out));
+  }
+  return state;
+}
+
+at::Tensor TransformerImpl::decode_step(const at::Tensor& last_tokens, DecoderState& state) {
+  TORCH_CHECK(last_tokens.dim() == 1, "decode_step: expected last_tokens [B], found ",
+              last_tokens.sizes());
+  TORCH_CHECK(state.cross_attention.size() == decoder_layers_.size(),
+              "decode_step: state not made by init_state of this model");
+  at::Tensor x = decoder_embed_(last_tokens.unsqueeze(1), state.step);
+  for (size_t i = 0; i < decoder_layers_.size(); ++i) {
+    x = decoder_layers_[i]->step(x, state.self_attention[i], state.cross_attention[i],
+                                 state.src_mask);
+  }
+  ++state.step;
+  return project(x).squeeze(1);
+}
+
+void TransformerImpl::reorder_state(DecoderState& state, const at::Tensor& new_order) const {
+  const auto select = [&](at::Tensor& t) {
+    if (t.defined()) t = t.index_select(0, new_order);
+  };
+  for (std::vector<KeyValue>* caches : {&state.self_attention, &state.cross_attention}) {
+    for (KeyValue& kv : *caches) {
+      select(kv.key);
+      select(kv.value);
+    }
+  }
+  select(state.src_mask);
+}
+
+int64_t TransformerImpl::parameter_count() const {
+  int64_t count = 0;
+  for (const at::Tensor& p : parameters()) count += p.numel();
+  return count;
+}
+
+}  // namespace nmt::model

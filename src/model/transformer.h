@@ -1,0 +1,90 @@
+#pragma once
+// The Transformer encoder-decoder (Vaswani et al. 2017) with full (teacher-forced) decoding
+// for training and cached incremental decoding for search. Ids are int64 [B, T], batch first,
+// right-padded with pad_id.
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include "model/attention.h"
+#include "model/embedding.h"
+#include "model/layers.h"
+#include "model/model_options.h"
+
+namespace nmt::model {
+
+/// What the decoder needs from the encoder.
+struct EncoderOutput {
+  at::Tensor out;           ///< encoder states [B, S, d_model]
+  at::Tensor src_pad_mask;  ///< bool [B, S], true at padding
+};
+
+/// Everything incremental decoding carries from one step to the next, per batch row.
+struct DecoderState {
+  std::vector<KeyValue> self_attention;   ///< per layer: keys/values of decoded positions
+  std::vector<KeyValue> cross_attention;  ///< per layer: encoder output keys/values, fixed
+  at::Tensor src_mask;                    ///< bool [B, 1, 1, S], true for attendable keys
+  int64_t step = 0;                       ///< positions decoded so far
+};
+
+/// Transformer encoder-decoder producing next-token logits.
+class TransformerImpl : public torch::nn::Module {
+ public:
+  /// Builds and initializes the model; throws nmt::ConfigError for inconsistent options
+  /// (e.g. tie_embeddings = all with different vocabulary sizes).
+  TransformerImpl(const ModelOptions& options, int64_t src_vocab_size, int64_t tgt_vocab_size,
+                  int64_t pad_id);
+
+  /// Encodes src_ids [B, S].
+  EncoderOutput encode(const at::Tensor& src_ids);
+  /// Teacher-forced decoding of tgt_in_ids [B, T] (BOS-prefixed) -> logits [B, T, V].
+  at::Tensor decode(const at::Tensor& tgt_in_ids, const EncoderOutput& encoded);
+  /// encode then decode -> logits [B, T, V].
+  at::Tensor forward(const at::Tensor& src_ids, const at::Tensor& tgt_in_ids);
+
+  /// Starts incremental decoding: computes each layer's cross-attention keys/values once.
+  DecoderState init_state(const EncoderOutput& encoded);
+  /// Feeds last_tokens [B] at position state.step -> logits [B, V] for the next position.
+  at::Tensor decode_step(const at::Tensor& last_tokens, DecoderState& state);
+  /// Keeps rows new_order [B'] (int64 indices into the batch) of state, e.g. surviving beams.
+  void reorder_state(DecoderState& state, const at::Tensor& new_order) const;
+
+  /// Trainable parameters (shared tensors counted once).
+  int64_t parameter_count() const;
+  /// Source token table [src_vocab, d].
+  at::Tensor source_embedding() const { return encoder_embed_->table()->weight; }
+  /// Target token table [tgt_vocab, d].
+  at::Tensor target_embedding() const { return decoder_embed_->table()->weight; }
+  /// Output projection [tgt_vocab, d] (no bias).
+  at::Tensor output_weight() const;
+  /// The options this model was built with.
+  const ModelOptions& options() const { return options_; }
+  /// The padding id.
+  int64_t pad_id() const { return pad_id_; }
+
+ private:
+  /// Final pre-norm LayerNorm (if any) and output projection.
+  at::Tensor project(const at::Tensor& x);
+
+  ModelOptions options_;
+  int64_t pad_id_;
+  InputEmbedding encoder_embed_{nullptr};
+  InputEmbedding decoder_embed_{nullptr};
+  torch::nn::ModuleList encoder_layers_list_{nullptr};
+  torch::nn::ModuleList decoder_layers_list_{nullptr};
+  std::vector<EncoderLayer> encoder_layers_;      ///< typed views of encoder_layers_list_
+  std::vector<DecoderLayer> decoder_layers_;      ///< typed views of decoder_layers_list_
+  torch::nn::LayerNorm encoder_norm_{nullptr};    ///< pre-norm only
+  torch::nn::LayerNorm decoder_norm_{nullptr};    ///< pre-norm only
+  torch::nn::Linear output_projection_{nullptr};  ///< untied only
+};
+TORCH_MODULE(Transformer);
+
+}  // namespace nmt::model

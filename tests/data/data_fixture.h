@@ -1,0 +1,44 @@
+#pragma once
+// A small real corpus for data tests: the first lines of the shipped DDTP sample, a
+// 300-piece vocabulary trained on them and their token cache, built once per test binary.
+
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "data/prepare.h"
+#include "test_support.h"
+
+namespace nmt::test {
+
+/// Writes the first `lines` lines of a shipped data file into dir/name.
+inline std::filesystem::path head_of(const TempDir& dir, const std::string& shipped,
+                                     const std::string& name, int lines) {
+  std::ifstream in(std::string(NMT_SOURCE_DIR) + "/data/" + shipped);
+  std::string text, line;
+  for (int i = 0; i < lines && std::getline(in, line); ++i) text += line + "\n";
+  return dir.write(name, text);
+}
+
+/// The shared corpus, vocabulary and cache.
+struct SmallCorpus {
+  TempDir dir;
+  data::DataOptions options;
+  data::PreparedData prepared;
+
+  SmallCorpus() {
+    options.train_src = head_of(dir, "ddtp.en-de.train.en", "train.en", 3000).string();
+    options.train_tgt = head_of(dir, "ddtp.en-de.train.de", "train.de", 3000).string();
+    options.vocab_size = 500;
+    options.max_len = 100;
+    prepared = data::prepare_data(options, dir.path() / "run", {2, 1});
+  }
+  const data::TokenCache& cache() const { return prepared.train.cache; }
+};
+
+inline const SmallCorpus& small_corpus() {
+  static SmallCorpus corpus;
+  return corpus;
+}
+
+}  // namespace nmt::test

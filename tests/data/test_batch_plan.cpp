@@ -1,0 +1,117 @@
+
+#include "catch_torch.h"  // first: see the header
+
+#include <set>
+
+#include "data/batch_plan.h"
+#include "data_fixture.h"
+#include "util/error.h"
+
+using nmt::data::BatchPlanner;
+using nmt::data::BatchPlanOptions;
+using nmt::data::EpochPlan;
+
+namespace {
+
+BatchPlanOptions options_for(int64_t world, int64_t max_tokens = 1024) {
+  BatchPlanOptions o;
+  o.max_tokens = max_tokens;
+  o.world_size = world;
+  o.seed = 7;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("batches respect the padded-token budget and cover every pair once", "[data]") {
+  const auto& cache = nmt::test::small_corpus().cache();
+  for (int64_t world : {1, 2, 3, 8}) {
+    for (int64_t max_sentences : {0, 16}) {
+      INFO("world " << world << ", max_sentences " << max_sentences);
+      BatchPlanOptions o = options_for(world);
+      o.max_sentences = max_sentences;
+      const EpochPlan plan = BatchPlanner(cache, o).plan_epoch(1);
+      std::vector<int> seen(static_cast<size_t>(cache.size()), 0);
+      for (const auto& step : plan.steps) {
+        REQUIRE(step.batches.size() == static_cast<size_t>(world));
+        for (const auto& batch : step.batches) {
+          CHECK(batch.size() * std::max(batch.src_len, batch.tgt_len) <= o.max_tokens);
+          if (max_sentences) CHECK(batch.size() <= max_sentences);
+          for (uint32_t pair : batch.pairs) {
+            ++seen[pair];
+            CHECK(cache.src_length(pair) + 1 <= batch.src_len);
+            CHECK(cache.tgt_length(pair) + 1 <= batch.tgt_len);
+          }
+        }
+      }
+      CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    }
+  }
+}
+
+TEST_CASE("the same seed gives the same plan; epochs and seeds differ", "[data]") {
+  const auto& cache = nmt::test::small_corpus().cache();
+  auto pairs_of = [](const EpochPlan& plan) {
+    std::vector<std::vector<uint32_t>> out;
+    for (const auto& step : plan.steps)
+      for (const auto& batch : step.batches) out.push_back(batch.pairs);
+    return out;
+  };
+  const BatchPlanner a(cache, options_for(4)), b(cache, options_for(4));
+  CHECK(pairs_of(a.plan_epoch(3)) == pairs_of(b.plan_epoch(3)));
+  CHECK(pairs_of(a.plan_epoch(3)) != pairs_of(a.plan_epoch(4)));
+  BatchPlanOptions other = options_for(4);
+  other.seed = 8;
+  CHECK(pairs_of(a.plan_epoch(3)) != pairs_of(BatchPlanner(cache, other).plan_epoch(3)));
+}
+
+TEST_CASE("ranks get near-equal padded tokens, far better than sentence-count batches",
+          "[data]") {
+  const auto& cache = nmt::test::small_corpus().cache();
+  for (int64_t world : {2, 4}) {
+    INFO("world " << world);
+    const BatchPlanner planner(cache, options_for(world, 2048));
+    const EpochPlan plan = planner.plan_epoch(1);
+    const auto ours = plan.stats(2048);
+    const auto naive = planner.plan_naive(plan).stats(2048);
+    CHECK(ours.sentences == cache.size());
+    CHECK(naive.sentences == cache.size());
+    CHECK(ours.max_rank_token_imbalance >= 1.0);
+    CHECK(ours.max_rank_token_imbalance < 1.06);
+    CHECK(ours.padding_efficiency > 0.85);
+    CHECK(ours.padding_efficiency > naive.padding_efficiency + 0.2);
+    CHECK(ours.mean_batch_fill > 0.7);
+    CHECK(ours.mean_batch_fill <= 1.0);
+  }
+}
+
+TEST_CASE("global target tokens of a step sum every rank's batch", "[data]") {
+  const auto& cache = nmt::test::small_corpus().cache();
+  const EpochPlan plan = BatchPlanner(cache, options_for(3)).plan_epoch(1);
+  int64_t total = 0;
+  for (const auto& step : plan.steps) total += step.global_tgt_tokens();
+  int64_t expected = 0;
+  for (int64_t i = 0; i < cache.size(); ++i) expected += cache.tgt_length(i) + 1;
+  CHECK(total == expected);
+}
+
+TEST_CASE("impossible plans are refused with the reason", "[data]") {
+  const auto& cache = nmt::test::small_corpus().cache();
+  CHECK_THROWS_WITH(BatchPlanner(cache, options_for(1, 8)),
+                    Catch::Matchers::Contains("does not fit data.max_tokens 8"));
+  CHECK_THROWS_WITH(BatchPlanner(cache, options_for(cache.size() + 1)),
+                    Catch::Matchers::Contains("cannot give each of"));
+}
+
+TEST_CASE("Hilbert index visits the 2x2 square in curve order", "[data]") {
+  CHECK(nmt::data::hilbert_index(0, 0, 1) == 0);
+  CHECK(nmt::data::hilbert_index(0, 1, 1) == 1);
+  CHECK(nmt::data::hilbert_index(1, 1, 1) == 2);
+  CHECK(nmt::data::hilbert_index(1, 0, 1) == 3);
+  // Neighbouring cells on the curve are neighbours in the plane.
+  std::set<uint64_t> indices;
+  for (uint32_t x = 0; x < 8; ++x)
+    for (uint32_t y = 0; y < 8; ++y) indices.insert(nmt::data::hilbert_index(x, y, 3));
+  CHECK(indices.size() == 64);
+  CHECK(*indices.rbegin() == 63);
+}

@@ -1,0 +1,50 @@
+
+#include "catch_torch.h"  // first: see the header
+
+#include "data/vocab.h"
+#include "data_fixture.h"
+#include "util/error.h"
+
+using Catch::Matchers::Contains;
+
+TEST_CASE("a trained vocabulary has the fixed special ids and round-trips text", "[data]") {
+  const auto& corpus = nmt::test::small_corpus();
+  const nmt::data::Vocab& vocab = corpus.prepared.vocab.src;
+  CHECK(corpus.prepared.vocab.joint);
+  CHECK(vocab.size() == 500);
+  CHECK(vocab.pad_id() == nmt::data::kPadId);
+  CHECK(vocab.unk_id() == nmt::data::kUnkId);
+  CHECK(vocab.bos_id() == nmt::data::kBosId);
+  CHECK(vocab.eos_id() == nmt::data::kEosId);
+  const std::string text = "This package provides the library.";
+  const auto ids = vocab.encode(text);
+  CHECK(ids.size() > 3);
+  CHECK(vocab.decode(ids) == text);
+  auto with_specials = ids;
+  with_specials.insert(with_specials.begin(), vocab.bos_id());
+  with_specials.push_back(vocab.eos_id());
+  with_specials.push_back(vocab.pad_id());
+  CHECK(vocab.decode(with_specials) == text);
+  CHECK(vocab.fingerprint().size() == 16);
+}
+
+TEST_CASE("an existing vocabulary in the run directory is reused, not retrained", "[data]") {
+  const auto& corpus = nmt::test::small_corpus();
+  const auto model = corpus.prepared.vocab.src.model_path();
+  const auto written = std::filesystem::last_write_time(model);
+  auto again = nmt::data::prepare_vocabularies(corpus.options, corpus.dir.path() / "run", {1, 1});
+  CHECK_FALSE(again.trained);
+  CHECK(again.src.fingerprint() == corpus.prepared.vocab.src.fingerprint());
+  CHECK(std::filesystem::last_write_time(model) == written);
+}
+
+TEST_CASE("a bad SentencePiece model is a clear error", "[data]") {
+  nmt::test::TempDir dir;
+  auto bogus = dir.write("bogus.model", "not a model");
+  try {
+    nmt::data::Vocab::load(bogus);
+    FAIL("expected DataError");
+  } catch (const nmt::DataError& e) {
+    CHECK_THAT(e.what(), Contains(bogus.string() + ": cannot load SentencePiece model"));
+  }
+}

@@ -1,0 +1,337 @@
+#include "catch_torch.h"  // first: see the header
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <torch/utils.h>
+
+#include "model/attention.h"
+#include "model/transformer.h"
+#include "util/error.h"
+
+
+using nmt::model::Activation;
+using nmt::model::DecoderState;
+using nmt::model::EncoderOutput;
+using nmt::model::ModelOptions;
+using nmt::model::NormPosition;
+using nmt::model::PositionEncoding;
+using nmt::model::TiedEmbeddings;
+using nmt::model::Transformer;
+
+namespace {
+
+constexpr int64_t kPad = 1;
+constexpr int64_t kVocab = 11;
+
+/// A model small enough to run a forward pass in milliseconds.
+ModelOptions tiny_options() {
+  ModelOptions o;
+  o.encoder_layers = 2;
+  o.decoder_layers = 2;
+  o.d_model = 16;
+  o.heads = 4;
+  o.ffn_dim = 32;
+  o.dropout = 0.1;
+  o.attention_dropout = 0.1;
+  o.activation_dropout = 0.1;
+  o.max_positions = 32;
+  return o;
+}
+
+/// The variants every behavioural test runs on: both norms, both position encodings, every
+/// tying mode and both activations.
+std::vector<std::pair<std::string, ModelOptions>> variants() {
+  std::vector<std::pair<std::string, ModelOptions>> v;
+  v.emplace_back("post-norm, sinusoidal, tie all, relu", tiny_options());
+  ModelOptions pre = tiny_options();
+  pre.norm = NormPosition::kPre;
+  pre.positions = PositionEncoding::kLearned;
+  pre.tie_embeddings = TiedEmbeddings::kNone;
+  pre.activation = Activation::kGelu;
+  v.emplace_back("pre-norm, learned, tie none, gelu", pre);
+  ModelOptions dec = tiny_options();
+  dec.tie_embeddings = TiedEmbeddings::kDecoder;
+  dec.scale_embeddings = false;
+  v.emplace_back("post-norm, sinusoidal, tie decoder, unscaled", dec);
+  return v;
+}
+
+Transformer make_model(const ModelOptions& o, uint64_t seed = 1) {
+  torch::manual_seed(seed);
+  Transformer model(o, kVocab, kVocab, kPad);
+  model->eval();
+  return model;
+}
+
+at::Tensor ids(std::vector<std::vector<int64_t>> rows) {
+  const int64_t cols = static_cast<int64_t>(rows.front().size());
+  at::Tensor t = at::empty({static_cast<int64_t>(rows.size()), cols}, at::kLong);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    REQUIRE(static_cast<int64_t>(rows[r].size()) == cols);
+    for (int64_t c = 0; c < cols; ++c) t[r][c] = rows[r][c];
+  }
+  return t;
+}
+
+// Source rows right-padded with kPad; targets start with BOS (id 2).
+at::Tensor source() { return ids({{5, 6, 7, kPad, kPad}, {8, 9, 10, 4, 3}}); }
+at::Tensor target() { return ids({{2, 4, 5, 6}, {2, 7, 8, kPad}}); }
+
+bool all_finite(const at::Tensor& t) { return at::isfinite(t).all().item<bool>(); }
+
+}  // namespace
+
+TEST_CASE("forward, encode and decode give batch-first shapes", "[model]") {
+  for (const auto& [name, o] : variants()) {
+    INFO(name);
+    Transformer model = make_model(o);
+    const EncoderOutput enc = model->encode(source());
+    CHECK(enc.out.sizes() == at::IntArrayRef({2, 5, 16}));
+    CHECK(enc.src_pad_mask.sizes() == at::IntArrayRef({2, 5}));
+    CHECK(enc.src_pad_mask[0][3].item<bool>());
+    CHECK_FALSE(enc.src_pad_mask[0][2].item<bool>());
+    CHECK(model->decode(target(), enc).sizes() == at::IntArrayRef({2, 4, kVocab}));
+    model->train();
+    CHECK(model->forward(source(), target()).sizes() == at::IntArrayRef({2, 4, kVocab}));
+  }
+}
+
+TEST_CASE("attention ignores the content of masked keys", "[model]") {
+  torch::manual_seed(3);
+  nmt::model::MultiheadAttention attn(nmt::model::MultiheadAttentionOptions(8, 2));
+  const at::Tensor query = at::randn({2, 3, 8});
+  at::Tensor memory = at::randn({2, 4, 8});
+  // Row 0 may not attend to key 3, row 1 to keys 2 and 3.
+  const at::Tensor mask = at::tensor({1, 1, 1, 0, 1, 1, 0, 0}).to(at::kBool).view({2, 1, 1, 4});
+  const at::Tensor before = attn(query, memory, mask);
+  memory.slice(1, 2, 4).normal_(0.0, 10.0);
+  const at::Tensor after = attn(query, memory, mask);
+  CHECK_FALSE(at::allclose(before[0], after[0], 0.0, 1e-6));  // key 2 is visible to row 0
+  CHECK(at::allclose(before[1], after[1], 0.0, 1e-6));
+  // Without the mask the same change is visible: the comparison above can fail.
+  CHECK_FALSE(at::allclose(attn(query, memory)[1], after[1], 0.0, 1e-3));
+}
+
+TEST_CASE("source padding is invisible to every real position", "[model]") {
+  for (const auto& [name, o] : variants()) {
+    INFO(name);
+    Transformer model = make_model(o);
+    const at::Tensor padded = ids({{5, 6, 7, kPad, kPad}});
+    const at::Tensor unpadded = ids({{5, 6, 7}});
+    const at::Tensor tgt = ids({{2, 4, 5}});
+    const EncoderOutput enc_padded = model->encode(padded);
+    const EncoderOutput enc_unpadded = model->encode(unpadded);
+    CHECK(at::allclose(enc_padded.out.slice(1, 0, 3), enc_unpadded.out, 1e-5, 1e-6));
+    CHECK(
+        at::allclose(model->decode(tgt, enc_padded), model->decode(tgt, enc_unpadded), 1e-5, 1e-6));
+    // A batch neighbour of another length changes nothing either.
+    const at::Tensor batch = ids({{5, 6, 7, kPad, kPad}, {8, 9, 10, 4, 3}});
+    const at::Tensor tgt_batch = ids({{2, 4, 5}, {2, 6, kPad}});
+    CHECK(at::allclose(model->forward(batch, tgt_batch)[0], model->forward(unpadded, tgt)[0], 1e-5,
+                       1e-6));
+  }
+}
+
+TEST_CASE("decoder self-attention is causal", "[model]") {
+  for (const auto& [name, o] : variants()) {
+    INFO(name);
+    Transformer model = make_model(o);
+    const at::Tensor src = source();
+    at::Tensor tgt = target();
+    const at::Tensor before = model->forward(src, tgt);
+    tgt[0][2] = 9;
+    const at::Tensor after = model->forward(src, tgt);
+    CHECK(at::allclose(before.slice(1, 0, 2), after.slice(1, 0, 2), 1e-5, 1e-6));
+    CHECK_FALSE(at::allclose(before[0].slice(0, 2, 4), after[0].slice(0, 2, 4), 1e-3, 1e-4));
+    CHECK(at::equal(before[1], after[1]));
+  }
+}
+
+TEST_CASE("a padding mask never masks a whole row", "[model]") {
+  const at::Tensor pad = at::tensor({0, 0, 1, 1, 1, 1}).to(at::kBool).view({2, 3});
+  const at::Tensor mask = nmt::model::attention_mask_from_padding(pad);
+  CHECK(mask.sizes() == at::IntArrayRef({2, 1, 1, 3}));
+  CHECK(at::equal(mask[0].flatten(), at::tensor({1, 1, 0}).to(at::kBool)));
+  // The all-padding row attends to everything rather than to nothing (NaN).
+  CHECK(mask[1].all().item<bool>());
+}
+
+TEST_CASE("fully padded rows give finite logits and gradients", "[model]") {
+  for (const auto& [name, o] : variants()) {
+    INFO(name);
+    Transformer model = make_model(o);
+    model->train();
+    const at::Tensor src = ids({{5, 6, 7}, {kPad, kPad, kPad}});
+    const at::Tensor tgt = ids({{2, 4, 5}, {kPad, kPad, kPad}});
+    const at::Tensor logits = model->forward(src, tgt);
+    REQUIRE(all_finite(logits));
+    // A loss over the real tokens only, as the training loss does.
+    const at::Tensor keep = tgt.ne(kPad).unsqueeze(-1);
+    (at::log_softmax(logits, -1) * keep).sum().backward();
+    for (const auto& p : model->named_parameters()) {
+      INFO(p.key());
+      CHECK(all_finite(p.value().grad()));
+    }
+  }
+}
+
+TEST_CASE("incremental decoding matches full decoding, also after reorder_state", "[model]") {
+  for (const auto& [name, o] : variants()) {
+    INFO(name);
+    Transformer model = make_model(o);
+    const at::Tensor src = source();
+    const at::Tensor tgt = ids({{2, 4, 5, 6, 3}, {2, 7, 8, 9, 10}});
+    const EncoderOutput enc = model->encode(src);
+    const at::Tensor full = model->decode(tgt, enc);
+
+    DecoderState state = model->init_state(enc);
+    for (int64_t t = 0; t < 3; ++t) {
+      INFO("step " << t);
+      const at::Tensor step = model->decode_step(tgt.select(1, t), state);
+      CHECK(step.sizes() == at::IntArrayRef({2, kVocab}));
+      CHECK(at::allclose(step, full.select(1, t), 1e-5, 1e-5));
+    }
+    CHECK(state.step == 3);
+
+    // Beam-search style: row 1 is duplicated and row 0 dropped, then decoding continues.
+    const at::Tensor order = at::tensor({1, 1}, at::kLong);
+    model->reorder_state(state, order);
+    at::Tensor tgt_reordered = tgt.index_select(0, order).clone();
+    tgt_reordered[1][3] = 4;  // the two copies now diverge
+    const at::Tensor full_reordered =
+        model->decode(tgt_reordered, model->encode(src.index_select(0, order)));
+    for (int64_t t = 3; t < 5; ++t) {
+      INFO("step " << t << " after reorder");
+      const at::Tensor step = model->decode_step(tgt_reordered.select(1, t), state);
+      CHECK(at::allclose(step, full_reordered.select(1, t), 1e-5, 1e-5));
+    }
+  }
+}
+
+TEST_CASE("tied embeddings share one tensor, registered once", "[model]") {
+  const auto storage = [](const at::Tensor& t) { return t.data_ptr(); };
+  for (const auto& [name, o] : variants()) {
+    INFO(name);
+    Transformer model = make_model(o);
+    std::set<const void*> seen;
+    for (const at::Tensor& p : model->parameters()) CHECK(seen.insert(p.data_ptr()).second);
+    const bool all = o.tie_embeddings == TiedEmbeddings::kAll;
+    const bool decoder = o.tie_embeddings != TiedEmbeddings::kNone;
+    CHECK((storage(model->source_embedding()) == storage(model->target_embedding())) == all);
+    CHECK((storage(model->target_embedding()) == storage(model->output_weight())) == decoder);
+  }
+  // Gradients from the encoder input, decoder input and output layer meet in one tensor.
+  Transformer model = make_model(tiny_options());
+  model->forward(ids({{3}}), ids({{4}}))[0][0][5].backward();
+  const at::Tensor grad = model->source_embedding().grad();
+  CHECK(grad[3].abs().sum().item<double>() > 0);  // encoder input
+  CHECK(grad[4].abs().sum().item<double>() > 0);  // decoder input
+  CHECK(grad[5].abs().sum().item<double>() > 0);  // output row
+}
+
+TEST_CASE("tying all embeddings needs one vocabulary", "[model]") {
+  ModelOptions o = tiny_options();
+  CHECK_THROWS_MATCHES(
+      Transformer(o, 11, 12, kPad), nmt::ConfigError,
+      Catch::Matchers::Message("model.tie_embeddings = all needs one joint vocabulary: expected "
+                               "equal source and target vocabulary sizes, found 11 and 12"));
+  o.tie_embeddings = TiedEmbeddings::kDecoder;
+  CHECK_NOTHROW(Transformer(o, 11, 12, kPad));
+  o.heads = 5;
+  CHECK_THROWS_AS(Transformer(o, 11, 12, kPad), nmt::ConfigError);
+}
+
+TEST_CASE("parameter_count matches a hand count", "[model]") {
+  ModelOptions o = tiny_options();
+  o.encoder_layers = 1;
+  o.decoder_layers = 1;
+  o.d_model = 8;
+  o.heads = 2;
+  o.ffn_dim = 16;
+  // Attention: 4 projections of 8x8 + 8 bias = 288. LayerNorm: 8 + 8 = 16.
+  // Feed-forward: 8*16 + 16 + 16*8 + 8 = 280.
+  // Encoder layer: 288 + 16 + 280 + 16 = 600. Decoder layer: 2 * (288 + 16) + 280 + 16 = 904.
+  SECTION("tie all, sinusoidal, post-norm: one 10x8 table") {
+    CHECK(Transformer(o, 10, 10, kPad)->parameter_count() == 80 + 600 + 904);
+  }
+  SECTION("tie none, learned, pre-norm") {
+    o.tie_embeddings = TiedEmbeddings::kNone;
+    o.positions = PositionEncoding::kLearned;
+    o.norm = NormPosition::kPre;
+    o.max_positions = 20;
+    // Tables 10x8 and 12x8, output 12x8 without bias, two 20x8 position tables and two
+    // final LayerNorms.
+    CHECK(Transformer(o, 10, 12, kPad)->parameter_count() ==
+          80 + 96 + 96 + 2 * 160 + 600 + 904 + 2 * 16);
+  }
+}
+
+TEST_CASE("initialization: fairseq embedding scale, zero pad row, seeded", "[model]") {
+  ModelOptions o = tiny_options();
+  o.d_model = 64;
+  o.heads = 4;
+  torch::manual_seed(1);
+  Transformer model(o, 2000, 2000, kPad);
+  const at::Tensor table = model->source_embedding();
+  CHECK(table[kPad].abs().sum().item<double>() == 0.0);
+  CHECK(table.std().item<double>() == Approx(1.0 / 8.0).epsilon(0.02));
+
+  const auto same = [&](uint64_t a, uint64_t b) {
+    Transformer x = make_model(tiny_options(), a);
+    Transformer y = make_model(tiny_options(), b);
+    const auto px = x->named_parameters();
+    const auto py = y->named_parameters();
+    REQUIRE(px.size() == py.size());
+    for (size_t i = 0; i < px.size(); ++i) {
+      if (!at::equal(px[i].value(), py[i].value())) return false;
+    }
+    return true;
+  };
+  CHECK(same(7, 7));
+  CHECK_FALSE(same(7, 8));
+}
+
+TEST_CASE("sequences beyond max_positions are rejected", "[model]") {
+  ModelOptions o = tiny_options();
+  o.max_positions = 4;
+  Transformer model = make_model(o);
+  CHECK_THROWS_AS(model->encode(ids({{3, 4, 5, 6, 7}})), nmt::DataError);
+  CHECK_NOTHROW(model->encode(ids({{3, 4, 5, 6}})));
+}
+
+TEST_CASE("on a GPU, bf16 autocast gives finite logits matching incremental decoding",
+          "[model][cuda]") {
+  if (!at::hasCUDA() || at::getNumGPUs() == 0) {
+    WARN("skipped: no CUDA device visible");
+    return;
+  }
+  for (const auto& [name, o] : variants()) {
+    INFO(name);
+    Transformer model = make_model(o);
+    model->to(at::kCUDA);
+    const at::Tensor src = ids({{5, 6, 7}, {kPad, kPad, kPad}}).cuda();
+    const at::Tensor tgt = ids({{2, 4, 5}, {kPad, kPad, kPad}}).cuda();
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    const EncoderOutput enc = model->encode(src);
+    const at::Tensor full = model->decode(tgt, enc);
+    DecoderState state = model->init_state(enc);
+    at::Tensor steps = at::stack(
+        {model->decode_step(tgt.select(1, 0), state), model->decode_step(tgt.select(1, 1), state),
+         model->decode_step(tgt.select(1, 2), state)},
+        1);
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+    at::autocast::clear_cache();
+    CHECK(all_finite(full));
+    CHECK(at::allclose(steps[0].to(at::kFloat), full[0].to(at::kFloat), 0.05, 0.05));
+    model->train();
+    const at::Tensor logits = model->forward(src, tgt);
+    (at::log_softmax(logits, -1) * tgt.ne(kPad).unsqueeze(-1)).sum().backward();
+    for (const at::Tensor& p : model->parameters()) CHECK(all_finite(p.grad()));
+  }
+}
