@@ -68,7 +68,9 @@ PlanStats EpochPlan::stats(int64_t max_tokens) const {
       s.src_tokens += b.src_tokens;
       s.tgt_tokens += b.tgt_tokens;
       s.padded_tokens += b.padded_tokens();
-      fill += double(b.size() * std::max(b.src_len, b.tgt_len)) / double(max_tokens);
+      const double batch_fill = double(b.size() * std::max(b.src_len, b.tgt_len)) / double(max_tokens);
+      fill += batch_fill;
+      s.max_batch_fill = std::max(s.max_batch_fill, batch_fill);
     }
     busiest += double(step_max);
     mean += double(step_sum) / double(step.batches.size());
@@ -198,13 +200,11 @@ EpochPlan BatchPlanner::plan_epoch(int64_t epoch) const {
   return plan;
 }
 
-EpochPlan BatchPlanner::plan_naive(const EpochPlan& reference) const {
+EpochPlan BatchPlanner::plan_by_sentence_count(int64_t epoch, size_t per_rank) const {
   const auto w = static_cast<size_t>(options_.world_size);
   const size_t n = static_cast<size_t>(corpus_.size());
-  const size_t steps = std::max<size_t>(1, reference.steps.size());
-  const size_t per_rank = (n + steps * w - 1) / (steps * w);
   EpochPlan plan;
-  plan.epoch = reference.epoch;
+  plan.epoch = epoch;
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   for (size_t start = 0; start < n; start += per_rank * w) {
@@ -217,6 +217,24 @@ EpochPlan BatchPlanner::plan_naive(const EpochPlan& reference) const {
     plan.steps.push_back(std::move(step));
   }
   return plan;
+}
+
+EpochPlan BatchPlanner::plan_naive(const EpochPlan& reference) const {
+  const PlanStats target = reference.stats(options_.max_tokens);
+  const double target_mean = double(target.padded_tokens) / double(std::max<int64_t>(1, target.batches));
+  auto mean_padded = [](const PlanStats& s) {
+    return double(s.padded_tokens) / double(std::max<int64_t>(1, s.batches));
+  };
+  // Mean padded tokens grow with the sentence count: binary search the largest that fits.
+  size_t low = 1, high = std::max<size_t>(1, static_cast<size_t>(corpus_.size() / options_.world_size));
+  while (low < high) {
+    const size_t mid = (low + high + 1) / 2;
+    if (mean_padded(plan_by_sentence_count(reference.epoch, mid).stats(options_.max_tokens)) <= target_mean)
+      low = mid;
+    else
+      high = mid - 1;
+  }
+  return plan_by_sentence_count(reference.epoch, low);
 }
 
 }  // namespace nmt::data

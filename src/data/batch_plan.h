@@ -57,6 +57,7 @@ struct PlanStats {
   /// Sum over steps of the busiest rank's padded tokens over the sum of the mean rank's.
   double max_rank_token_imbalance = 0;
   double mean_batch_fill = 0;     ///< mean of sentences x longest side over max_tokens
+  double max_batch_fill = 0;      ///< the same for the fullest batch: above 1 exceeds the budget
 };
 
 /// The steps of one epoch.
@@ -74,8 +75,9 @@ class BatchPlanner {
   /// The plan of an epoch (1-based), the same on every rank for the same seed.
   EpochPlan plan_epoch(int64_t epoch) const;
   /// For comparison: DataParallel-style batching by sentence count in corpus order, each
-  /// global batch of world_size x sentences split evenly across ranks, with as many batches
-  /// as plan_epoch makes.
+  /// global batch of world_size x B sentences split evenly across ranks, with the largest B
+  /// whose mean padded tokens per batch do not exceed the reference plan's (the same average
+  /// memory; its fullest batches then show what a sentence-count budget risks).
   EpochPlan plan_naive(const EpochPlan& reference) const;
   const BatchPlanOptions& options() const { return options_; }
 
@@ -83,6 +85,7 @@ class BatchPlanner {
   std::vector<Batch> cut_batches(const std::vector<uint32_t>& order) const;
   Batch make_batch(const uint32_t* begin, const uint32_t* end) const;
   std::vector<Step> balance(std::vector<Batch> batches, uint64_t stream) const;
+  EpochPlan plan_by_sentence_count(int64_t epoch, size_t sentences_per_rank) const;
 
   const TokenCache& corpus_;
   BatchPlanOptions options_;

@@ -68,9 +68,10 @@ std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int6
     return fmt::format(
         "\"batches\": {}, \"steps\": {}, \"sentences\": {}, \"src_tokens\": {}, "
         "\"tgt_tokens\": {}, \"padded_tokens\": {}, \"padding_efficiency\": {:.4f}, "
-        "\"max_rank_token_imbalance\": {:.4f}, \"mean_batch_fill\": {:.4f}",
+        "\"max_rank_token_imbalance\": {:.4f}, \"mean_batch_fill\": {:.4f}, "
+        "\"max_batch_fill\": {:.4f}",
         s.batches, s.steps, s.sentences, s.src_tokens, s.tgt_tokens, s.padded_tokens,
-        s.padding_efficiency, s.max_rank_token_imbalance, s.mean_batch_fill);
+        s.padding_efficiency, s.max_rank_token_imbalance, s.mean_batch_fill, s.max_batch_fill);
   };
   return fmt::format(
       "{{\n  \"world_size\": {}, \"max_tokens\": {}, \"update_freq\": {}, \"epoch\": 1, "
@@ -96,6 +97,7 @@ std::string batch_stats_table(const PlanStats& ours, const PlanStats& naive) {
   row("max rank token imbalance", real(ours.max_rank_token_imbalance),
       real(naive.max_rank_token_imbalance));
   row("mean batch fill", real(ours.mean_batch_fill), real(naive.mean_batch_fill));
+  row("max batch fill", real(ours.max_batch_fill), real(naive.max_batch_fill));
   return t;
 }
 
