@@ -1,11 +1,13 @@
-// nmt-train: parse the command line, load and validate the config, then run.
-// Until the training loop lands a run prints its plan and stops; --dry-run prepares the data
-// and plans the batches of every rank.
+// nmt-train: parse the command line, load and validate the config, prepare the data, then
+// train (or, with --dry-run, plan the batches of every rank and stop).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <thread>
+
+#include <ATen/Parallel.h>
 
 #include "config/run_config.h"
 #include "config/train_cli.h"
@@ -13,6 +15,7 @@
 #include "data/prepare.h"
 #include "dist/device.h"
 #include "dist/worker_env.h"
+#include "train/trainer.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/main_guard.h"
@@ -79,6 +82,60 @@ int dry_run(const config::RunConfig& c, const dist::DeviceInfo& devices,
   return 0;
 }
 
+train::ResumeFrom resume_from(const std::string& text) {
+  if (text == "auto") return {train::ResumeFrom::Mode::kAuto, {}};
+  if (text == "none") return {train::ResumeFrom::Mode::kNone, {}};
+  return {train::ResumeFrom::Mode::kPath, text};
+}
+
+/// Trains this process's rank.
+int train_rank(config::ConfigSources sources, config::RunConfig cfg, const std::string& resume,
+               const dist::DeviceInfo& devices, const dist::WorkerEnv& worker) {
+  // The checkpoint resumed from contributes its config (below --set), so read it first.
+  auto saved = train::find_resume_checkpoint(cfg.run_dir, cfg.checkpoint, resume_from(resume));
+  if (saved) {
+    sources.checkpoint_yaml = saved->second.meta("config");
+    sources.checkpoint_name = saved->first.string();
+    cfg = config::load_run_config(sources);
+  }
+  const int64_t local = local_workers(cfg, devices);
+  const int threads = cfg.train.threads > 0
+                          ? static_cast<int>(cfg.train.threads)
+                          : std::max(1, devices.cpu_cores / static_cast<int>(local));
+  at::set_num_threads(threads);
+  const bool gpu = devices.cuda_devices > 0;
+  const c10::Device device = gpu ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(
+                                                              worker.local_rank % devices.cuda_devices))
+                                 : c10::Device(c10::kCPU);
+  log::info("train", "device {}, {} intra-op thread(s), amp {}", device.str(), threads,
+            amp::mode_name(cfg.amp.mode));
+  const data::PreparedData prepared = data::prepare_data(
+      cfg.data, cfg.run_dir, {threads, static_cast<uint64_t>(cfg.train.seed)});
+  train::TrainerSetup setup;
+  setup.model = cfg.model;
+  setup.data = cfg.data;
+  setup.train = cfg.train;
+  setup.amp = cfg.amp;
+  setup.checkpoint = cfg.checkpoint;
+  setup.run_dir = cfg.run_dir;
+  setup.config_yaml = config::to_yaml(cfg, /*with_docs=*/false);
+  setup.config_hash = config::config_hash(cfg);
+  setup.rank = worker.rank;
+  setup.world_size = worker.world_size;
+  setup.device = device;
+  train::Trainer trainer(setup, prepared);
+  if (saved) trainer.restore(saved->second, saved->first);
+  saved.reset();  // free the loaded tensors before training
+  train::install_stop_handlers();
+  const train::TrainSummary summary = trainer.run();
+  log::info("train", "done: {} steps, epoch {}, last train loss {:.4f}{}; checkpoint {}",
+            summary.steps, summary.epoch, summary.last_train_loss,
+            summary.last_valid_loss ? fmt::format(", valid loss {:.4f}", *summary.last_valid_loss)
+                                    : std::string(),
+            summary.last_checkpoint.string());
+  return 0;
+}
+
 int run(int argc, char** argv) {
   config::TrainCommand command = config::parse_train_command(argc, argv);
   if (command.exit_code) return *command.exit_code;
@@ -97,9 +154,11 @@ int run(int argc, char** argv) {
   const dist::DeviceInfo devices = dist::probe_devices();
   log_plan(cfg, devices, worker);
   if (command.dry_run) return dry_run(cfg, devices, worker);
-  log::warn("plan", "this build has no training loop yet (it arrives with the training-loop "
-                    "issue); stopping after the plan");
-  return 0;
+  NMT_CHECK(worker.world_size == 1 && local_workers(cfg, devices) == 1, ConfigError,
+            "this build trains with one process; multi-process training (dist.nproc_per_node "
+            "{}, launcher world size {}) arrives with the distributed-training issue",
+            local_workers(cfg, devices), worker.world_size);
+  return train_rank(command.sources, cfg, command.resume, devices, worker);
 }
 
 }  // namespace

@@ -8,6 +8,16 @@ namespace nmt::amp {
 /// Precision of autocast regions: off (fp32), fp16 (with dynamic loss scaling) or bf16.
 enum class AmpMode { kOff, kFp16, kBf16 };
 
+/// The config name of a mode ("off", "fp16", "bf16").
+inline const char* mode_name(AmpMode mode) {
+  switch (mode) {
+    case AmpMode::kFp16: return "fp16";
+    case AmpMode::kBf16: return "bf16";
+    case AmpMode::kOff: break;
+  }
+  return "off";
+}
+
 struct AmpOptions {
   AmpMode mode = AmpMode::kOff;         ///< bf16 is recommended on Ampere and newer GPUs
   double init_scale = 65536.0;          ///< initial fp16 loss scale

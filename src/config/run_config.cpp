@@ -230,6 +230,11 @@ RunConfig load_run_config(const ConfigSources& sources) {
     } catch (const YAML::Exception& e) {
       NMT_THROW(ConfigError, "{}: the stored config is not valid YAML: {}", name, e.msg);
     }
+    // Where this invocation writes and how it logs are its own, not the checkpoint's.
+    if (stored.IsMap()) {
+      stored.remove("run_dir");
+      stored.remove("log");
+    }
     schema.apply_document(stored, name);
   }
   for (const std::string& assignment : sources.overrides) schema.apply_override(assignment);

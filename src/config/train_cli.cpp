@@ -32,6 +32,12 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
                "build the vocabulary, token cache and epoch-1 batch plan for every rank "
                "(--nproc-per-node N plans N ranks in this one process), print a table, write "
                "<run_dir>/batch_stats.json, and exit without training");
+  app.add_option("--resume", command.resume,
+                 "auto: continue from the newest valid checkpoint in <run_dir>/checkpoints (a "
+                 "damaged one is skipped with a warning), none: start fresh, or a checkpoint "
+                 "file; the checkpoint's config sits between the YAML and --set")
+      ->type_name("auto|none|PATH")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "same as --set log.level=LEVEL")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->type_name("LEVEL");

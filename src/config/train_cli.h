@@ -16,6 +16,7 @@ struct TrainCommand {
   ConfigSources sources;         ///< config file and overrides
   bool print_config = false;     ///< print the effective config as YAML and exit
   bool dry_run = false;          ///< prepare data and plan batches for every rank, no training
+  std::string resume = "auto";   ///< "auto" (newest valid checkpoint), "none", or a file path
 };
 
 /// Parses argv. Prints help, version or a usage error itself and sets exit_code then.

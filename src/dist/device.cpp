@@ -1,5 +1,7 @@
 #include "dist/device.h"
 
+#include <sys/resource.h>
+
 #include <thread>
 
 #include <c10/core/Device.h>
@@ -12,11 +14,29 @@
 
 #ifdef NMT_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/cuda/nccl.h>
 #endif
 
 namespace nmt::dist {
+
+int64_t peak_host_memory_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
+}
+
+int64_t peak_cuda_memory_bytes(int index) {
+#ifdef NMT_WITH_CUDA
+  if (index < 0 || index >= c10::cuda::device_count()) return 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
+  return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+#else
+  (void)index;
+  return 0;
+#endif
+}
 
 DeviceInfo probe_devices() {
   DeviceInfo info;

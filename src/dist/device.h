@@ -2,6 +2,7 @@
 // What this machine offers for training: LibTorch build, CUDA devices, NCCL. No torch types
 // in this header, so callers need not compile against LibTorch.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ struct DeviceInfo {
   std::string no_cuda_reason;               ///< why cuda_devices is 0, for the user
   int cpu_cores = 0;                        ///< hardware threads of this machine
 };
+
+/// Peak resident memory of this process so far (bytes).
+int64_t peak_host_memory_bytes();
+/// Peak memory allocated by LibTorch on CUDA device `index` since start (bytes); 0 without CUDA.
+int64_t peak_cuda_memory_bytes(int index);
 
 /// Probes devices. Never throws for a missing GPU or driver: that is reported in
 /// no_cuda_reason and the run falls back to CPU workers.

@@ -1,0 +1,44 @@
+// nmt-ckpt: inspect (info), compare (diff) and average checkpoints of nmt-train.
+#include <filesystem>
+#include <iostream>
+#include <vector>
+
+#include "checkpoint/checkpoint_file.h"
+#include "checkpoint/checkpoint_tools.h"
+#include "config/ckpt_cli.h"
+#include "util/log.h"
+#include "util/main_guard.h"
+
+namespace {
+
+using namespace nmt;
+
+int run(int argc, char** argv) {
+  const config::CkptCommand command = config::parse_ckpt_command(argc, argv);
+  if (command.exit_code) return *command.exit_code;
+  log::init(log::LogOptions{});
+  switch (command.action) {
+    case config::CkptAction::kInfo:
+      std::cout << checkpoint::checkpoint_info_json(command.inputs.at(0)) << std::flush;
+      return 0;
+    case config::CkptAction::kDiff: {
+      const checkpoint::DiffReport report = checkpoint::diff_checkpoints(
+          command.inputs.at(0), command.inputs.at(1), {command.atol, command.all_tensors});
+      std::cout << report.json << std::flush;
+      return report.same ? 0 : 1;
+    }
+    case config::CkptAction::kAverage: {
+      const std::vector<std::filesystem::path> inputs(command.inputs.begin(), command.inputs.end());
+      checkpoint::save_checkpoint(command.output, checkpoint::average_checkpoints(inputs));
+      log::info("ckpt", "wrote {}: the average of {} checkpoints", command.output, inputs.size());
+      return 0;
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return nmt::run_main("nmt-ckpt", [&] { return run(argc, argv); });
+}

@@ -1,0 +1,198 @@
+#include "checkpoint/checkpoint_dir.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <system_error>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "checkpoint/atomic_file.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace nmt::checkpoint {
+namespace {
+
+constexpr std::string_view kPrefix = "checkpoint-";
+constexpr std::string_view kSuffix = ".safetensors";
+
+/// The "valid_loss" in metadata, when present and a finite number.
+std::optional<double> valid_loss_in(const std::map<std::string, std::string>& metadata) {
+  const auto it = metadata.find(std::string(kValidLossKey));
+  if (it == metadata.end() || it->second.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double loss = std::strtod(it->second.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(loss)) return std::nullopt;
+  return loss;
+}
+
+/// The valid_loss of a checkpoint file; nullopt also when its header cannot be read.
+std::optional<double> valid_loss_of(const std::filesystem::path& file) {
+  try {
+    return valid_loss_in(read_checkpoint_metadata(file));
+  } catch (const CheckpointError&) {
+    return std::nullopt;
+  }
+}
+
+/// The message of a CheckpointError without the "<file>: " it starts with.
+std::string reason_of(const CheckpointError& error, const std::filesystem::path& file) {
+  const std::string message = error.what();
+  const std::string prefix = file.string() + ": ";
+  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+}
+
+}  // namespace
+
+std::optional<int64_t> step_of_checkpoint_file(const std::filesystem::path& file) {
+  const std::string name = file.filename().string();
+  if (name.size() <= kPrefix.size() + kSuffix.size() || name.rfind(kPrefix, 0) != 0 ||
+      name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+    return std::nullopt;
+  }
+  const std::string digits =
+      name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  if (digits.size() > 18) return std::nullopt;  // would overflow int64
+  int64_t step = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    step = step * 10 + (c - '0');
+  }
+  return step;
+}
+
+CheckpointDir::CheckpointDir(std::filesystem::path dir, CheckpointOptions options)
+    : dir_(std::move(dir)), options_(options) {
+  NMT_CHECK(options_.keep_last >= 0, ConfigError,
+            "checkpoint.keep_last: expected an integer >= 0, found {}", options_.keep_last);
+  NMT_CHECK(options_.keep_best >= 0, ConfigError,
+            "checkpoint.keep_best: expected an integer >= 0, found {}", options_.keep_best);
+}
+
+std::filesystem::path CheckpointDir::path_for_step(int64_t step) const {
+  NMT_CHECK(step >= 0, CheckpointError, "checkpoint step must be >= 0, found {}", step);
+  return dir_ / fmt::format("{}{:08d}{}", kPrefix, step, kSuffix);
+}
+
+std::vector<std::filesystem::path> CheckpointDir::list() const {
+  std::vector<std::pair<int64_t, std::filesystem::path>> found;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir_, ec);
+  if (ec) {
+    // No folder yet means no checkpoints; anything else (permissions, ...) is worth saying.
+    NMT_CHECK(ec == std::errc::no_such_file_or_directory, CheckpointError,
+              "{}: cannot list checkpoints: {}", dir_.string(), ec.message());
+    return {};
+  }
+  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const auto step = step_of_checkpoint_file(it->path());
+    std::error_code type_error;  // a file deleted meanwhile is simply not listed
+    if (step && it->is_regular_file(type_error)) found.emplace_back(*step, it->path());
+  }
+  NMT_CHECK(!ec, CheckpointError, "{}: cannot list checkpoints: {}", dir_.string(), ec.message());
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::filesystem::path> files;
+  for (auto& entry : found) files.push_back(std::move(entry.second));
+  return files;
+}
+
+void CheckpointDir::remove_stale_temp_files() const {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kPrefix, 0) != 0 || !is_temp_file_name(name)) continue;
+    // Only rank 0 saves, one save at a time, so any temp file here is a crashed save's.
+    std::error_code remove_error;
+    if (std::filesystem::remove(it->path(), remove_error)) {
+      log::info("checkpoint", "removed {}, left by an interrupted save", it->path().string());
+    } else if (remove_error) {
+      log::warn("checkpoint", "cannot remove {}: {}", it->path().string(), remove_error.message());
+    }
+  }
+}
+
+std::filesystem::path CheckpointDir::save(int64_t step, const CheckpointData& data) {
+  const std::filesystem::path file = path_for_step(step);
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  NMT_CHECK(!ec, CheckpointError, "{}: cannot create the checkpoint folder: {}", dir_.string(),
+            ec.message());
+  // Before writing: a save that died on a full disk left a temp file that takes the space
+  // this one needs.
+  remove_stale_temp_files();
+  save_checkpoint(file, data);
+  apply_retention(file);
+  return file;
+}
+
+void CheckpointDir::apply_retention(const std::filesystem::path& keep) const {
+  const std::vector<std::filesystem::path> files = list();  // newest first
+  std::set<std::filesystem::path> kept{keep};
+  for (size_t i = 0; i < files.size() && i < static_cast<size_t>(options_.keep_last); ++i)
+    kept.insert(files[i]);
+  if (options_.keep_best > 0) {
+    std::vector<std::tuple<double, int64_t, std::filesystem::path>> ranked;
+    for (const auto& file : files) {
+      if (const auto loss = valid_loss_of(file))
+        ranked.emplace_back(*loss, *step_of_checkpoint_file(file), file);
+    }
+    // Lowest loss first; on a tie the earlier step, which reached that loss first.
+    std::sort(ranked.begin(), ranked.end());
+    for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(options_.keep_best); ++i)
+      kept.insert(std::get<2>(ranked[i]));
+  }
+  for (const auto& file : files) {
+    if (kept.count(file)) continue;
+    std::error_code ec;
+    std::filesystem::remove(file, ec);
+    if (ec) {
+      log::warn("checkpoint", "cannot delete old checkpoint {}: {}", file.string(), ec.message());
+    } else {
+      log::debug("checkpoint", "deleted old checkpoint {}", file.string());
+    }
+  }
+}
+
+std::optional<std::pair<std::filesystem::path, CheckpointData>> CheckpointDir::load_newest_valid()
+    const {
+  for (const auto& file : list()) {
+    try {
+      CheckpointData data = load_checkpoint(file);
+      return std::make_pair(file, std::move(data));
+    } catch (const CheckpointError& e) {
+      log::warn("checkpoint", "skipping {}: {}", file.string(), reason_of(e, file));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::filesystem::path> CheckpointDir::best_or_last() const {
+  std::optional<std::filesystem::path> newest;
+  std::optional<std::pair<double, std::filesystem::path>> best;
+  // Newest first, and `<=` below: on a tie the earlier step wins, as in apply_retention.
+  for (const auto& file : list()) {
+    std::map<std::string, std::string> metadata;
+    try {
+      metadata = read_checkpoint_metadata(file);
+    } catch (const CheckpointError& e) {
+      log::warn("checkpoint", "skipping {}: {}", file.string(), reason_of(e, file));
+      continue;
+    }
+    if (!newest) newest = file;
+    if (const auto loss = valid_loss_in(metadata); loss && (!best || *loss <= best->first))
+      best = std::make_pair(*loss, file);
+  }
+  if (best) return best->second;
+  return newest;
+}
+
+}  // namespace nmt::checkpoint

@@ -1,0 +1,58 @@
+#pragma once
+// The checkpoints of a run: <run_dir>/checkpoints/checkpoint-<step, 8+ digits>.safetensors,
+// with retention (newest keep_last plus keep_best lowest "valid_loss") and the choice of what
+// to resume from (the newest file that loads and verifies).
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "checkpoint/checkpoint_file.h"
+#include "checkpoint/checkpoint_options.h"
+
+namespace nmt::checkpoint {
+
+/// Metadata key of the validation loss that ranks checkpoints as "best" (a decimal number).
+inline constexpr std::string_view kValidLossKey = "valid_loss";
+
+/// One run's checkpoint folder. Only one process (rank 0) may save into it at a time.
+class CheckpointDir {
+ public:
+  /// Checkpoints live in dir (created on the first save). Throws ConfigError when keep_last or
+  /// keep_best is negative.
+  CheckpointDir(std::filesystem::path dir, CheckpointOptions options);
+
+  /// The folder.
+  const std::filesystem::path& dir() const { return dir_; }
+  /// dir/checkpoint-<step, zero-padded to 8 digits>.safetensors.
+  std::filesystem::path path_for_step(int64_t step) const;
+  /// Saves step's checkpoint, then deletes old ones: keeps the newest keep_last and the
+  /// keep_best with the lowest metadata "valid_loss" (files without it are not "best"
+  /// candidates). Never deletes the file just written. Returns the path.
+  std::filesystem::path save(int64_t step, const CheckpointData& data);
+  /// Checkpoint files, newest step first (temp files of interrupted saves are not listed).
+  std::vector<std::filesystem::path> list() const;
+  /// The newest checkpoint that loads and verifies; each bad newer file is skipped with a
+  /// warning that says why. nullopt when there is none.
+  std::optional<std::pair<std::filesystem::path, CheckpointData>> load_newest_valid() const;
+  /// Path of the checkpoint with the lowest "valid_loss", else the newest; nullopt when none.
+  /// Files whose header cannot be read are passed over.
+  std::optional<std::filesystem::path> best_or_last() const;
+
+ private:
+  /// Deletes files not kept by the retention rules; `keep` is always kept.
+  void apply_retention(const std::filesystem::path& keep) const;
+  /// Deletes temp files left by an interrupted save.
+  void remove_stale_temp_files() const;
+
+  std::filesystem::path dir_;
+  CheckpointOptions options_;
+};
+
+/// The step in a checkpoint file name ("checkpoint-00001000.safetensors" -> 1000), or nullopt
+/// for any other name.
+std::optional<int64_t> step_of_checkpoint_file(const std::filesystem::path& file);
+
+}  // namespace nmt::checkpoint

@@ -1,0 +1,466 @@
+#include "checkpoint/checkpoint_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include <ATen/core/grad_mode.h>
+#include <ATen/ops/empty.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "checkpoint/atomic_file.h"
+#include "checkpoint/json.h"
+#include "checkpoint/xxhash64.h"
+#include "util/error.h"
+
+namespace nmt::checkpoint {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "safetensors is little-endian and tensors are written from memory as they are");
+
+/// A dtype checkpoints can hold, with its safetensors name.
+struct DtypeInfo {
+  c10::ScalarType type;
+  std::string_view name;
+};
+
+constexpr DtypeInfo kDtypes[] = {
+    {c10::ScalarType::Double, "F64"}, {c10::ScalarType::Float, "F32"},
+    {c10::ScalarType::Half, "F16"},   {c10::ScalarType::BFloat16, "BF16"},
+    {c10::ScalarType::Long, "I64"},   {c10::ScalarType::Int, "I32"},
+    {c10::ScalarType::Short, "I16"},  {c10::ScalarType::Char, "I8"},
+    {c10::ScalarType::Byte, "U8"},    {c10::ScalarType::Bool, "BOOL"},
+};
+
+constexpr const char* kSupportedDtypes = "F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL";
+constexpr std::string_view kMetadataKey = "__metadata__";
+// The safetensors reference implementation refuses larger headers; so do we, which also
+// keeps a garbage length from turning into a huge allocation.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// Reads of a large tensor go in pieces so that each is hashed while still in the cache.
+constexpr size_t kReadChunkBytes = 64 << 20;
+
+std::optional<c10::ScalarType> dtype_from_name(std::string_view name) {
+  for (const DtypeInfo& info : kDtypes) {
+    if (info.name == name) return info.type;
+  }
+  return std::nullopt;
+}
+
+/// The safetensors name of a supported dtype, else torch's name for it.
+std::string_view dtype_name(c10::ScalarType type) {
+  for (const DtypeInfo& info : kDtypes) {
+    if (info.type == type) return info.name;
+  }
+  return c10::toString(type);
+}
+
+/// One tensor as the header describes it.
+struct TensorEntry {
+  std::string name;
+  c10::ScalarType type = c10::ScalarType::Float;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0;  ///< offset in the data section
+  uint64_t end = 0;
+};
+
+/// A parsed and checked header.
+struct Header {
+  std::map<std::string, std::string> metadata;  ///< without the nmt.* keys
+  std::string checksum;                         ///< nmt.checksum
+  std::vector<TensorEntry> tensors;             ///< in header order
+  uint64_t data_start = 0;                      ///< file offset of the data section
+};
+
+/// Closes a file descriptor on scope exit.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+/// Reads exactly size bytes at offset; throws when the file ends early or a read fails.
+void read_at(int fd, const std::filesystem::path& file, void* out, size_t size, uint64_t offset) {
+  auto* p = static_cast<char*>(out);
+  while (size > 0) {
+    const ssize_t n = ::pread(fd, p, size, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      NMT_THROW(CheckpointError, "{}: cannot read: {}", file.string(), std::strerror(errno));
+    }
+    NMT_CHECK(n > 0, CheckpointError, "{}: truncated: the file ended at byte {} while reading",
+              file.string(), offset);
+    p += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+/// Turns one "name": {dtype, shape, data_offsets} header entry into a TensorEntry.
+TensorEntry parse_entry(const std::filesystem::path& file, const std::string& name,
+                        const json::Value& value) {
+  const auto bad = [&](std::string_view what) {
+    NMT_THROW(CheckpointError, "{}: header: tensor {}: {}", file.string(), json::quote(name), what);
+  };
+  if (value.kind != json::Value::Kind::kObject)
+    bad(fmt::format("expected an object, found {}", json::kind_name(value.kind)));
+  TensorEntry entry;
+  entry.name = name;
+  bool has_dtype = false, has_shape = false, has_offsets = false;
+  for (const auto& [key, field] : value.object) {
+    if (key == "dtype") {
+      if (field.kind != json::Value::Kind::kString) bad("dtype: expected a string");
+      const auto type = dtype_from_name(field.string);
+      if (!type) {
+        bad(fmt::format("dtype {} is not supported (supported: {})", json::quote(field.string),
+                        kSupportedDtypes));
+      }
+      entry.type = *type;
+      has_dtype = true;
+    } else if (key == "shape") {
+      if (field.kind != json::Value::Kind::kArray) bad("shape: expected an array of integers");
+      for (const json::Value& dim : field.array) {
+        if (dim.kind != json::Value::Kind::kInteger || dim.integer < 0)
+          bad("shape: expected an array of integers >= 0");
+        entry.shape.push_back(dim.integer);
+      }
+      has_shape = true;
+    } else if (key == "data_offsets") {
+      if (field.kind != json::Value::Kind::kArray || field.array.size() != 2 ||
+          field.array[0].kind != json::Value::Kind::kInteger ||
+          field.array[1].kind != json::Value::Kind::kInteger || field.array[0].integer < 0 ||
+          field.array[1].integer < field.array[0].integer) {
+        bad("data_offsets: expected [begin, end] with 0 <= begin <= end");
+      }
+      entry.begin = static_cast<uint64_t>(field.array[0].integer);
+      entry.end = static_cast<uint64_t>(field.array[1].integer);
+      has_offsets = true;
+    } else {
+      bad(fmt::format("unexpected field {}", json::quote(key)));
+    }
+  }
+  if (!has_dtype || !has_shape || !has_offsets) bad("needs dtype, shape and data_offsets");
+  uint64_t bytes = c10::elementSize(entry.type);
+  for (const int64_t dim : entry.shape) {
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &bytes))
+      bad(fmt::format("shape {} is too large", shape_string(entry.shape)));
+  }
+  if (bytes != entry.end - entry.begin) {
+    bad(fmt::format("data_offsets [{}, {}] hold {} bytes, but {} {} needs {}", entry.begin,
+                    entry.end, entry.end - entry.begin, dtype_name(entry.type),
+                    shape_string(entry.shape), bytes));
+  }
+  return entry;
+}
+
+/// Reads and checks everything but the tensor bytes: header length, JSON, nmt.format, entries,
+/// that the offsets tile the data section and that the file has exactly that many bytes.
+Header read_header(int fd, const std::filesystem::path& file) {
+  const std::string path = file.string();
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    NMT_THROW(CheckpointError, "{}: cannot stat: {}", path, std::strerror(errno));
+  NMT_CHECK(S_ISREG(st.st_mode), CheckpointError, "{}: not a regular file", path);
+  const auto file_size = static_cast<uint64_t>(st.st_size);
+  NMT_CHECK(file_size > 0, CheckpointError, "{}: empty file (0 bytes), not a checkpoint", path);
+  NMT_CHECK(file_size >= 8, CheckpointError,
+            "{}: truncated: {} bytes, shorter than the 8-byte header length", path, file_size);
+  uint64_t header_bytes = 0;
+  read_at(fd, file, &header_bytes, sizeof(header_bytes), 0);
+  NMT_CHECK(header_bytes <= kMaxHeaderBytes, CheckpointError,
+            "{}: not a checkpoint: the first 8 bytes give a header length of {} (at most {})", path,
+            header_bytes, kMaxHeaderBytes);
+  NMT_CHECK(8 + header_bytes <= file_size, CheckpointError,
+            "{}: truncated: {} bytes, header says its JSON alone ends at byte {}", path, file_size,
+            8 + header_bytes);
+  std::string text(header_bytes, '\0');
+  read_at(fd, file, text.data(), text.size(), 8);
+
+  json::Value root;
+  try {
+    root = json::parse(text);
+  } catch (const json::ParseError& e) {
+    NMT_THROW(CheckpointError, "{}: not a checkpoint: the header is not valid JSON ({})", path,
+              e.what());
+  }
+  NMT_CHECK(root.kind == json::Value::Kind::kObject, CheckpointError,
+            "{}: not a checkpoint: the header is a JSON {}, expected an object", path,
+            json::kind_name(root.kind));
+
+  Header header;
+  header.data_start = 8 + header_bytes;
+  bool has_format = false, has_checksum = false;
+  for (const auto& [key, value] : root.object) {
+    if (key != kMetadataKey) continue;
+    NMT_CHECK(value.kind == json::Value::Kind::kObject, CheckpointError,
+              "{}: header: __metadata__ must be an object of strings", path);
+    for (const auto& [meta_key, meta_value] : value.object) {
+      NMT_CHECK(meta_value.kind == json::Value::Kind::kString, CheckpointError,
+                "{}: header: __metadata__ {}: expected a string, found {}", path,
+                json::quote(meta_key), json::kind_name(meta_value.kind));
+      if (meta_key == kFormatKey) {
+        NMT_CHECK(meta_value.string == kFormatVersion, CheckpointError,
+                  "{}: unsupported checkpoint format {} (this build reads {})", path,
+                  json::quote(meta_value.string), kFormatVersion);
+        has_format = true;
+      } else if (meta_key == kChecksumKey) {
+        header.checksum = meta_value.string;
+        has_checksum = true;
+      } else {
+        header.metadata.emplace(meta_key, meta_value.string);
+      }
+    }
+  }
+  NMT_CHECK(has_format, CheckpointError,
+            "{}: not an nmt-train checkpoint: a safetensors file without {} in its metadata", path,
+            kFormatKey);
+  NMT_CHECK(has_checksum, CheckpointError, "{}: header: no {} in the metadata", path, kChecksumKey);
+
+  for (const auto& [key, value] : root.object) {
+    if (key != kMetadataKey) header.tensors.push_back(parse_entry(file, key, value));
+  }
+  // The data section must be tiled exactly: no gaps, no overlaps, nothing after the last.
+  std::vector<const TensorEntry*> by_offset;
+  for (const TensorEntry& entry : header.tensors) by_offset.push_back(&entry);
+  // By (begin, end): an empty tensor may share its begin with the tensor after it.
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorEntry* a, const TensorEntry* b) {
+    return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
+  });
+  uint64_t expected_begin = 0;
+  for (const TensorEntry* entry : by_offset) {
+    NMT_CHECK(entry->begin == expected_begin, CheckpointError,
+              "{}: header: tensor {}: data_offsets [{}, {}] {} (expected it to begin at {})", path,
+              json::quote(entry->name), entry->begin, entry->end,
+              entry->begin < expected_begin ? "overlap another tensor" : "leave a gap",
+              expected_begin);
+    expected_begin = entry->end;
+  }
+  const uint64_t expected_size = header.data_start + expected_begin;
+  NMT_CHECK(file_size >= expected_size, CheckpointError, "{}: truncated: {} bytes, header says {}",
+            path, file_size, expected_size);
+  NMT_CHECK(file_size == expected_size, CheckpointError,
+            "{}: {} bytes, but the header accounts for only {} (trailing data)", path, file_size,
+            expected_size);
+  return header;
+}
+
+int open_for_reading(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    NMT_THROW(CheckpointError, "{}: cannot open: {}", file.string(), std::strerror(errno));
+  }
+  return fd;
+}
+
+/// A tensor ready to be written: on the CPU, C-contiguous, with its place in the data section.
+struct PreparedTensor {
+  const std::string* name = nullptr;
+  at::Tensor cpu;
+  std::string_view dtype;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+}  // namespace
+
+std::string_view safetensors_dtype_name(const at::Tensor& tensor) {
+  for (const DtypeInfo& info : kDtypes) {
+    if (info.type == tensor.scalar_type()) return info.name;
+  }
+  NMT_THROW(CheckpointError, "dtype {} cannot be stored in a checkpoint (supported: {})",
+            c10::toString(tensor.scalar_type()), kSupportedDtypes);
+}
+
+const at::Tensor* CheckpointData::find(std::string_view name) const {
+  for (const auto& [tensor_name, tensor] : tensors) {
+    if (tensor_name == name) return &tensor;
+  }
+  return nullptr;
+}
+
+const at::Tensor& CheckpointData::at(std::string_view name) const {
+  const at::Tensor* tensor = find(name);
+  if (!tensor) {
+    NMT_THROW(CheckpointError, "{}: no tensor {} (the checkpoint has {} tensors)",
+              source.empty() ? std::string("checkpoint") : source.string(), json::quote(name),
+              tensors.size());
+  }
+  return *tensor;
+}
+
+const std::string& CheckpointData::meta(std::string_view key) const {
+  const auto it = metadata.find(std::string(key));
+  if (it == metadata.end()) {
+    NMT_THROW(CheckpointError, "{}: no metadata key {}",
+              source.empty() ? std::string("checkpoint") : source.string(), json::quote(key));
+  }
+  return it->second;
+}
+
+void save_checkpoint(const std::filesystem::path& file, const CheckpointData& data) {
+  const std::string path = file.string();
+  for (const auto& [key, value] : data.metadata) {
+    NMT_CHECK(key != kFormatKey && key != kChecksumKey, CheckpointError,
+              "{}: metadata key {} is reserved (save_checkpoint writes it)", path, key);
+    NMT_CHECK(json::find_invalid_utf8(key) == std::string_view::npos &&
+                  json::find_invalid_utf8(value) == std::string_view::npos,
+              CheckpointError, "{}: metadata {}: key and value must be valid UTF-8", path,
+              json::quote(key));
+  }
+
+  // Gradients are irrelevant here, and the copies below must not be recorded by autograd.
+  at::NoGradGuard no_grad;
+  std::vector<PreparedTensor> prepared;
+  prepared.reserve(data.tensors.size());
+  std::set<std::string_view> names;
+  for (const auto& [name, tensor] : data.tensors) {
+    NMT_CHECK(!name.empty() && name != kMetadataKey, CheckpointError, "{}: invalid tensor name {}",
+              path, json::quote(name));
+    NMT_CHECK(json::find_invalid_utf8(name) == std::string_view::npos, CheckpointError,
+              "{}: tensor name {} is not valid UTF-8", path, json::quote(name));
+    NMT_CHECK(tensor.defined(), CheckpointError, "{}: tensor {} is undefined", path,
+              json::quote(name));
+    NMT_CHECK(tensor.layout() == c10::kStrided, CheckpointError,
+              "{}: tensor {} has layout {}; only dense (strided) tensors can be stored", path,
+              json::quote(name), c10::toString(tensor.layout()));
+    NMT_CHECK(names.insert(name).second, CheckpointError, "{}: duplicate tensor name {}", path,
+              json::quote(name));
+    PreparedTensor p;
+    p.name = &name;
+    try {
+      p.dtype = safetensors_dtype_name(tensor);
+    } catch (const CheckpointError& e) {
+      NMT_THROW(CheckpointError, "{}: tensor {}: {}", path, json::quote(name), e.what());
+    }
+    // contiguous() returns the tensor itself when it already is, so CPU tensors are written
+    // straight from their memory; a device tensor is copied once, into contiguous CPU memory.
+    p.cpu = tensor.is_cpu()
+                ? tensor.contiguous()
+                : tensor.to(c10::Device(c10::kCPU), tensor.scalar_type(),
+                            /*non_blocking=*/false, /*copy=*/false, c10::MemoryFormat::Contiguous);
+    prepared.push_back(std::move(p));
+  }
+
+  // Header keys keep the caller's order; the bytes are laid out widest element first (as the
+  // safetensors reference writer does) so that every tensor is aligned to its element size
+  // in the file, which zero-copy readers rely on.
+  std::vector<PreparedTensor*> layout;
+  for (PreparedTensor& p : prepared) layout.push_back(&p);
+  std::stable_sort(layout.begin(), layout.end(),
+                   [](const PreparedTensor* a, const PreparedTensor* b) {
+                     return a->cpu.element_size() > b->cpu.element_size();
+                   });
+  XxHash64 hash;
+  uint64_t offset = 0;
+  for (PreparedTensor* p : layout) {
+    const size_t bytes = p->cpu.nbytes();
+    p->begin = offset;
+    p->end = offset + bytes;
+    offset = p->end;
+    if (bytes > 0) hash.update(p->cpu.const_data_ptr(), bytes);
+  }
+
+  std::map<std::string, std::string> metadata = data.metadata;
+  metadata.emplace(kFormatKey, kFormatVersion);
+  metadata.emplace(kChecksumKey, hex64(hash.digest()));
+  std::string header = "{";
+  json::append_string(header, kMetadataKey);
+  header += ":{";
+  bool first = true;
+  for (const auto& [key, value] : metadata) {
+    if (!first) header += ',';
+    first = false;
+    json::append_string(header, key);
+    header += ':';
+    json::append_string(header, value);
+  }
+  header += '}';
+  for (const PreparedTensor& p : prepared) {
+    header += ',';
+    json::append_string(header, *p.name);
+    header += fmt::format(":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", p.dtype,
+                          fmt::join(p.cpu.sizes(), ","), p.begin, p.end);
+  }
+  header += '}';
+  // Spaces (valid JSON whitespace) pad the header so the data section starts 8-byte aligned.
+  header.append((8 - header.size() % 8) % 8, ' ');
+
+  AtomicFileWriter writer(file);
+  const uint64_t header_bytes = header.size();
+  writer.write(&header_bytes, sizeof(header_bytes));
+  writer.write(header.data(), header.size());
+  for (const PreparedTensor* p : layout) {
+    if (p->end > p->begin) writer.write(p->cpu.const_data_ptr(), p->end - p->begin);
+  }
+  writer.commit();
+}
+
+CheckpointData load_checkpoint(const std::filesystem::path& file) {
+  const int fd = open_for_reading(file);
+  FdCloser closer(fd);
+  Header header = read_header(fd, file);
+
+  CheckpointData data;
+  data.source = file;
+  data.metadata = std::move(header.metadata);
+  data.tensors.reserve(header.tensors.size());
+  for (const TensorEntry& entry : header.tensors) {
+    data.tensors.emplace_back(entry.name,
+                              at::empty(entry.shape, at::TensorOptions().dtype(entry.type)));
+  }
+  // Read each tensor straight into its memory, in file order, hashing as we go.
+  std::vector<size_t> order(header.tensors.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(header.tensors[a].begin, header.tensors[a].end) <
+           std::tie(header.tensors[b].begin, header.tensors[b].end);
+  });
+  XxHash64 hash;
+  for (const size_t i : order) {
+    const TensorEntry& entry = header.tensors[i];
+    auto* out = static_cast<char*>(data.tensors[i].second.data_ptr());
+    for (uint64_t done = 0; done < entry.end - entry.begin;) {
+      const size_t piece =
+          static_cast<size_t>(std::min<uint64_t>(kReadChunkBytes, entry.end - entry.begin - done));
+      read_at(fd, file, out + done, piece, header.data_start + entry.begin + done);
+      hash.update(out + done, piece);
+      done += piece;
+    }
+  }
+  const std::string computed = hex64(hash.digest());
+  NMT_CHECK(computed == header.checksum, CheckpointError,
+            "{}: checksum mismatch: the data hashes to {}, the header says {} (the file is "
+            "corrupt)",
+            file.string(), computed, header.checksum);
+  return data;
+}
+
+std::map<std::string, std::string> read_checkpoint_metadata(const std::filesystem::path& file) {
+  const int fd = open_for_reading(file);
+  FdCloser closer(fd);
+  return read_header(fd, file).metadata;
+}
+
+}  // namespace nmt::checkpoint

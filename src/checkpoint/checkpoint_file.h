@@ -1,0 +1,61 @@
+#pragma once
+// One checkpoint file: named tensors and string metadata in the safetensors format
+// (https://github.com/huggingface/safetensors): an 8-byte little-endian header length N, N
+// bytes of JSON header, then the tensors' raw bytes. It is data only (loading never runs
+// code, unlike a pickle) and Python reads it with safetensors.torch.load_file / safe_open.
+//
+// nmt-train adds two metadata keys: nmt.format ("nmt-checkpoint-1") and nmt.checksum (XXH64
+// of the data section, 16 hex digits), written by save_checkpoint and checked by
+// load_checkpoint; they describe the file, so CheckpointData never holds them.
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace nmt::checkpoint {
+
+/// Value of the nmt.format metadata key this build writes and reads.
+inline constexpr std::string_view kFormatVersion = "nmt-checkpoint-1";
+/// Metadata key of the format version (reserved: written by save_checkpoint).
+inline constexpr std::string_view kFormatKey = "nmt.format";
+/// Metadata key of the data checksum (reserved: written by save_checkpoint).
+inline constexpr std::string_view kChecksumKey = "nmt.checksum";
+
+/// A checkpoint's contents: named tensors (CPU) and string metadata.
+struct CheckpointData {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;  ///< order preserved
+  std::map<std::string, std::string> metadata;              ///< free-form strings
+  std::filesystem::path source;  ///< file it was loaded from, for messages (empty if built)
+
+  /// The tensor called name, or nullptr when there is none.
+  const at::Tensor* find(std::string_view name) const;
+  /// The tensor called name; throws CheckpointError naming it when there is none.
+  const at::Tensor& at(std::string_view name) const;
+  /// The metadata value of key; throws CheckpointError naming it when there is none.
+  const std::string& meta(std::string_view key) const;
+};
+
+/// Writes data to file atomically (temp file, fsync, rename, fsync of the folder; see
+/// atomic_file.h): on any failure it throws CheckpointError and an existing file is unchanged.
+/// Tensors may live on any device and have any strides; they are written C-contiguous.
+/// Dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL. The folder must exist.
+void save_checkpoint(const std::filesystem::path& file, const CheckpointData& data);
+
+/// Reads and verifies a checkpoint (header, offsets, sizes, checksum); tensors are on the CPU.
+/// Every problem is a CheckpointError "<file>: <what is wrong>".
+CheckpointData load_checkpoint(const std::filesystem::path& file);
+
+/// Reads only the header's metadata (no tensor data, no checksum): cheap, for choosing among
+/// checkpoints. Throws CheckpointError like load_checkpoint for a bad header.
+std::map<std::string, std::string> read_checkpoint_metadata(const std::filesystem::path& file);
+
+/// The safetensors dtype name of a tensor's dtype ("F32", ...); throws CheckpointError for a
+/// dtype checkpoints cannot hold.
+std::string_view safetensors_dtype_name(const at::Tensor& tensor);
+
+}  // namespace nmt::checkpoint

@@ -1,0 +1,83 @@
+#include "config/ckpt_cli.h"
+
+#include <CLI/CLI.hpp>
+
+namespace nmt::config {
+
+CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
+  CkptCommand command;
+  CLI::App app{
+      "nmt-ckpt: inspects, compares and averages nmt-train checkpoints (safetensors files in\n"
+      "<run_dir>/checkpoints/). Each command verifies the files it reads (checksum included).",
+      "nmt-ckpt"};
+  app.set_version_flag("--version", std::string(NMT_VERSION));
+  app.require_subcommand(1);
+  // Each subcommand's help ends with its own section; the top-level help with all three.
+  const std::string info_doc =
+      "  nmt-ckpt info PATH\n"
+      "      JSON: path, step, epoch, config_hash (from the metadata; null when absent),\n"
+      "      parameters (elements of the model.* tensors), parameter_hash (XXH64 over the\n"
+      "      model.* tensors' names, dtypes, shapes and bytes, in name order), tensors, bytes\n"
+      "      (file size) and all metadata.\n";
+  const std::string diff_doc =
+      "  nmt-ckpt diff A B [--atol X] [--all]\n"
+      "      JSON: the max absolute difference of each model.* tensor (every tensor with\n"
+      "      --all), computed in float64, the overall max_abs_diff and the mismatches (names\n"
+      "      in one file only, differing shapes or dtypes). Exit code 0 when names, dtypes and\n"
+      "      shapes match and every difference is <= X (default 0), else 1.\n";
+  const std::string average_doc =
+      "  nmt-ckpt average OUT IN...\n"
+      "      Writes OUT with the element-wise mean of the inputs' model.* tensors (computed in\n"
+      "      float64, stored in each tensor's dtype; integer tensors must be equal). Metadata:\n"
+      "      the last input's plus averaged_from (the inputs, comma-separated). Optimizer and\n"
+      "      other state is dropped, so OUT is for translation, not for resuming.\n";
+  const std::string errors_doc = "Errors are reported as one line, with exit code 1.\n";
+  app.footer("Commands:\n" + info_doc + diff_doc + average_doc + errors_doc);
+
+  CLI::App* info = app.add_subcommand("info", "print a JSON summary of one checkpoint");
+  std::string info_path;
+  info->add_option("PATH", info_path, "checkpoint file")->required();
+  info->footer(info_doc + errors_doc);
+
+  CLI::App* diff = app.add_subcommand(
+      "diff", "compare the model.* tensors of two checkpoints (exit code 0: same within --atol)");
+  std::string diff_a, diff_b;
+  diff->add_option("A", diff_a, "first checkpoint")->required();
+  diff->add_option("B", diff_b, "second checkpoint")->required();
+  diff->add_option("--atol", command.atol,
+                   "largest absolute difference still counted as equal (default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("X");
+  diff->add_flag("--all", command.all_tensors,
+                 "compare every tensor (optimizer state too), not only model.*");
+  diff->footer(diff_doc + errors_doc);
+
+  CLI::App* average =
+      app.add_subcommand("average", "write OUT with the mean of the model.* tensors of the inputs");
+  std::string average_out;
+  std::vector<std::string> average_in;
+  average->add_option("OUT", average_out, "checkpoint to write (atomically)")->required();
+  average->add_option("IN", average_in, "checkpoints to average")->required()->expected(1, -1);
+  average->footer(average_doc + errors_doc);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    command.exit_code = app.exit(e);
+    return command;
+  }
+  if (info->parsed()) {
+    command.action = CkptAction::kInfo;
+    command.inputs = {info_path};
+  } else if (diff->parsed()) {
+    command.action = CkptAction::kDiff;
+    command.inputs = {diff_a, diff_b};
+  } else {
+    command.action = CkptAction::kAverage;
+    command.output = average_out;
+    command.inputs = average_in;
+  }
+  return command;
+}
+
+}  // namespace nmt::config

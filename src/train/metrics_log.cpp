@@ -1,0 +1,28 @@
+#include "train/metrics_log.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/error.h"
+
+namespace nmt::train {
+
+MetricsLog::MetricsLog(const std::filesystem::path& file, bool enabled) {
+  if (!enabled) return;
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+  out_.open(file, std::ios::app);
+  NMT_CHECK(out_.good(), Error, "{}: cannot open for appending: {}", file.string(),
+            std::strerror(errno));
+}
+
+void MetricsLog::write(const std::vector<std::pair<std::string, std::string>>& fields) {
+  if (!out_.is_open()) return;
+  std::string line = "{";
+  for (size_t i = 0; i < fields.size(); ++i) {
+    line += (i ? ", \"" : "\"") + fields[i].first + "\": " + fields[i].second;
+  }
+  line += "}\n";
+  out_ << line << std::flush;
+}
+
+}  // namespace nmt::train

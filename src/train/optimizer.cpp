@@ -1,0 +1,151 @@
+#include "train/optimizer.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include "util/error.h"
+
+namespace nmt::train {
+
+namespace {
+
+/// "[2, 3]" for error messages.
+std::string shape_string(c10::IntArrayRef sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+/// A CPU copy that never aliases t (Tensor::cpu() returns t itself for a CPU tensor).
+at::Tensor cpu_copy(const at::Tensor& t) {
+  return t.to(at::kCPU, t.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
+}
+
+}  // namespace
+
+AdamOptimizer::AdamOptimizer(NamedTensors parameters, const TrainOptions& options)
+    : parameters_(std::move(parameters)),
+      device_(c10::kCPU),
+      decoupled_(options.optimizer == Optimizer::kAdamW),
+      beta1_(options.adam_beta1),
+      beta2_(options.adam_beta2),
+      eps_(options.adam_eps),
+      weight_decay_(options.weight_decay) {
+  NMT_CHECK(!parameters_.empty(), nmt::Error, "optimizer: expected parameters, found none");
+  device_ = parameters_.front().second.defined() ? parameters_.front().second.device()
+                                                 : c10::Device(c10::kCPU);
+  std::set<std::string> names;
+  std::map<c10::ScalarType, size_t> group_of_dtype;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const auto& [name, p] = parameters_[i];
+    NMT_CHECK(names.insert(name).second, nmt::Error, "optimizer: parameter {} appears twice", name);
+    NMT_CHECK(p.defined() && p.is_floating_point(), nmt::Error,
+              "optimizer: parameter {}: expected a defined floating-point tensor", name);
+    NMT_CHECK(p.device() == device_, nmt::Error,
+              "optimizer: expected all parameters on {}, found {} on {}", device_.str(), name,
+              p.device().str());
+    const c10::NoGradGuard no_grad;
+    exp_avg_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
+    exp_avg_sq_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
+    // The fused kernels take the step count as a float32 device scalar (as torch.optim does).
+    steps_.push_back(at::zeros({}, p.options().dtype(at::kFloat)));
+    auto [it, added] = group_of_dtype.emplace(p.scalar_type(), groups_.size());
+    if (added) groups_.emplace_back();
+    groups_[it->second].push_back(i);
+  }
+}
+
+void AdamOptimizer::step(double lr, const at::Tensor* found_inf) {
+  std::optional<at::Tensor> skip;
+  if (found_inf != nullptr) {
+    NMT_CHECK(found_inf->device() == device_ && found_inf->numel() == 1, nmt::Error,
+              "optimizer: expected found_inf as one element on {}, found {} elements on {}",
+              device_.str(), found_inf->numel(), found_inf->device().str());
+    skip = found_inf->view(c10::IntArrayRef{});
+  }
+  const c10::NoGradGuard no_grad;
+  std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+  for (const auto& group : groups_) {
+    params.clear(), grads.clear(), exp_avgs.clear(), exp_avg_sqs.clear(), steps.clear();
+    for (size_t i : group) {
+      const at::Tensor& grad = parameters_[i].second.grad();
+      if (!grad.defined()) continue;
+      params.push_back(parameters_[i].second);
+      grads.push_back(grad);
+      exp_avgs.push_back(exp_avg_[i]);
+      exp_avg_sqs.push_back(exp_avg_sq_[i]);
+      steps.push_back(steps_[i]);
+    }
+    if (params.empty()) continue;
+    // As torch/optim/adam.py _fused_adam: count the step before the kernel (it reads t for
+    // the bias corrections) and take it back when the kernel skipped the update, so that a
+    // skipped step does not advance bias correction either.
+    at::_foreach_add_(steps, 1);
+    if (decoupled_) {
+      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr,
+                        beta1_, beta2_, weight_decay_, eps_, /*amsgrad=*/false,
+                        /*maximize=*/false, /*grad_scale=*/std::nullopt, skip);
+    } else {
+      at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr,
+                       beta1_, beta2_, weight_decay_, eps_, /*amsgrad=*/false,
+                       /*maximize=*/false, /*grad_scale=*/std::nullopt, skip);
+    }
+    if (skip) at::_foreach_add_(steps, *skip, /*alpha=*/-1);
+  }
+}
+
+void AdamOptimizer::zero_grad() {
+  for (auto& [name, p] : parameters_) {
+    if (p.grad().defined()) p.mutable_grad().reset();
+  }
+}
+
+std::vector<at::Tensor> AdamOptimizer::grads() const {
+  std::vector<at::Tensor> out;
+  out.reserve(parameters_.size());
+  for (const auto& [name, p] : parameters_) {
+    if (p.grad().defined()) out.push_back(p.grad());
+  }
+  return out;
+}
+
+NamedTensors AdamOptimizer::state() const {
+  NamedTensors out;
+  out.reserve(3 * parameters_.size());
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const std::string& name = parameters_[i].first;
+    out.emplace_back("optim.exp_avg." + name, cpu_copy(exp_avg_[i]));
+    out.emplace_back("optim.exp_avg_sq." + name, cpu_copy(exp_avg_sq_[i]));
+    out.emplace_back("optim.step." + name, cpu_copy(steps_[i]));
+  }
+  return out;
+}
+
+void AdamOptimizer::load_state(const std::function<const at::Tensor*(std::string_view)>& find) {
+  // Look everything up and check it first, so that a bad checkpoint changes nothing.
+  std::vector<std::pair<const at::Tensor*, at::Tensor*>> copies;
+  copies.reserve(3 * parameters_.size());
+  const auto plan = [&](const std::string& name, at::Tensor& dest) {
+    const at::Tensor* saved = find(name);
+    NMT_CHECK(saved != nullptr && saved->defined(), nmt::CheckpointError,
+              "optimizer state: tensor {} is missing from the checkpoint", name);
+    NMT_CHECK(saved->sizes() == dest.sizes(), nmt::CheckpointError,
+              "optimizer state: {}: expected shape {}, found {}", name, shape_string(dest.sizes()),
+              shape_string(saved->sizes()));
+    copies.emplace_back(saved, &dest);
+  };
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const std::string& name = parameters_[i].first;
+    plan("optim.exp_avg." + name, exp_avg_[i]);
+    plan("optim.exp_avg_sq." + name, exp_avg_sq_[i]);
+    plan("optim.step." + name, steps_[i]);
+  }
+  const c10::NoGradGuard no_grad;
+  for (auto& [saved, dest] : copies) dest->copy_(*saved);
+}
+
+}  // namespace nmt::train

@@ -1,0 +1,536 @@
+#include "train/trainer.h"
+
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+#include <ATen/core/Generator.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/ranges.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+
+#include "amp/autocast.h"
+#include "amp/loss_scaler.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "data/batch_tensors.h"
+#include "dist/device.h"
+#include "model/transformer.h"
+#include "train/grad_utils.h"
+#include "train/loss.h"
+#include "train/lr_schedule.h"
+#include "train/metrics_log.h"
+#include "train/optimizer.h"
+#include "util/error.h"
+#include "util/log.h"
+
+#ifdef NMT_WITH_CUDA
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+namespace nmt::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int signal_number) {
+  g_stop.store(true);
+  // A second signal ends the process the default way.
+  std::signal(signal_number, SIG_DFL);
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Checkpoint metadata keys that must exist.
+constexpr const char* kStepKey = "step";
+
+/// Tensor of a file's bytes (to keep the vocabulary inside the checkpoint).
+at::Tensor file_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  NMT_CHECK(in.good(), CheckpointError, "{}: cannot read", file.string());
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  at::Tensor t = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
+  std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  return t;
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+}  // namespace
+
+void install_stop_handlers() {
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+}
+
+bool stop_requested() { return g_stop.load(); }
+
+/// Interval figures between two log lines.
+struct Interval {
+  at::Tensor loss_sum;  // device, summed per-token losses (unnormalized)
+  at::Tensor nll_sum;
+  int64_t tgt_tokens = 0;
+  int64_t src_tokens = 0;
+  int64_t padded_tokens = 0;
+  int64_t updates = 0;
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;
+  double data_wait_at_start = 0;
+  Clock::time_point start = Clock::now();
+};
+
+class TrainerImpl {
+ public:
+  TrainerImpl(TrainerSetup setup, const data::PreparedData& data)
+      : s_(std::move(setup)),
+        data_(data),
+        checkpoints_(s_.run_dir / "checkpoints", s_.checkpoint),
+        metrics_(s_.run_dir / "metrics.jsonl", s_.rank == 0) {
+    // Same initial parameters on every rank; dropout streams differ per rank.
+    at::manual_seed(static_cast<uint64_t>(s_.train.seed));
+    model_ = model::Transformer(s_.model, data.vocab.src.size(), data.vocab.tgt.size(),
+                                data.vocab.src.pad_id());
+    model_->to(s_.device);
+    at::manual_seed(static_cast<uint64_t>(s_.train.seed) * 1000003u +
+                    static_cast<uint64_t>(s_.rank) + 1);
+    std::vector<std::pair<std::string, at::Tensor>> named;
+    for (const auto& item : model_->named_parameters()) named.emplace_back(item.key(), item.value());
+    optimizer_ = std::make_unique<AdamOptimizer>(named, s_.train);
+    for (const auto& [name, tensor] : named) params_.push_back(tensor);
+    scaler_ = std::make_unique<amp::DynamicLossScaler>(s_.amp, s_.device,
+                                                        s_.amp.mode == amp::AmpMode::kFp16);
+    planner_ = std::make_shared<const data::BatchPlanner>(
+        data.train.cache, data::plan_options(s_.data, s_.world_size,
+                                             static_cast<uint64_t>(s_.train.seed)));
+    update_freq_ = data::resolve_update_freq(s_.data, s_.world_size);
+    steps_per_epoch_ = planner_->plan_epoch(1).steps.size();
+    log::info("train", "model: {} parameters; {} steps per epoch, update_freq {}",
+              model_->parameter_count(), steps_per_epoch_, update_freq_);
+  }
+
+  void restore(const checkpoint::CheckpointData& saved, const std::filesystem::path& file) {
+    const std::string where = file.string();
+    // The model must have the same tensors of the same shapes: name the first difference.
+    for (const auto& item : model_->named_parameters()) {
+      const at::Tensor* t = saved.find("model." + item.key());
+      NMT_CHECK(t != nullptr, CheckpointError,
+                "{}: no tensor model.{}: the checkpoint is of a different model shape than the "
+                "config (model.*)",
+                where, item.key());
+      NMT_CHECK(t->sizes() == item.value().sizes(), CheckpointError,
+                "{}: model.{} has shape {} in the checkpoint but {} in the config's model "
+                "(check model.* and data.vocab_size)",
+                where, item.key(), fmt::join(t->sizes(), "x"), fmt::join(item.value().sizes(), "x"));
+    }
+    const std::string& vocab = saved.meta("vocab_fingerprint");
+    NMT_CHECK(vocab == vocab_fingerprint(), CheckpointError,
+              "{}: vocabulary differs: checkpoint fingerprint {}, this run's {} ({})", where, vocab,
+              vocab_fingerprint(), data_.vocab.src.model_path().string());
+    const int64_t world = std::stoll(saved.meta("world_size"));
+    NMT_CHECK(world == s_.world_size, CheckpointError,
+              "{}: saved with {} ranks, resumed with {}: the batch plan differs, so exact resume is "
+              "impossible (run with the same number of ranks)",
+              where, world, s_.world_size);
+    {
+      at::NoGradGuard no_grad;
+      for (const auto& item : model_->named_parameters())
+        item.value().copy_(saved.at("model." + item.key()));
+    }
+    auto find = [&saved](std::string_view name) { return saved.find(name); };
+    optimizer_->load_state(find);
+    scaler_->load_state(find);
+    step_ = std::stoll(saved.meta(kStepKey));
+    iterator_ = {std::stoll(saved.meta("iterator_epoch")), std::stoll(saved.meta("iterator_step"))};
+    elapsed_before_ = std::stod(saved.meta("elapsed_s"));
+    if (auto it = saved.metadata.find("best_valid_loss"); it != saved.metadata.end())
+      best_valid_loss_ = std::stod(it->second);
+    // Random streams last, so nothing above consumes from the restored state.
+    auto cpu_gen = at::detail::getDefaultCPUGenerator();
+    {
+      std::lock_guard<std::mutex> lock(cpu_gen.mutex());
+      cpu_gen.set_state(saved.at(fmt::format("rng.cpu.{}", s_.rank)));
+    }
+#ifdef NMT_WITH_CUDA
+    if (s_.device.is_cuda()) {
+      auto gen = at::cuda::detail::getDefaultCUDAGenerator(s_.device.index());
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(saved.at(fmt::format("rng.cuda.{}", s_.rank)));
+    }
+#endif
+    log::info("train", "resumed from {} at step {} (epoch {}, step {} of the epoch)", where, step_,
+              iterator_.epoch, iterator_.step);
+  }
+
+  TrainSummary run() {
+    TrainSummary summary;
+    const auto start = Clock::now();
+    if (s_.train.max_steps > 0 && step_ >= s_.train.max_steps) {
+      log::warn("train", "already at step {} of train.max_steps {}: nothing to do", step_,
+                s_.train.max_steps);
+      summary.steps = step_;
+      return summary;
+    }
+    data::BatchPrefetcher batches(data_.train.cache, planner_, s_.rank, iterator_,
+                                  {data_.vocab.src.pad_id(), data_.vocab.tgt.bos_id(),
+                                   data_.vocab.tgt.eos_id()},
+                                  s_.data.prefetch);
+    const bool progress = s_.rank == 0 && ::isatty(STDERR_FILENO) && log::enabled(log::Level::kInfo);
+    Interval interval = new_interval(batches);
+    int64_t last_saved = -1;
+    int64_t last_validated = -1;
+    int64_t epoch = iterator_.epoch;
+    for (;;) {
+      if (s_.train.max_steps > 0 && step_ >= s_.train.max_steps) break;
+      if (s_.train.max_epochs > 0 && iterator_.epoch > s_.train.max_epochs) break;
+      if (stop_requested()) {
+        summary.stopped_by_signal = true;
+        break;
+      }
+      if (s_.train.max_minutes > 0 && seconds_since(start) >= 60.0 * s_.train.max_minutes) {
+        log::info("train", "train.max_minutes ({}) reached", s_.train.max_minutes);
+        break;
+      }
+      epoch = train_update(batches, interval);
+      ++step_;
+      if (progress) print_progress(start);
+      if (step_ % s_.train.log_every == 0) {
+        if (progress) clear_progress();
+        summary.last_train_loss = log_interval(interval, batches, start, epoch);
+        interval = new_interval(batches);
+      }
+      std::optional<double> valid_loss;
+      if (s_.train.valid_every > 0 && step_ % s_.train.valid_every == 0 && data_.valid) {
+        if (progress) clear_progress();
+        valid_loss = validate(epoch);
+        last_validated = step_;
+      }
+      if (step_ % s_.checkpoint.every_steps == 0 || valid_loss) {
+        save(epoch, valid_loss, start);
+        last_saved = step_;
+      }
+    }
+    if (progress) clear_progress();
+    if (interval.updates > 0) summary.last_train_loss = log_interval(interval, batches, start, epoch);
+    std::optional<double> valid_loss;
+    if (data_.valid && s_.train.valid_every > 0 && last_validated != step_ && step_ > 0)
+      valid_loss = validate(epoch);
+    if (last_saved != step_ && step_ > 0) save(epoch, valid_loss, start);
+    summary.steps = step_;
+    summary.epoch = epoch;
+    summary.last_valid_loss = last_valid_loss_;
+    summary.last_checkpoint = last_checkpoint_;
+    if (summary.stopped_by_signal)
+      log::info("train", "stopped by signal at step {}; checkpoint {}", step_,
+                last_checkpoint_.string());
+    return summary;
+  }
+
+ private:
+  Interval new_interval(const data::BatchPrefetcher& batches) const {
+    Interval i;
+    i.loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(s_.device));
+    i.nll_sum = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(s_.device));
+    i.data_wait_at_start = batches.wait_seconds();
+    return i;
+  }
+
+  /// One optimizer update over update_freq batches; returns the epoch of its last batch.
+  int64_t train_update(data::BatchPrefetcher& batches, Interval& interval) {
+    model_->train();
+    optimizer_->zero_grad();
+    int64_t update_tokens = 0;
+    int64_t epoch = iterator_.epoch;
+    for (int64_t k = 0; k < update_freq_; ++k) {
+      data::BatchTensors batch = batches.next();
+      update_tokens += batch.global_tgt_tokens;
+      iterator_ = batch.next;
+      epoch = batch.epoch;
+      interval.tgt_tokens += batch.tgt_tokens;
+      interval.src_tokens += batch.src_tokens;
+      interval.padded_tokens += batch.src.numel() + batch.tgt_out.numel();
+      if (batch.empty()) continue;  // a rank without data this step still joins the update
+      const bool non_blocking = s_.device.is_cuda();
+      const at::Tensor src = batch.src.to(s_.device, non_blocking);
+      const at::Tensor tgt_in = batch.tgt_in.to(s_.device, non_blocking);
+      const at::Tensor tgt_out = batch.tgt_out.to(s_.device, non_blocking);
+      auto t0 = Clock::now();
+      LossSums sums;
+      {
+        amp::AutocastScope autocast(s_.amp.mode, s_.device.type());
+        const at::Tensor logits = model_->forward(src, tgt_in);
+        sums = label_smoothed_cross_entropy(logits, tgt_out, s_.train.label_smoothing,
+                                            data_.vocab.tgt.pad_id());
+      }
+      auto t1 = Clock::now();
+      scaler_->scale(sums.loss).backward();
+      auto t2 = Clock::now();
+      interval.forward_s += std::chrono::duration<double>(t1 - t0).count();
+      interval.backward_s += std::chrono::duration<double>(t2 - t1).count();
+      interval.loss_sum.add_(sums.loss.detach());
+      interval.nll_sum.add_(sums.nll);
+    }
+    auto t0 = Clock::now();
+    std::vector<at::Tensor> grads;
+    grads.reserve(params_.size());
+    for (at::Tensor& p : params_) {
+      // A parameter no batch reached (e.g. all ranks empty) gets a zero gradient.
+      if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+      grads.push_back(p.grad());
+    }
+    // Loss is a sum over tokens: dividing by the update's global target-token count makes the
+    // result independent of how tokens are split across ranks and accumulation steps.
+    const at::Tensor divisor =
+        at::full({}, static_cast<double>(std::max<int64_t>(1, update_tokens)),
+                 at::TensorOptions().dtype(at::kFloat).device(s_.device));
+    scaler_->unscale_(grads, divisor);
+    last_grad_norm_ = clip_grad_norm_(grads, s_.train.clip_norm);
+    optimizer_->step(learning_rate(s_.train, step_ + 1), &scaler_->found_inf());
+    scaler_->update();
+    interval.optimizer_s += seconds_since(t0);
+    ++interval.updates;
+    return epoch;
+  }
+
+  double log_interval(Interval& interval, const data::BatchPrefetcher& batches,
+                      Clock::time_point start, int64_t epoch) {
+    // The one host-device synchronization of the interval.
+    scaler_->check(step_);
+    const auto scaler = scaler_->stats();
+    const double tokens = static_cast<double>(std::max<int64_t>(1, interval.tgt_tokens));
+    const double loss = interval.loss_sum.item<double>() / tokens;
+    const double nll = interval.nll_sum.item<double>() / tokens;
+    const double grad_norm = last_grad_norm_.defined() ? last_grad_norm_.item<double>() : 0.0;
+    const double seconds = std::max(1e-9, seconds_since(interval.start));
+    const double tokens_per_s = double(interval.src_tokens + interval.tgt_tokens) / seconds;
+    const double data_wait = batches.wait_seconds() - interval.data_wait_at_start;
+    const double elapsed = elapsed_before_ + seconds_since(start);
+    const double eta = eta_seconds(start);
+    const double lr = learning_rate(s_.train, step_);
+    const double peak_mb =
+        double(s_.device.is_cuda() ? dist::peak_cuda_memory_bytes(s_.device.index())
+                                   : dist::peak_host_memory_bytes()) / (1 << 20);
+    log::info("train",
+              "step {}{} | epoch {} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | lr {:.3g} | {:.0f} "
+              "tok/s | gnorm {:.3f} | scale {:g} | {} MiB | {} elapsed, ETA {}",
+              step_, s_.train.max_steps > 0 ? fmt::format("/{}", s_.train.max_steps) : "", epoch,
+              loss, nll, std::exp(std::min(nll, 50.0)), lr, tokens_per_s, grad_norm, scaler.scale,
+              static_cast<int64_t>(peak_mb), format_duration(elapsed), format_duration(eta));
+    if (scaler.skipped_total > skipped_logged_) {
+      log::warn("train", "{} update(s) skipped for non-finite gradients so far (loss scale now {:g})",
+                scaler.skipped_total, scaler.scale);
+      skipped_logged_ = scaler.skipped_total;
+    }
+    metrics_.write({{"type", "\"train\""},
+                    {"step", fmt::format("{}", step_)},
+                    {"epoch", fmt::format("{}", epoch)},
+                    {"loss", json_number(loss)},
+                    {"nll", json_number(nll)},
+                    {"ppl", json_number(std::exp(std::min(nll, 50.0)))},
+                    {"lr", json_number(lr)},
+                    {"tokens_per_s", json_number(tokens_per_s)},
+                    {"padded_tokens_per_s", json_number(double(interval.padded_tokens) / seconds)},
+                    {"grad_norm", json_number(grad_norm)},
+                    {"loss_scale", json_number(scaler.scale)},
+                    {"skipped_updates", fmt::format("{}", scaler.skipped_total)},
+                    {"peak_memory_mb", json_number(peak_mb)},
+                    {"data_wait_s", json_number(data_wait)},
+                    {"forward_s", json_number(interval.forward_s)},
+                    {"backward_s", json_number(interval.backward_s)},
+                    {"optimizer_s", json_number(interval.optimizer_s)},
+                    {"interval_s", json_number(seconds)},
+                    {"elapsed_s", json_number(elapsed)},
+                    {"eta_s", json_number(eta)}});
+    return loss;
+  }
+
+  double eta_seconds(Clock::time_point start) const {
+    const double done = double(step_ - first_step_);
+    if (done <= 0) return NAN;
+    const double per_step = seconds_since(start) / done;
+    double eta = s_.train.max_steps > 0 ? per_step * double(s_.train.max_steps - step_) : NAN;
+    if (s_.train.max_minutes > 0) {
+      const double left = 60.0 * s_.train.max_minutes - seconds_since(start);
+      eta = std::isfinite(eta) ? std::min(eta, left) : left;
+    }
+    return eta;
+  }
+
+  void print_progress(Clock::time_point start) const {
+    std::fprintf(stderr, "\r\033[K[train] step %lld%s | %s elapsed | ETA %s",
+                 static_cast<long long>(step_),
+                 s_.train.max_steps > 0 ? fmt::format("/{}", s_.train.max_steps).c_str() : "",
+                 format_duration(elapsed_before_ + seconds_since(start)).c_str(),
+                 format_duration(eta_seconds(start)).c_str());
+    std::fflush(stderr);
+  }
+  static void clear_progress() {
+    std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+  }
+
+  /// Per-token loss on this rank's share of the validation set.
+  double validate(int64_t epoch) {
+    const auto start = Clock::now();
+    model_->eval();
+    at::NoGradGuard no_grad;
+    const data::BatchPlanner planner(
+        data_.valid->cache,
+        data::plan_options(s_.data, s_.world_size, static_cast<uint64_t>(s_.train.seed)));
+    const data::EpochPlan plan = planner.plan_epoch(1);
+    at::Tensor loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(s_.device));
+    at::Tensor nll = at::zeros_like(loss);
+    int64_t tokens = 0;
+    const data::SpecialIds ids{data_.vocab.src.pad_id(), data_.vocab.tgt.bos_id(),
+                               data_.vocab.tgt.eos_id()};
+    for (const data::Step& step : plan.steps) {
+      const data::Batch& batch = step.batches[static_cast<size_t>(s_.rank)];
+      if (batch.size() == 0) continue;
+      const auto t = data::make_batch_tensors(data_.valid->cache, batch, ids);
+      amp::AutocastScope autocast(s_.amp.mode, s_.device.type());
+      const at::Tensor logits =
+          model_->forward(t.src.to(s_.device), t.tgt_in.to(s_.device));
+      const LossSums sums = label_smoothed_cross_entropy(logits, t.tgt_out.to(s_.device),
+                                                         s_.train.label_smoothing,
+                                                         data_.vocab.tgt.pad_id());
+      loss.add_(sums.loss.to(at::kDouble));
+      nll.add_(sums.nll.to(at::kDouble));
+      tokens += t.tgt_tokens;
+    }
+    const double per_token_loss = loss.item<double>() / double(std::max<int64_t>(1, tokens));
+    const double per_token_nll = nll.item<double>() / double(std::max<int64_t>(1, tokens));
+    last_valid_loss_ = per_token_loss;
+    const bool best = !best_valid_loss_ || per_token_loss < *best_valid_loss_;
+    if (best) best_valid_loss_ = per_token_loss;
+    log::info("valid", "step {} | epoch {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{} | {:.1f} s",
+              step_, epoch, per_token_loss, per_token_nll, std::exp(std::min(per_token_nll, 50.0)),
+              best ? " | best" : "", seconds_since(start));
+    metrics_.write({{"type", "\"valid\""},
+                    {"step", fmt::format("{}", step_)},
+                    {"epoch", fmt::format("{}", epoch)},
+                    {"loss", json_number(per_token_loss)},
+                    {"nll", json_number(per_token_nll)},
+                    {"ppl", json_number(std::exp(std::min(per_token_nll, 50.0)))},
+                    {"tokens", fmt::format("{}", tokens)}});
+    return per_token_loss;
+  }
+
+  std::string vocab_fingerprint() const {
+    return data_.vocab.joint
+               ? data_.vocab.src.fingerprint()
+               : data_.vocab.src.fingerprint() + "+" + data_.vocab.tgt.fingerprint();
+  }
+
+  void save(int64_t epoch, std::optional<double> valid_loss, Clock::time_point start) {
+    const auto t0 = Clock::now();
+    checkpoint::CheckpointData out;
+    for (const auto& item : model_->named_parameters())
+      out.tensors.emplace_back("model." + item.key(), item.value().detach());
+    for (auto& entry : optimizer_->state()) out.tensors.push_back(std::move(entry));
+    for (auto& entry : scaler_->state()) out.tensors.push_back(std::move(entry));
+    {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      out.tensors.emplace_back(fmt::format("rng.cpu.{}", s_.rank), gen.get_state());
+    }
+#ifdef NMT_WITH_CUDA
+    if (s_.device.is_cuda()) {
+      auto gen = at::cuda::detail::getDefaultCUDAGenerator(s_.device.index());
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      out.tensors.emplace_back(fmt::format("rng.cuda.{}", s_.rank), gen.get_state());
+    }
+#endif
+    out.tensors.emplace_back("vocab.src_model", file_bytes(data_.vocab.src.model_path()));
+    if (!data_.vocab.joint)
+      out.tensors.emplace_back("vocab.tgt_model", file_bytes(data_.vocab.tgt.model_path()));
+    out.metadata = {
+        {kStepKey, std::to_string(step_)},
+        {"epoch", std::to_string(epoch)},
+        {"iterator_epoch", std::to_string(iterator_.epoch)},
+        {"iterator_step", std::to_string(iterator_.step)},
+        {"world_size", std::to_string(s_.world_size)},
+        {"config", s_.config_yaml},
+        {"config_hash", s_.config_hash},
+        {"vocab_fingerprint", vocab_fingerprint()},
+        {"vocab_joint", data_.vocab.joint ? "true" : "false"},
+        {"elapsed_s", fmt::format("{}", elapsed_before_ + seconds_since(start))},
+    };
+    if (valid_loss) out.metadata["valid_loss"] = fmt::format("{}", *valid_loss);
+    if (best_valid_loss_) out.metadata["best_valid_loss"] = fmt::format("{}", *best_valid_loss_);
+    if (s_.rank == 0) {
+      last_checkpoint_ = checkpoints_.save(step_, out);
+      log::info("checkpoint", "saved {} ({:.1f} MiB in {:.2f} s)", last_checkpoint_.string(),
+                double(std::filesystem::file_size(last_checkpoint_)) / (1 << 20),
+                seconds_since(t0));
+    }
+  }
+
+  static std::string json_number(double v) {
+    return std::isfinite(v) ? fmt::format("{}", v) : std::string("null");
+  }
+
+  TrainerSetup s_;
+  const data::PreparedData& data_;
+  checkpoint::CheckpointDir checkpoints_;
+  MetricsLog metrics_;
+  model::Transformer model_{nullptr};
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<AdamOptimizer> optimizer_;
+  std::unique_ptr<amp::DynamicLossScaler> scaler_;
+  std::shared_ptr<const data::BatchPlanner> planner_;
+  int64_t update_freq_ = 1;
+  size_t steps_per_epoch_ = 0;
+  int64_t step_ = 0;
+  int64_t first_step_ = 0;
+  data::IteratorState iterator_;
+  double elapsed_before_ = 0;
+  at::Tensor last_grad_norm_;
+  std::optional<double> best_valid_loss_;
+  std::optional<double> last_valid_loss_;
+  int64_t skipped_logged_ = 0;
+  std::filesystem::path last_checkpoint_;
+
+  friend class Trainer;
+};
+
+Trainer::Trainer(TrainerSetup setup, const data::PreparedData& data)
+    : impl_(std::make_unique<TrainerImpl>(std::move(setup), data)) {}
+Trainer::~Trainer() = default;
+
+void Trainer::restore(const checkpoint::CheckpointData& saved, const std::filesystem::path& file) {
+  impl_->restore(saved, file);
+  impl_->first_step_ = impl_->step_;
+}
+
+TrainSummary Trainer::run() { return impl_->run(); }
+
+std::optional<std::pair<std::filesystem::path, checkpoint::CheckpointData>> find_resume_checkpoint(
+    const std::filesystem::path& run_dir, const checkpoint::CheckpointOptions& options,
+    const ResumeFrom& from) {
+  switch (from.mode) {
+    case ResumeFrom::Mode::kNone:
+      return std::nullopt;
+    case ResumeFrom::Mode::kPath:
+      return std::make_pair(from.path, checkpoint::load_checkpoint(from.path));
+    case ResumeFrom::Mode::kAuto:
+      return checkpoint::CheckpointDir(run_dir / "checkpoints", options).load_newest_valid();
+  }
+  return std::nullopt;
+}
+
+}  // namespace nmt::train

@@ -1,0 +1,90 @@
+#pragma once
+// The training loop as a coordinator: it owns the model, optimizer, loss scaler and data
+// iterator of one rank, runs updates, logs, validates, and saves and restores the full state
+// through checkpoints so that a resumed run continues bit for bit.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "amp/amp_options.h"
+#include "checkpoint/checkpoint_file.h"
+#include "checkpoint/checkpoint_options.h"
+#include "data/data_options.h"
+#include "data/prepare.h"
+#include "model/model_options.h"
+#include "train/train_options.h"
+
+namespace nmt::train {
+
+/// Everything a Trainer is built from.
+struct TrainerSetup {
+  model::ModelOptions model;
+  data::DataOptions data;
+  TrainOptions train;
+  amp::AmpOptions amp;
+  checkpoint::CheckpointOptions checkpoint;
+  std::filesystem::path run_dir;   ///< checkpoints/ and metrics.jsonl go here
+  std::string config_yaml;         ///< effective config, stored in every checkpoint
+  std::string config_hash;         ///< config_hash() of it
+  int64_t rank = 0;                ///< this process's rank
+  int64_t world_size = 1;          ///< ranks in the job
+  c10::Device device = c10::Device(c10::kCPU);  ///< where the model trains
+};
+
+/// How a run starts: fresh, from the newest valid checkpoint of the run, or from a file.
+struct ResumeFrom {
+  enum class Mode { kNone, kAuto, kPath };
+  Mode mode = Mode::kAuto;
+  std::filesystem::path path;  ///< for kPath
+};
+
+/// What a finished run reports.
+struct TrainSummary {
+  int64_t steps = 0;                       ///< updates done in total (including resumed ones)
+  int64_t epoch = 0;                       ///< epoch of the last update
+  double last_train_loss = 0;              ///< per-token loss of the last logged interval
+  std::optional<double> last_valid_loss;   ///< per-token validation loss, if validated
+  bool stopped_by_signal = false;          ///< SIGINT/SIGTERM ended the run early
+  std::filesystem::path last_checkpoint;   ///< checkpoint written at the end
+};
+
+class TrainerImpl;
+
+/// One rank's training loop.
+class Trainer {
+ public:
+  /// Builds model, optimizer and scaler for the prepared data; throws on inconsistent setup.
+  Trainer(TrainerSetup setup, const data::PreparedData& data);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Restores the full training state saved in a checkpoint. Throws CheckpointError naming
+  /// the mismatch when it does not fit this model, vocabulary or world size.
+  void restore(const checkpoint::CheckpointData& saved, const std::filesystem::path& file);
+  /// Trains until train.max_steps, train.max_epochs, train.max_minutes or SIGINT/SIGTERM,
+  /// then writes a final checkpoint.
+  TrainSummary run();
+
+ private:
+  std::unique_ptr<TrainerImpl> impl_;
+};
+
+/// The checkpoint a run resumes from: none, the newest valid one under run_dir/checkpoints
+/// (bad newer files are skipped with a warning), or the given file (which must load).
+std::optional<std::pair<std::filesystem::path, checkpoint::CheckpointData>> find_resume_checkpoint(
+    const std::filesystem::path& run_dir, const checkpoint::CheckpointOptions& options,
+    const ResumeFrom& from);
+
+/// Installs SIGINT/SIGTERM handlers that ask the running loop to stop after the current update
+/// (a second signal ends the process at once).
+void install_stop_handlers();
+/// True once a stop was requested.
+bool stop_requested();
+
+}  // namespace nmt::train

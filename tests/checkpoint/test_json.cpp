@@ -1,0 +1,93 @@
+// The header JSON parser and writer: the subset safetensors headers use, strictly.
+#include <catch2/catch.hpp>
+
+#include "checkpoint/json.h"
+
+using Catch::Matchers::Contains;
+using nmt::checkpoint::json::parse;
+using nmt::checkpoint::json::ParseError;
+using nmt::checkpoint::json::quote;
+using Kind = nmt::checkpoint::json::Value::Kind;
+
+TEST_CASE("json: a safetensors-shaped header parses, keys in document order", "[checkpoint]") {
+  const auto v = parse(
+      " {\"__metadata__\": {\"k\": \"v\"}, \"b\": {\"dtype\": \"F32\", \"shape\": [2, 3],"
+      " \"data_offsets\": [0, 24]}, \"a\": {\"shape\": [], \"data_offsets\": [24, -7]}}   ");
+  REQUIRE(v.kind == Kind::kObject);
+  REQUIRE(v.object.size() == 3);
+  CHECK(v.object[0].first == "__metadata__");
+  CHECK(v.object[0].second.object.at(0).second.string == "v");
+  CHECK(v.object[1].first == "b");
+  const auto& shape = v.object[1].second.object[1].second;
+  REQUIRE(shape.kind == Kind::kArray);
+  CHECK(shape.array.size() == 2);
+  CHECK(shape.array[1].integer == 3);
+  CHECK(v.object[2].first == "a");
+  CHECK(v.object[2].second.object[0].second.array.empty());
+  CHECK(v.object[2].second.object[1].second.array[1].integer == -7);
+  CHECK(parse("{}").object.empty());
+  CHECK(parse("9223372036854775807").integer == INT64_MAX);
+  CHECK(parse("-9223372036854775808").integer == INT64_MIN);
+}
+
+TEST_CASE("json: string escapes, \\u and surrogate pairs decode to UTF-8", "[checkpoint]") {
+  CHECK(parse(R"("a\"b\\c\/d\b\f\n\r\t")").string == "a\"b\\c/d\b\f\n\r\t");
+  CHECK(parse(R"("\u00fc\u65E5")").string == "\xC3\xBC\xE6\x97\xA5");  // ü 日
+  CHECK(parse(R"("\ud83d\udc4b")").string == "\xF0\x9F\x91\x8B");      // 👋
+  CHECK(parse("\"Gr\xC3\xBC\xC3\x9F"
+              "e \xF0\x9F\x91\x8B\"")
+            .string ==
+        "Gr\xC3\xBC\xC3\x9F"
+        "e \xF0\x9F\x91\x8B");
+  CHECK(parse(R"("\u0000")").string == std::string(1, '\0'));
+}
+
+TEST_CASE("json: writing then parsing gives the text back", "[checkpoint]") {
+  std::string all_bytes;
+  for (int c = 1; c < 0x80; ++c) all_bytes += static_cast<char>(c);
+  all_bytes += "\xE6\x97\xA5\xF0\x9F\x91\x8B";
+  all_bytes += std::string(1, '\0');
+  CHECK(parse(quote(all_bytes)).string == all_bytes);
+  CHECK(quote("a\"b\\\n\x01") == R"("a\"b\\\n\u0001")");
+}
+
+TEST_CASE("json: malformed input is rejected with what was expected and where", "[checkpoint]") {
+  const auto fails = [](const std::string& text, const std::string& message) {
+    INFO(text);
+    CHECK_THROWS_WITH(parse(text), Contains(message));
+  };
+  fails("", "expected an object, array, string or integer at byte 0, found the end");
+  fails("{\"a\": 1,}", "expected a string key at byte 8, found '}'");
+  fails("{\"a\": 1} x", "expected end of input at byte 9");
+  fails("{\"a\": 1, \"a\": 2}", "duplicate key \"a\"");
+  fails("[1, 2", "expected ',' or ']' at byte 5, found the end");
+  fails("1.5", "no fraction or exponent");
+  fails("1e3", "no fraction or exponent");
+  fails("012", "no leading zeros");
+  fails("9223372036854775808", "within the 64-bit range");
+  fails("-9223372036854775809", "within the 64-bit range");
+  fails("true", "expected an object, array, string or integer");
+  fails("null", "expected an object, array, string or integer");
+  fails("\"abc", "closing the string");
+  fails("\"a\nb\"", "an escaped control character at byte 2");
+  fails(R"("\x")", "one of");
+  fails(R"("\u12G4")", "4 hex digits");
+  fails(R"("\udc00")", "a high surrogate before a low surrogate");
+  fails(R"("\ud800x")", "a \\u low surrogate after a high surrogate");
+  fails(R"("\ud800\u0041")", "a low surrogate");
+  fails("\"\xC3\x28\"", "expected valid UTF-8 at byte 1");
+  fails("\"\xED\xA0\x80\"", "valid UTF-8");  // an encoded surrogate
+  fails("\"\xC0\xAF\"", "valid UTF-8");      // overlong
+  fails(std::string(40, '[') + std::string(40, ']'), "at most 32 levels of nesting");
+  CHECK_THROWS_AS(parse("{"), ParseError);
+}
+
+TEST_CASE("json: UTF-8 validation", "[checkpoint]") {
+  using nmt::checkpoint::json::find_invalid_utf8;
+  constexpr auto npos = std::string_view::npos;
+  CHECK(find_invalid_utf8("plain ascii") == npos);
+  CHECK(find_invalid_utf8("\xE6\x97\xA5\xF0\x9F\x91\x8B") == npos);
+  CHECK(find_invalid_utf8("ab\xFF") == 2);
+  CHECK(find_invalid_utf8("ab\xE6\x97") == 2);        // cut short
+  CHECK(find_invalid_utf8("\xF4\x90\x80\x80") == 0);  // above U+10FFFF
+}

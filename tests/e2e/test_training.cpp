@@ -1,0 +1,159 @@
+// End-to-end: nmt-train trains the tiny config on the shipped corpus, checkpoints, and resumes
+// exactly (checked bit for bit with nmt-ckpt diff --atol 0).
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <vector>
+
+#include "test_support.h"
+
+using Catch::Matchers::Contains;
+using nmt::test::run_command;
+using nmt::test::TempDir;
+
+namespace {
+
+const std::string kTrain = NMT_TRAIN_BIN;
+const std::string kCkpt = NMT_CKPT_BIN;
+
+/// A 1000-piece vocabulary trained once for all tests, so each run skips SentencePiece.
+const std::string& shared_vocab() {
+  static TempDir dir;
+  static const std::string model = [] {
+    auto r = run_command(kTrain + " --config configs/tiny.yaml --dry-run --log-level warn "
+                         "--set data.vocab_size=1000 --set run_dir=" + dir.path().string());
+    if (r.exit_code != 0) FAIL("vocabulary dry run failed: " << r.err);
+    return (dir.path() / "vocab" / "joint.model").string();
+  }();
+  return model;
+}
+
+/// nmt-train on the tiny config with small, fast settings, then `extra` flags.
+nmt::test::CommandResult train(const std::filesystem::path& run_dir, const std::string& extra) {
+  return run_command(kTrain + " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
+                     " --set data.spm_model=" + shared_vocab() +
+                     " --set data.max_tokens=1024 --set train.log_every=4"
+                     " --set train.valid_every=0 --set checkpoint.every_steps=4"
+                     " --set train.threads=1 " + extra);
+}
+
+std::string checkpoint(const std::filesystem::path& run_dir, int step) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "checkpoint-%08d.safetensors", step);
+  return (run_dir / "checkpoints" / name).string();
+}
+
+/// nmt-ckpt diff --atol 0 of two checkpoints: exit code 0 when bitwise equal.
+int diff_exact(const std::string& a, const std::string& b) {
+  auto r = run_command(kCkpt + " diff --atol 0 " + a + " " + b);
+  if (r.exit_code != 0) UNSCOPED_INFO("nmt-ckpt diff: " << r.out << r.err);
+  return r.exit_code;
+}
+
+/// Values of `key` in metrics.jsonl records of the given type, in order.
+std::vector<double> metric(const std::filesystem::path& run_dir, const std::string& type,
+                           const std::string& key) {
+  std::ifstream in(run_dir / "metrics.jsonl");
+  std::vector<double> values;
+  const std::regex pattern("\"" + key + "\": ([-0-9.eE+]+)");
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"type\": \"" + type + "\"") == std::string::npos) continue;
+    std::smatch m;
+    if (std::regex_search(line, m, pattern)) values.push_back(std::stod(m[1]));
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("tiny config trains with falling validation loss and logs metrics", "[e2e][train]") {
+  TempDir run;
+  auto r = train(run.path(), "--set train.max_steps=48 --set train.valid_every=16");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("[train] step 48/48"));
+  CHECK_THAT(r.err, Contains("[valid] step 48"));
+  const auto valid = metric(run.path(), "valid", "loss");
+  REQUIRE(valid.size() == 3);
+  CHECK(valid[2] < valid[0]);
+  const auto train_loss = metric(run.path(), "train", "loss");
+  REQUIRE(train_loss.size() == 12);
+  CHECK(train_loss.back() < train_loss.front());
+  for (const char* key : {"tokens_per_s", "lr", "grad_norm", "loss_scale", "peak_memory_mb",
+                          "eta_s", "data_wait_s", "forward_s", "backward_s", "optimizer_s"}) {
+    CHECK(metric(run.path(), "train", key).size() == 12);
+  }
+  CHECK(std::filesystem::exists(checkpoint(run.path(), 48)));
+}
+
+TEST_CASE("N steps straight equal N/2 steps, stop, and resume, bit for bit", "[e2e][train]") {
+  for (const char* amp : {"off", "bf16", "fp16"}) {
+    DYNAMIC_SECTION("amp " << amp) {
+      TempDir straight, resumed;
+      const std::string mode = std::string(" --set amp.mode=") + amp;
+      REQUIRE(train(straight.path(), "--set train.max_steps=16" + mode).exit_code == 0);
+      REQUIRE(train(resumed.path(), "--set train.max_steps=8" + mode).exit_code == 0);
+      auto r = train(resumed.path(), "--set train.max_steps=16" + mode);
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+      CHECK_THAT(r.err, Contains("resumed from"));
+      CHECK(diff_exact(checkpoint(straight.path(), 16), checkpoint(resumed.path(), 16)) == 0);
+      // The tool can tell different states apart.
+      CHECK(diff_exact(checkpoint(straight.path(), 8), checkpoint(straight.path(), 16)) != 0);
+    }
+  }
+}
+
+TEST_CASE("SIGTERM finishes the update, saves, and the resumed run matches", "[e2e][train]") {
+  TempDir straight, stopped;
+  // Stop a long run after a moment; it must save a checkpoint and exit cleanly.
+  auto r = run_command("{ timeout -s TERM 4 " + kTrain + " --config configs/tiny.yaml --set run_dir=" +
+                       stopped.path().string() + " --set data.spm_model=" + shared_vocab() +
+                       " --set data.max_tokens=1024 --set train.log_every=4 --set "
+                       "train.valid_every=0 --set checkpoint.every_steps=1000 --set "
+                       "train.threads=1 --set train.max_steps=100000; echo exit=$?; }");
+  INFO(r.err);
+  CHECK_THAT(r.out, Contains("exit=124"));  // timeout's code: it did have to send the signal
+  CHECK_THAT(r.err, Contains("stopped by signal at step"));
+  std::smatch m;
+  const std::regex stopped_at("stopped by signal at step ([0-9]+)");
+  REQUIRE(std::regex_search(r.err, m, stopped_at));
+  const int step = std::stoi(m[1]);
+  REQUIRE(step > 0);
+  const int target = step + 3;
+  REQUIRE(train(stopped.path(), "--set train.max_steps=" + std::to_string(target)).exit_code == 0);
+  REQUIRE(train(straight.path(), "--set train.max_steps=" + std::to_string(target)).exit_code == 0);
+  CHECK(diff_exact(checkpoint(straight.path(), target), checkpoint(stopped.path(), target)) == 0);
+}
+
+TEST_CASE("a truncated newest checkpoint is skipped for the previous one", "[e2e][train]") {
+  TempDir straight, damaged;
+  REQUIRE(train(straight.path(), "--set train.max_steps=12").exit_code == 0);
+  REQUIRE(train(damaged.path(), "--set train.max_steps=8").exit_code == 0);
+  const auto newest = checkpoint(damaged.path(), 8);
+  std::filesystem::resize_file(newest, std::filesystem::file_size(newest) / 2);
+  auto r = train(damaged.path(), "--set train.max_steps=12");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("skipping " + newest));
+  CHECK_THAT(r.err, Contains("resumed from " + checkpoint(damaged.path(), 4)));
+  CHECK(diff_exact(checkpoint(straight.path(), 12), checkpoint(damaged.path(), 12)) == 0);
+}
+
+TEST_CASE("resuming into a different model or vocabulary is refused with the reason",
+          "[e2e][train]") {
+  TempDir run;
+  REQUIRE(train(run.path(), "--set train.max_steps=4").exit_code == 0);
+  auto shape = train(run.path(), "--set train.max_steps=8 --set model.ffn_dim=256");
+  CHECK(shape.exit_code == 1);
+  CHECK_THAT(shape.err, Contains("in the checkpoint but"));
+  CHECK_THAT(shape.err, Contains(checkpoint(run.path(), 4)));
+  auto fresh = train(run.path(), "--set train.max_steps=2 --resume none --set run_dir=" +
+                                     (run.path() / "fresh").string());
+  CHECK(fresh.exit_code == 0);
+  auto missing = train(run.path(), "--resume " + (run.path() / "nope.safetensors").string());
+  CHECK(missing.exit_code == 1);
+  CHECK_THAT(missing.err, Contains("nope.safetensors"));
+}
