@@ -1,5 +1,7 @@
 #include "config/train_cli.h"
 
+#include <cstdio>
+
 #include <CLI/CLI.hpp>
 
 namespace nmt::config {
@@ -18,6 +20,8 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
   std::vector<std::string> sets;
   std::string log_level;
   std::string nproc_per_node;
+  std::string master_addr;
+  std::string master_port;
   app.add_option("-c,--config", config_file, "YAML config file (see configs/)")
       ->required()
       ->type_name("FILE");
@@ -41,9 +45,35 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
   app.add_option("--log-level", log_level, "same as --set log.level=LEVEL")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->type_name("LEVEL");
-  app.add_option("--nproc-per-node", nproc_per_node,
-                 "same as --set dist.nproc_per_node=N (0: one per GPU, or 1 without GPU)")
+  // The launcher flags speak torchrun's language (both spellings), so a torchrun command
+  // line works with this binary on a machine without Python.
+  app.add_option("--nproc-per-node,--nproc_per_node", nproc_per_node,
+                 "workers on this node, one per GPU (CPU workers without GPU); same as --set "
+                 "dist.nproc_per_node=N (0: one per GPU, or 1 without GPU)")
       ->type_name("N");
+  app.add_option("--nnodes", command.nnodes,
+                 "nodes in the job; start one nmt-train per node with the same --master-addr "
+                 "and --master-port")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--node-rank,--node_rank", command.node_rank, "this node's index in [0, nnodes)")
+      ->type_name("R")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--master-addr,--master_addr", master_addr,
+                 "rendezvous host (node 0); same as --set dist.master_addr=HOST")
+      ->type_name("HOST");
+  app.add_option("--master-port,--master_port", master_port,
+                 "rendezvous port; same as --set dist.master_port=PORT (0: a free port, one node "
+                 "only)")
+      ->type_name("PORT");
+  app.add_option("--max-restarts,--max_restarts", command.max_restarts,
+                 "after a worker fails: stop all workers and relaunch them from the last "
+                 "checkpoint, up to N times")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -55,6 +85,13 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
   if (!log_level.empty()) command.sources.overrides.push_back("log.level=" + log_level);
   if (!nproc_per_node.empty())
     command.sources.overrides.push_back("dist.nproc_per_node=" + nproc_per_node);
+  if (!master_addr.empty()) command.sources.overrides.push_back("dist.master_addr=" + master_addr);
+  if (!master_port.empty()) command.sources.overrides.push_back("dist.master_port=" + master_port);
+  if (command.node_rank >= command.nnodes) {
+    std::fprintf(stderr, "nmt-train: error: --node-rank %d is not below --nnodes %d\n",
+                 command.node_rank, command.nnodes);
+    command.exit_code = 2;
+  }
   return command;
 }
 

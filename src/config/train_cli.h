@@ -17,6 +17,9 @@ struct TrainCommand {
   bool print_config = false;     ///< print the effective config as YAML and exit
   bool dry_run = false;          ///< prepare data and plan batches for every rank, no training
   std::string resume = "auto";   ///< "auto" (newest valid checkpoint), "none", or a file path
+  int nnodes = 1;                ///< nodes of the job, one launcher each (torchrun's --nnodes)
+  int node_rank = 0;             ///< this node's index (torchrun's --node-rank)
+  int max_restarts = 0;          ///< relaunch all workers after a failure, up to this many times
 };
 
 /// Parses argv. Prints help, version or a usage error itself and sets exit_code then.

@@ -84,8 +84,9 @@ PlanStats EpochPlan::stats(int64_t max_tokens) const {
 
 BatchPlanner::BatchPlanner(const TokenCache& corpus, BatchPlanOptions options)
     : corpus_(corpus), options_(options) {
-  NMT_CHECK(options_.world_size >= 1, DataError, "batch plan: world size {} < 1",
-            options_.world_size);
+  NMT_CHECK(options_.world_size >= 1 && options_.accumulation >= 1, DataError,
+            "batch plan: world size {} and accumulation {} must be >= 1", options_.world_size,
+            options_.accumulation);
   NMT_CHECK(corpus_.size() < int64_t{std::numeric_limits<uint32_t>::max()}, DataError,
             "{}: {} sentence pairs; at most 2^32 - 1 are supported", corpus_.path().string(),
             corpus_.size());
@@ -143,12 +144,15 @@ std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order)
 
 std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t stream) const {
   const auto w = static_cast<size_t>(options_.world_size);
-  // Every step needs one batch per rank: split the largest batches until the count divides.
-  while (batches.size() % w != 0) {
+  const auto f = static_cast<size_t>(options_.accumulation);
+  // An update takes one batch per rank per accumulation step: split the largest batches until
+  // the count divides.
+  const size_t group = w * f;
+  while (batches.size() % group != 0) {
     auto largest = std::max_element(batches.begin(), batches.end(),
                                      [](const Batch& a, const Batch& b) { return a.size() < b.size(); });
     if (largest->size() < 2) {
-      batches.emplace_back();  // fewer pairs than ranks left: an empty batch keeps step shape
+      batches.emplace_back();  // fewer pairs than slots left: an empty batch keeps the shape
       continue;
     }
     const Batch whole = std::move(*largest);
@@ -156,7 +160,9 @@ std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t str
     *largest = make_batch(whole.pairs.data(), whole.pairs.data() + half);
     batches.push_back(make_batch(whole.pairs.data() + half, whole.pairs.data() + whole.pairs.size()));
   }
-  // Batches of near-equal cost share a step, so no rank waits long for another.
+  // Batches of near-equal cost share an update, so no rank waits long for another. Grouping
+  // depends on ranks x accumulation only: 2 ranks x 1 step and 1 rank x 2 steps see the same
+  // sentences in each update.
   std::vector<std::pair<uint64_t, size_t>> keys(batches.size());
   for (size_t i = 0; i < batches.size(); ++i)
     keys[i] = {mix(stream ^ (batches[i].pairs.empty() ? i : batches[i].pairs[0])), i};
@@ -164,14 +170,22 @@ std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t str
     const int64_t ca = batches[a.second].padded_tokens(), cb = batches[b.second].padded_tokens();
     return ca != cb ? ca > cb : a < b;
   });
-  std::vector<Step> steps(batches.size() / w);
-  for (size_t s = 0; s < steps.size(); ++s) {
-    steps[s].batches.reserve(w);
-    for (size_t r = 0; r < w; ++r) steps[s].batches.push_back(std::move(batches[keys[s * w + r].second]));
-    // Which rank gets the step's largest batch changes from step to step.
-    deterministic_shuffle(steps[s].batches, mix(stream + s));
+  std::vector<std::vector<Batch>> groups(batches.size() / group);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t k = 0; k < group; ++k) groups[g].push_back(std::move(batches[keys[g * group + k].second]));
+    // Which rank gets the group's largest batch changes from update to update.
+    deterministic_shuffle(groups[g], mix(stream + g));
   }
-  deterministic_shuffle(steps, mix(stream ^ 0x5bd1e995u));
+  deterministic_shuffle(groups, mix(stream ^ 0x5bd1e995u));
+  std::vector<Step> steps;
+  steps.reserve(groups.size() * f);
+  for (auto& members : groups) {
+    for (size_t k = 0; k < f; ++k) {
+      Step step;
+      for (size_t r = 0; r < w; ++r) step.batches.push_back(std::move(members[k * w + r]));
+      steps.push_back(std::move(step));
+    }
+  }
   return steps;
 }
 

@@ -5,8 +5,8 @@
 // neighbours in the order have similar lengths on both sides; ties are broken by a hash of
 // (seed, epoch, pair), so batch composition varies between epochs. The order is cut into
 // batches by dynamic programming that minimizes padded tokens plus a fixed cost per batch,
-// under the padded-token budget. Batches are then grouped W to a step by cost, so the W ranks
-// of a step get near-equal work, and the steps are shuffled. Every rank computes the same
+// under the padded-token budget. Batches are then grouped by cost, W ranks x F accumulation
+// steps to an update, so every rank gets near-equal work, and the updates are shuffled. Every rank computes the same
 // plan from the seed: no data needs to be sent.
 
 #include <cstdint>
@@ -22,6 +22,7 @@ struct BatchPlanOptions {
   int64_t max_sentences = 0;    ///< sentences per batch; 0: no limit
   double batch_overhead = 0.25;  ///< fixed cost of a batch, as a fraction of max_tokens
   int64_t world_size = 1;       ///< ranks: batches per step
+  int64_t accumulation = 1;     ///< steps per optimizer update (update_freq)
   uint64_t seed = 1;            ///< seed of the shuffles
 };
 

@@ -58,6 +58,7 @@ BatchPlanOptions plan_options(const DataOptions& options, int64_t world_size, ui
   p.max_sentences = options.max_sentences;
   p.batch_overhead = options.batch_overhead;
   p.world_size = world_size;
+  p.accumulation = resolve_update_freq(options, world_size);
   p.seed = seed;
   return p;
 }

@@ -115,3 +115,17 @@ TEST_CASE("Hilbert index visits the 2x2 square in curve order", "[data]") {
   CHECK(indices.size() == 64);
   CHECK(*indices.rbegin() == 63);
 }
+
+TEST_CASE("2 ranks x 1 step and 1 rank x 2 steps see the same sentences per update", "[data]") {
+  const auto& cache = nmt::test::small_corpus().cache();
+  BatchPlanOptions two_ranks = options_for(2);
+  BatchPlanOptions accumulate = options_for(1);
+  accumulate.accumulation = 2;
+  const EpochPlan a = BatchPlanner(cache, two_ranks).plan_epoch(2);
+  const EpochPlan b = BatchPlanner(cache, accumulate).plan_epoch(2);
+  REQUIRE(b.steps.size() == 2 * a.steps.size());
+  for (size_t u = 0; u < a.steps.size(); ++u) {
+    CHECK(a.steps[u].batches[0].pairs == b.steps[2 * u].batches[0].pairs);
+    CHECK(a.steps[u].batches[1].pairs == b.steps[2 * u + 1].batches[0].pairs);
+  }
+}
