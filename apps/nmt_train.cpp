@@ -7,6 +7,8 @@
 #include <memory>
 #include <thread>
 
+#include <unistd.h>
+
 #include <ATen/Parallel.h>
 
 #include "config/run_config.h"
@@ -14,6 +16,8 @@
 #include "data/batch_plan.h"
 #include "data/prepare.h"
 #include "dist/device.h"
+#include "dist/launcher.h"
+#include "dist/process_group.h"
 #include "dist/worker_env.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -26,6 +30,9 @@ using namespace nmt;
 
 /// Workers this node runs: dist.nproc_per_node, or one per GPU (1 without GPU).
 int64_t local_workers(const config::RunConfig& c, const dist::DeviceInfo& devices) {
+  // Under a launcher its count is what runs here.
+  const dist::WorkerEnv worker = dist::detect_worker_env();
+  if (worker.launcher != "none" && worker.local_world_size > 0) return worker.local_world_size;
   if (c.dist.nproc_per_node > 0) return c.dist.nproc_per_node;
   return devices.cuda_devices > 0 ? devices.cuda_devices : 1;
 }
@@ -44,8 +51,8 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
   else
     log::info("plan", "{} worker(s), one per GPU, NCCL", workers);
   if (worker.launcher != "none") {
-    log::info("plan", "started by {} as rank {} of {} (local rank {})", worker.launcher,
-              worker.rank, worker.world_size, worker.local_rank);
+    log::info("plan", "started by {} as rank {} of {} (local rank {}, pid {})", worker.launcher,
+              worker.rank, worker.world_size, worker.local_rank, ::getpid());
   }
   log::info("plan", "run directory {}; config hash {}", c.run_dir, config::config_hash(c));
   log::info("plan", "model: {}+{} layers, d_model {}, {} heads, ffn {}", c.model.encoder_layers,
@@ -109,14 +116,35 @@ int train_rank(config::ConfigSources sources, config::RunConfig cfg, const std::
                                  : c10::Device(c10::kCPU);
   log::info("train", "device {}, {} intra-op thread(s), amp {}", device.str(), threads,
             amp::mode_name(cfg.amp.mode));
+  std::shared_ptr<dist::Communicator> communicator;
+  if (worker.world_size > 1) {
+    dist::CommunicatorOptions options;
+    options.master_addr = worker.master_addr;
+    options.master_port = worker.master_port;
+    options.rank = worker.rank;
+    options.world_size = worker.world_size;
+    options.agent_store = worker.agent_store;
+    options.restart_count = worker.restart_count;
+    options.timeout = std::chrono::seconds(cfg.dist.timeout_s);
+    options.use_nccl = device.is_cuda() && cfg.dist.backend != dist::Backend::kGloo;
+    NMT_CHECK(!(cfg.dist.backend == dist::Backend::kNccl && !device.is_cuda()), ConfigError,
+              "dist.backend nccl needs CUDA devices, but {}", devices.no_cuda_reason);
+    options.device = device;
+    communicator = std::make_shared<dist::Communicator>(options);
+  }
+  // Rank 0 builds vocabulary and token caches first; the others then only load them.
+  if (communicator && worker.rank != 0) communicator->barrier();
   const data::PreparedData prepared = data::prepare_data(
       cfg.data, cfg.run_dir, {threads, static_cast<uint64_t>(cfg.train.seed)});
+  if (communicator && worker.rank == 0) communicator->barrier();
   train::TrainerSetup setup;
   setup.model = cfg.model;
   setup.data = cfg.data;
   setup.train = cfg.train;
   setup.amp = cfg.amp;
   setup.checkpoint = cfg.checkpoint;
+  setup.dist = cfg.dist;
+  setup.communicator = communicator;
   setup.run_dir = cfg.run_dir;
   setup.config_yaml = config::to_yaml(cfg, /*with_docs=*/false);
   setup.config_hash = config::config_hash(cfg);
@@ -136,29 +164,63 @@ int train_rank(config::ConfigSources sources, config::RunConfig cfg, const std::
   return 0;
 }
 
+/// Built-in launcher: prepares the data once, then starts this node's workers (this same
+/// command line in child processes) and supervises them.
+int launch(const config::TrainCommand& command, const config::RunConfig& cfg,
+           const dist::DeviceInfo& devices, int argc, char** argv) {
+  // Vocabulary and token caches are built here, so workers only load them.
+  data::prepare_data(cfg.data, cfg.run_dir,
+                     {std::max(1, devices.cpu_cores), static_cast<uint64_t>(cfg.train.seed)});
+  dist::LaunchOptions options;
+  options.nproc_per_node = static_cast<int>(local_workers(cfg, devices));
+  options.nnodes = command.nnodes;
+  options.node_rank = command.node_rank;
+  options.master_addr = cfg.dist.master_addr;
+  options.master_port = static_cast<int>(cfg.dist.master_port);
+  // Several nodes must agree on a port without talking first: torchrun's default.
+  if (options.nnodes > 1 && options.master_port == 0) options.master_port = 29500;
+  options.max_restarts = command.max_restarts;
+  options.argv.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
+  for (int i = 1; i < argc; ++i) options.argv.emplace_back(argv[i]);
+  log::info("launch", "{} worker(s) on node {} of {}{}", options.nproc_per_node,
+            options.node_rank, options.nnodes,
+            options.max_restarts ? fmt::format(", up to {} restart(s)", options.max_restarts) : "");
+  return dist::launch_workers(options);
+}
+
 int run(int argc, char** argv) {
   config::TrainCommand command = config::parse_train_command(argc, argv);
   if (command.exit_code) return *command.exit_code;
   const dist::WorkerEnv worker = dist::detect_worker_env();
   // Console logging first, so config errors and warnings are formatted like everything else.
-  log::init(log::LogOptions{}, worker.rank, worker.world_size);
+  log::init(log::LogOptions{}, worker.rank, worker.world_size, !worker.launched_by_us);
   const config::RunConfig cfg = config::load_run_config(command.sources);
-  log::init(cfg.log, worker.rank, worker.world_size);
+  log::init(cfg.log, worker.rank, worker.world_size, !worker.launched_by_us);
+  dist::show_libtorch_logs(cfg.log.level <= log::Level::kDebug);
   if (command.print_config) {
     std::cout << config::to_yaml(cfg) << std::flush;
     return 0;
   }
-  if (cfg.log.to_file)
-    log::add_file_sink(std::filesystem::path(cfg.run_dir) / "logs" /
-                       fmt::format("rank{}.log", worker.rank));
+  // CUDA is probed here even in a launcher: its workers exec a fresh image, so they inherit
+  // no CUDA state.
   const dist::DeviceInfo devices = dist::probe_devices();
+  const bool launcher = !command.dry_run && worker.launcher == "none" &&
+                        (local_workers(cfg, devices) > 1 || command.nnodes > 1);
+  if (cfg.log.to_file) {
+    log::add_file_sink(std::filesystem::path(cfg.run_dir) / "logs" /
+                       (launcher ? fmt::format("launcher-node{}.log", command.node_rank)
+                                 : fmt::format("rank{}.log", worker.rank)));
+  }
   log_plan(cfg, devices, worker);
   if (command.dry_run) return dry_run(cfg, devices, worker);
-  NMT_CHECK(worker.world_size == 1 && local_workers(cfg, devices) == 1, ConfigError,
-            "this build trains with one process; multi-process training (dist.nproc_per_node "
-            "{}, launcher world size {}) arrives with the distributed-training issue",
-            local_workers(cfg, devices), worker.world_size);
-  return train_rank(command.sources, cfg, command.resume, devices, worker);
+  if (launcher) return launch(command, cfg, devices, argc, argv);
+  std::string resume = command.resume;
+  if (worker.restart_count > 0 && resume == "none") {
+    log::info("train", "restart {}: resuming from the newest checkpoint despite --resume none",
+              worker.restart_count);
+    resume = "auto";
+  }
+  return train_rank(command.sources, cfg, resume, devices, worker);
 }
 
 }  // namespace

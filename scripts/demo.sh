@@ -1,12 +1,37 @@
 #!/usr/bin/env bash
-# The README's first command: sets everything up, then trains configs/tiny.yaml on the
-# shipped English-German corpus (run directory runs/tiny; rerunning resumes). Extra arguments
-# go to nmt-train (e.g. --set train.max_steps=400).
+# The README's first command: sets everything up, trains a small Transformer on the shipped
+# English-German corpus with 2 CPU worker processes (the built-in launcher), translates the
+# test set with the best checkpoint, and scores it with BLEU and chrF next to a
+# copy-the-source baseline. Rerunning resumes training (nothing is repeated once finished).
 #
-# Translation, scoring and the multi-process launcher join this script as they land.
+#   scripts/demo.sh [extra nmt-train flags, e.g. --set train.max_steps=400]
+#
+# Environment: DEMO_CONFIG (default configs/tiny.yaml), DEMO_WORKERS (default 2), DEMO_BEAM (4).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+config=${DEMO_CONFIG:-configs/tiny.yaml}
+workers=${DEMO_WORKERS:-2}
+beam=${DEMO_BEAM:-4}
+
 bash scripts/setup.sh
-printf '\n[demo] build/nmt-train --config configs/tiny.yaml %s\n' "$*"
-build/nmt-train --config configs/tiny.yaml "$@"
+
+run_dir=$(build/nmt-train --config "$config" "$@" --print-config | sed -n 's/^run_dir: \([^ #]*\).*/\1/p')
+printf '\n[demo 1/3] train %s with %s worker(s) into %s\n' "$config" "$workers" "$run_dir"
+build/nmt-train --config "$config" --nproc-per-node "$workers" "$@"
+
+printf '\n[demo 2/3] translate data/ddtp.en-de.test.en (beam %s)\n' "$beam"
+build/nmt-translate --checkpoint "$run_dir" --beam "$beam" \
+  -i data/ddtp.en-de.test.en -o "$run_dir/test.hyp.de"
+
+printf '\n[demo 3/3] score against data/ddtp.en-de.test.de\n'
+echo "model:"
+build/nmt-score -r data/ddtp.en-de.test.de -i "$run_dir/test.hyp.de" -m bleu chrf
+echo "copy-the-source baseline:"
+build/nmt-score -r data/ddtp.en-de.test.de -i data/ddtp.en-de.test.en -m bleu chrf
+
+printf '\nexamples (source / reference / model):\n'
+for n in 3 17 42; do
+  printf '  %s\n  %s\n  %s\n\n' "$(sed -n "${n}p" data/ddtp.en-de.test.en)" \
+    "$(sed -n "${n}p" data/ddtp.en-de.test.de)" "$(sed -n "${n}p" "$run_dir/test.hyp.de")"
+done

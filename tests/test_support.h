@@ -52,7 +52,8 @@ struct CommandResult {
 inline CommandResult run_command(const std::string& command) {
   TempDir tmp;
   const auto err_file = tmp.path() / "stderr";
-  const std::string full = command + " 2>'" + err_file.string() + "'";
+  // Grouped, so the redirection covers every command of a compound line.
+  const std::string full = "{ " + command + "\n} 2>'" + err_file.string() + "'";
   CommandResult result;
   FILE* pipe = popen(full.c_str(), "r");
   if (!pipe) throw std::runtime_error("popen failed: " + command);

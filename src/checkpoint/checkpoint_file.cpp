@@ -1,5 +1,7 @@
 #include "checkpoint/checkpoint_file.h"
 
+#include "util/utf8.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -324,8 +326,8 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
   for (const auto& [key, value] : data.metadata) {
     NMT_CHECK(key != kFormatKey && key != kChecksumKey, CheckpointError,
               "{}: metadata key {} is reserved (save_checkpoint writes it)", path, key);
-    NMT_CHECK(json::find_invalid_utf8(key) == std::string_view::npos &&
-                  json::find_invalid_utf8(value) == std::string_view::npos,
+    NMT_CHECK(find_invalid_utf8(key) == std::string_view::npos &&
+                  find_invalid_utf8(value) == std::string_view::npos,
               CheckpointError, "{}: metadata {}: key and value must be valid UTF-8", path,
               json::quote(key));
   }
@@ -338,7 +340,7 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
   for (const auto& [name, tensor] : data.tensors) {
     NMT_CHECK(!name.empty() && name != kMetadataKey, CheckpointError, "{}: invalid tensor name {}",
               path, json::quote(name));
-    NMT_CHECK(json::find_invalid_utf8(name) == std::string_view::npos, CheckpointError,
+    NMT_CHECK(find_invalid_utf8(name) == std::string_view::npos, CheckpointError,
               "{}: tensor name {} is not valid UTF-8", path, json::quote(name));
     NMT_CHECK(tensor.defined(), CheckpointError, "{}: tensor {} is undefined", path,
               json::quote(name));

@@ -38,10 +38,6 @@ Value parse(std::string_view text);
 /// Name of a kind for messages ("object", "array", "string", "integer").
 const char* kind_name(Value::Kind kind);
 
-/// Byte offset of the first invalid UTF-8 sequence in text (overlong forms, surrogates and
-/// code points above U+10FFFF are invalid), or npos when the text is valid.
-size_t find_invalid_utf8(std::string_view text);
-
 /// Appends text as a quoted JSON string: quote, backslash and control characters escaped,
 /// everything else (UTF-8 included) as is.
 void append_string(std::string& out, std::string_view text);

@@ -242,6 +242,20 @@ RunConfig load_run_config(const ConfigSources& sources) {
   return config;
 }
 
+RunConfig parse_stored_config(const std::string& yaml, const std::string& origin) {
+  RunConfig config;
+  Schema schema = bind(config);
+  YAML::Node stored;
+  try {
+    stored = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    NMT_THROW(ConfigError, "{}: the stored config is not valid YAML ({}:{}): {}", origin,
+              e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+  schema.apply_document(stored, origin);
+  return config;
+}
+
 std::string to_yaml(const RunConfig& config, bool with_docs) {
   RunConfig copy = config;
   return bind(copy).to_yaml(with_docs);

@@ -42,6 +42,11 @@ struct ConfigSources {
 /// line:column and key of the first problem.
 RunConfig load_run_config(const ConfigSources& sources);
 
+/// A configuration stored in a checkpoint ("config" metadata): built-in defaults, then that
+/// YAML through the same schema and checks. Input files are not required to exist (a model is
+/// used where its training data may be absent). `origin` names the checkpoint in messages.
+RunConfig parse_stored_config(const std::string& yaml, const std::string& origin);
+
 /// The configuration as YAML; with docs, each field carries its doc as a comment. Loading
 /// the text again gives the same configuration.
 std::string to_yaml(const RunConfig& config, bool with_docs = true);

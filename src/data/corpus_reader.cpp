@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "data/utf8.h"
+#include "util/utf8.h"
 #include "util/error.h"
 
 namespace nmt::data {

@@ -63,6 +63,28 @@ Vocab Vocab::load(const std::filesystem::path& model) {
   return vocab;
 }
 
+Vocab Vocab::from_serialized(const std::string& bytes, const std::string& name) {
+  auto processor = std::make_shared<sentencepiece::SentencePieceProcessor>();
+  const auto status = processor->LoadFromSerializedProto(bytes);
+  NMT_CHECK(status.ok(), DataError, "{}: cannot load SentencePiece model: {}", name,
+            status.ToString());
+  Vocab vocab;
+  vocab.pad_id_ = processor->pad_id();
+  vocab.bos_id_ = processor->bos_id();
+  vocab.eos_id_ = processor->eos_id();
+  vocab.unk_id_ = processor->unk_id();
+  NMT_CHECK(vocab.pad_id_ >= 0 && vocab.bos_id_ >= 0 && vocab.eos_id_ >= 0, DataError,
+            "{}: the SentencePiece model needs pad, bos and eos pieces (found pad_id {}, bos_id "
+            "{}, eos_id {})",
+            name, vocab.pad_id_, vocab.bos_id_, vocab.eos_id_);
+  vocab.processor_ = std::move(processor);
+  vocab.model_path_ = name;
+  Fnv1a64 hash;
+  hash.update(bytes);
+  vocab.fingerprint_ = fmt::format("{:016x}", hash.digest());
+  return vocab;
+}
+
 std::vector<int32_t> Vocab::encode(std::string_view text) const {
   std::vector<int> ids;
   processor_->Encode(text, &ids);

@@ -28,6 +28,9 @@ class Vocab {
  public:
   /// Loads a model; throws DataError when it cannot be read or lacks pad, bos or eos pieces.
   static Vocab load(const std::filesystem::path& model);
+  /// Loads a model from the bytes of a .model file (e.g. kept in a checkpoint); `name` says
+  /// where they came from, for messages and model_path(). Throws DataError like load().
+  static Vocab from_serialized(const std::string& bytes, const std::string& name);
 
   /// Pieces of text as ids, without bos/eos.
   std::vector<int32_t> encode(std::string_view text) const;

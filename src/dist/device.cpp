@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <c10/core/Device.h>
+#include <c10/util/Logging.h>
 #include <fmt/format.h>
 #if __has_include(<torch/headeronly/version.h>)
 #include <torch/headeronly/version.h>
@@ -20,6 +21,11 @@
 #endif
 
 namespace nmt::dist {
+
+void show_libtorch_logs(bool show) {
+  FLAGS_caffe2_log_level = show ? 0 : 3;  // 3: fatal only
+  c10::UpdateLoggingLevelsFromFlags();
+}
 
 int64_t peak_host_memory_bytes() {
   rusage usage{};

@@ -25,6 +25,10 @@ int64_t peak_host_memory_bytes();
 /// Peak memory allocated by LibTorch on CUDA device `index` since start (bytes); 0 without CUDA.
 int64_t peak_cuda_memory_bytes(int index);
 
+/// LibTorch's own log lines (c10d retries, warnings with stack traces) go to stderr unless
+/// hidden: show them only when debugging, since our errors carry what they say.
+void show_libtorch_logs(bool show);
+
 /// Probes devices. Never throws for a missing GPU or driver: that is reported in
 /// no_cuda_reason and the run falls back to CPU workers.
 DeviceInfo probe_devices();

@@ -19,8 +19,11 @@
 #include "amp/autocast.h"
 #include "amp/loss_scaler.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/checkpoint_tools.h"
 #include "data/batch_tensors.h"
 #include "dist/device.h"
+#include "dist/gradient_reducer.h"
+#include "dist/process_group.h"
 #include "model/transformer.h"
 #include "train/grad_utils.h"
 #include "train/loss.h"
@@ -90,7 +93,7 @@ struct Interval {
   int64_t src_tokens = 0;
   int64_t padded_tokens = 0;
   int64_t updates = 0;
-  double forward_s = 0, backward_s = 0, optimizer_s = 0;
+  double forward_s = 0, backward_s = 0, sync_s = 0, optimizer_s = 0;
   double data_wait_at_start = 0;
   Clock::time_point start = Clock::now();
 };
@@ -122,6 +125,36 @@ class TrainerImpl {
     steps_per_epoch_ = planner_->plan_epoch(1).steps.size();
     log::info("train", "model: {} parameters; {} steps per epoch, update_freq {}",
               model_->parameter_count(), steps_per_epoch_, update_freq_);
+    if (comm()) {
+      check_ranks_agree();
+      // Every rank starts from rank 0's parameters.
+      {
+        at::NoGradGuard no_grad;
+        comm()->broadcast(params_, 0);
+      }
+      reducer_ = std::make_unique<dist::GradientReducer>(
+          params_, s_.communicator,
+          dist::GradientReducerOptions{s_.dist.bucket_mb, s_.dist.overlap});
+      log::info("train", "{} ranks ({}); gradients summed in {} bucket(s) of about {} MB{}",
+                comm()->world_size(), comm()->backend_name(), reducer_->num_buckets(),
+                s_.dist.bucket_mb, s_.dist.overlap ? ", overlapping backward" : ", after backward");
+    }
+  }
+
+  dist::Communicator* comm() const { return s_.communicator.get(); }
+
+  /// Refuses to train together unless every rank has the same config, vocabulary and model.
+  void check_ranks_agree() {
+    const std::string mine = fmt::format("config {} | vocabulary {} | {} parameters",
+                                         s_.config_hash, vocab_fingerprint(),
+                                         model_->parameter_count());
+    const std::vector<std::string> all = comm()->all_gather_strings(mine);
+    for (size_t r = 1; r < all.size(); ++r) {
+      NMT_CHECK(all[r] == all[0], DistError,
+                "ranks disagree: rank 0 has {}, rank {} has {}; every rank must run the same "
+                "config (compare with --print-config) and data",
+                all[0], r, all[r]);
+    }
   }
 
   void restore(const checkpoint::CheckpointData& saved, const std::filesystem::path& file) {
@@ -198,12 +231,10 @@ class TrainerImpl {
     for (;;) {
       if (s_.train.max_steps > 0 && step_ >= s_.train.max_steps) break;
       if (s_.train.max_epochs > 0 && iterator_.epoch > s_.train.max_epochs) break;
-      if (stop_requested()) {
-        summary.stopped_by_signal = true;
-        break;
-      }
-      if (s_.train.max_minutes > 0 && seconds_since(start) >= 60.0 * s_.train.max_minutes) {
-        log::info("train", "train.max_minutes ({}) reached", s_.train.max_minutes);
+      bool by_signal = false;
+      if (should_stop(start, &by_signal)) {
+        summary.stopped_by_signal = by_signal;
+        if (!by_signal) log::info("train", "train.max_minutes ({}) reached", s_.train.max_minutes);
         break;
       }
       epoch = train_update(batches, interval);
@@ -231,6 +262,12 @@ class TrainerImpl {
     if (data_.valid && s_.train.valid_every > 0 && last_validated != step_ && step_ > 0)
       valid_loss = validate(epoch);
     if (last_saved != step_ && step_ > 0) save(epoch, valid_loss, start);
+    // Every rank logs this; equal hashes across rank logs show the replicas stayed identical.
+    checkpoint::CheckpointData params;
+    for (const auto& item : model_->named_parameters())
+      params.tensors.emplace_back("model." + item.key(), item.value().detach().cpu());
+    log::info("train", "parameter hash {:016x} at step {}", checkpoint::model_parameter_hash(params),
+              step_);
     summary.steps = step_;
     summary.epoch = epoch;
     summary.last_valid_loss = last_valid_loss_;
@@ -264,6 +301,7 @@ class TrainerImpl {
       interval.tgt_tokens += batch.tgt_tokens;
       interval.src_tokens += batch.src_tokens;
       interval.padded_tokens += batch.src.numel() + batch.tgt_out.numel();
+      if (reducer_) reducer_->set_sync(k + 1 == update_freq_);
       if (batch.empty()) continue;  // a rank without data this step still joins the update
       const bool non_blocking = s_.device.is_cuda();
       const at::Tensor src = batch.src.to(s_.device, non_blocking);
@@ -286,6 +324,11 @@ class TrainerImpl {
       interval.nll_sum.add_(sums.nll);
     }
     auto t0 = Clock::now();
+    if (reducer_) {
+      reducer_->finalize();  // .grad is now the sum over all ranks
+      interval.sync_s += seconds_since(t0);
+      t0 = Clock::now();
+    }
     std::vector<at::Tensor> grads;
     grads.reserve(params_.size());
     for (at::Tensor& p : params_) {
@@ -312,12 +355,19 @@ class TrainerImpl {
     // The one host-device synchronization of the interval.
     scaler_->check(step_);
     const auto scaler = scaler_->stats();
-    const double tokens = static_cast<double>(std::max<int64_t>(1, interval.tgt_tokens));
-    const double loss = interval.loss_sum.item<double>() / tokens;
-    const double nll = interval.nll_sum.item<double>() / tokens;
+    // Loss and token counts over all ranks (one small all-reduce per log step).
+    at::Tensor sums = at::stack({interval.loss_sum.to(at::kDouble).cpu(), interval.nll_sum.to(at::kDouble).cpu(),
+                                 at::scalar_tensor(double(interval.tgt_tokens), at::kDouble),
+                                 at::scalar_tensor(double(interval.src_tokens), at::kDouble),
+                                 at::scalar_tensor(double(interval.padded_tokens), at::kDouble)});
+    all_reduce_cpu(sums);
+    const auto summed = sums.accessor<double, 1>();
+    const double tokens = std::max(1.0, summed[2]);
+    const double loss = summed[0] / tokens;
+    const double nll = summed[1] / tokens;
     const double grad_norm = last_grad_norm_.defined() ? last_grad_norm_.item<double>() : 0.0;
     const double seconds = std::max(1e-9, seconds_since(interval.start));
-    const double tokens_per_s = double(interval.src_tokens + interval.tgt_tokens) / seconds;
+    const double tokens_per_s = (summed[2] + summed[3]) / seconds;
     const double data_wait = batches.wait_seconds() - interval.data_wait_at_start;
     const double elapsed = elapsed_before_ + seconds_since(start);
     const double eta = eta_seconds(start);
@@ -344,7 +394,7 @@ class TrainerImpl {
                     {"ppl", json_number(std::exp(std::min(nll, 50.0)))},
                     {"lr", json_number(lr)},
                     {"tokens_per_s", json_number(tokens_per_s)},
-                    {"padded_tokens_per_s", json_number(double(interval.padded_tokens) / seconds)},
+                    {"padded_tokens_per_s", json_number(summed[4] / seconds)},
                     {"grad_norm", json_number(grad_norm)},
                     {"loss_scale", json_number(scaler.scale)},
                     {"skipped_updates", fmt::format("{}", scaler.skipped_total)},
@@ -352,11 +402,37 @@ class TrainerImpl {
                     {"data_wait_s", json_number(data_wait)},
                     {"forward_s", json_number(interval.forward_s)},
                     {"backward_s", json_number(interval.backward_s)},
+                    {"grad_sync_s", json_number(interval.sync_s)},
                     {"optimizer_s", json_number(interval.optimizer_s)},
                     {"interval_s", json_number(seconds)},
                     {"elapsed_s", json_number(elapsed)},
                     {"eta_s", json_number(eta)}});
     return loss;
+  }
+
+  /// Sums a small CPU tensor over all ranks (a no-op for one process). NCCL reduces device
+  /// tensors only, so the tensor makes a round trip to the device there.
+  void all_reduce_cpu(at::Tensor& t) {
+    if (!comm()) return;
+    std::vector<at::Tensor> tensors{s_.device.is_cuda() ? t.to(s_.device) : t};
+    comm()->all_reduce_sum(tensors);
+    t = tensors[0].cpu();
+  }
+
+  /// True when the run must stop now. With several ranks the ranks agree (at log steps only, so
+  /// no update waits for it): a signal or a time limit seen by any rank stops all of them.
+  bool should_stop(Clock::time_point start, bool* by_signal) {
+    const bool out_of_time =
+        s_.train.max_minutes > 0 && seconds_since(start) >= 60.0 * s_.train.max_minutes;
+    if (!comm()) {
+      *by_signal = stop_requested();
+      return *by_signal || out_of_time;
+    }
+    if (step_ % s_.train.log_every != 0) return false;
+    at::Tensor flags = at::tensor({stop_requested() ? 1.0 : 0.0, out_of_time ? 1.0 : 0.0}, at::kDouble);
+    all_reduce_cpu(flags);
+    *by_signal = flags[0].item<double>() > 0;
+    return *by_signal || flags[1].item<double>() > 0;
   }
 
   double eta_seconds(Clock::time_point start) const {
@@ -412,8 +488,11 @@ class TrainerImpl {
       nll.add_(sums.nll.to(at::kDouble));
       tokens += t.tgt_tokens;
     }
-    const double per_token_loss = loss.item<double>() / double(std::max<int64_t>(1, tokens));
-    const double per_token_nll = nll.item<double>() / double(std::max<int64_t>(1, tokens));
+    at::Tensor sums = at::stack({loss.cpu(), nll.cpu(), at::scalar_tensor(double(tokens), at::kDouble)});
+    all_reduce_cpu(sums);
+    tokens = static_cast<int64_t>(sums[2].item<double>());
+    const double per_token_loss = sums[0].item<double>() / double(std::max<int64_t>(1, tokens));
+    const double per_token_nll = sums[1].item<double>() / double(std::max<int64_t>(1, tokens));
     last_valid_loss_ = per_token_loss;
     const bool best = !best_valid_loss_ || per_token_loss < *best_valid_loss_;
     if (best) best_valid_loss_ = per_token_loss;
@@ -430,6 +509,35 @@ class TrainerImpl {
     return per_token_loss;
   }
 
+  /// "rng.cpu.<r>" (and "rng.cuda.<r>") states of every rank r.
+  std::vector<std::pair<std::string, at::Tensor>> gather_rng_states() {
+    std::vector<std::pair<std::string, at::Tensor>> mine;
+    {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      mine.emplace_back("cpu", gen.get_state());
+    }
+#ifdef NMT_WITH_CUDA
+    if (s_.device.is_cuda()) {
+      auto gen = at::cuda::detail::getDefaultCUDAGenerator(s_.device.index());
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      mine.emplace_back("cuda", gen.get_state());
+    }
+#endif
+    std::vector<std::pair<std::string, at::Tensor>> out;
+    for (const auto& [kind, state] : mine) {
+      const std::string bytes(static_cast<const char*>(state.data_ptr()), state.numel());
+      const std::vector<std::string> all =
+          comm() ? comm()->all_gather_strings(bytes) : std::vector<std::string>{bytes};
+      for (size_t r = 0; r < all.size(); ++r) {
+        at::Tensor t = at::empty({static_cast<int64_t>(all[r].size())}, at::kByte);
+        std::memcpy(t.data_ptr(), all[r].data(), all[r].size());
+        out.emplace_back(fmt::format("rng.{}.{}", kind, r), t);
+      }
+    }
+    return out;
+  }
+
   std::string vocab_fingerprint() const {
     return data_.vocab.joint
                ? data_.vocab.src.fingerprint()
@@ -443,18 +551,8 @@ class TrainerImpl {
       out.tensors.emplace_back("model." + item.key(), item.value().detach());
     for (auto& entry : optimizer_->state()) out.tensors.push_back(std::move(entry));
     for (auto& entry : scaler_->state()) out.tensors.push_back(std::move(entry));
-    {
-      auto gen = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      out.tensors.emplace_back(fmt::format("rng.cpu.{}", s_.rank), gen.get_state());
-    }
-#ifdef NMT_WITH_CUDA
-    if (s_.device.is_cuda()) {
-      auto gen = at::cuda::detail::getDefaultCUDAGenerator(s_.device.index());
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      out.tensors.emplace_back(fmt::format("rng.cuda.{}", s_.rank), gen.get_state());
-    }
-#endif
+    // Each rank's random streams, gathered so one file restores every rank.
+    for (auto& [name, state] : gather_rng_states()) out.tensors.emplace_back(name, state);
     out.tensors.emplace_back("vocab.src_model", file_bytes(data_.vocab.src.model_path()));
     if (!data_.vocab.joint)
       out.tensors.emplace_back("vocab.tgt_model", file_bytes(data_.vocab.tgt.model_path()));
@@ -492,6 +590,7 @@ class TrainerImpl {
   std::vector<at::Tensor> params_;
   std::unique_ptr<AdamOptimizer> optimizer_;
   std::unique_ptr<amp::DynamicLossScaler> scaler_;
+  std::unique_ptr<dist::GradientReducer> reducer_;
   std::shared_ptr<const data::BatchPlanner> planner_;
   int64_t update_freq_ = 1;
   size_t steps_per_epoch_ = 0;

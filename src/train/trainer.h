@@ -16,8 +16,13 @@
 #include "checkpoint/checkpoint_options.h"
 #include "data/data_options.h"
 #include "data/prepare.h"
+#include "dist/dist_options.h"
 #include "model/model_options.h"
 #include "train/train_options.h"
+
+namespace nmt::dist {
+class Communicator;
+}
 
 namespace nmt::train {
 
@@ -28,12 +33,15 @@ struct TrainerSetup {
   TrainOptions train;
   amp::AmpOptions amp;
   checkpoint::CheckpointOptions checkpoint;
+  dist::DistOptions dist;          ///< bucket size and overlap of the gradient all-reduce
   std::filesystem::path run_dir;   ///< checkpoints/ and metrics.jsonl go here
   std::string config_yaml;         ///< effective config, stored in every checkpoint
   std::string config_hash;         ///< config_hash() of it
   int64_t rank = 0;                ///< this process's rank
   int64_t world_size = 1;          ///< ranks in the job
   c10::Device device = c10::Device(c10::kCPU);  ///< where the model trains
+  /// The process group of the ranks (null for one process): gradients are summed over it.
+  std::shared_ptr<dist::Communicator> communicator;
 };
 
 /// How a run starts: fresh, from the newest valid checkpoint of the run, or from a file.
@@ -58,7 +66,9 @@ class TrainerImpl;
 /// One rank's training loop.
 class Trainer {
  public:
-  /// Builds model, optimizer and scaler for the prepared data; throws on inconsistent setup.
+  /// Builds model, optimizer and scaler for the prepared data; with several ranks, checks
+  /// that all ranks have the same config, vocabulary and parameter count (DistError naming
+  /// the ranks otherwise) and broadcasts rank 0's parameters.
   Trainer(TrainerSetup setup, const data::PreparedData& data);
   ~Trainer();
   Trainer(const Trainer&) = delete;

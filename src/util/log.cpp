@@ -34,6 +34,7 @@ struct State {
   LogOptions options;
   int rank = 0;
   int world_size = 1;
+  bool rank_tag = true;
 };
 
 State& state() {
@@ -41,9 +42,9 @@ State& state() {
   return s;
 }
 
-std::string pattern(int rank, int world_size) {
+std::string pattern(int rank, int world_size, bool tag) {
   // Ranks are named only when there are several, so one-process output stays short.
-  std::string rank_tag = world_size > 1 ? fmt::format("[rank {}] ", rank) : "";
+  std::string rank_tag = tag && world_size > 1 ? fmt::format("[rank {}] ", rank) : "";
   return "%Y-%m-%d %H:%M:%S %^%-5l%$ " + rank_tag + "%v";
 }
 
@@ -61,22 +62,25 @@ bool parse_level(std::string_view name, Level* level) {
 
 std::string_view level_name(Level level) { return kLevelNames.at(static_cast<size_t>(level)); }
 
-void init(const LogOptions& options, int rank, int world_size) {
+void init(const LogOptions& options, int rank, int world_size, bool rank_tag) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.options = options;
   s.rank = rank;
   s.world_size = world_size;
+  s.rank_tag = rank_tag;
   // Console on stderr: stdout stays clean for what a command prints as its result
   // (--print-config YAML, translations, JSON).
   auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   Level console_level = options.level;
   if (rank != 0 && console_level < Level::kWarn) console_level = Level::kWarn;
   console->set_level(to_spdlog(console_level));
-  console->set_pattern(pattern(rank, world_size));
+  console->set_pattern(pattern(rank, world_size, rank_tag));
   s.logger = std::make_shared<spdlog::logger>("nmt", console);
   s.logger->set_level(to_spdlog(options.level));
-  s.logger->flush_on(spdlog::level::warn);
+  // Every line reaches the file at once: a crash must not eat the last lines (they are few:
+  // one per log step).
+  s.logger->flush_on(spdlog::level::trace);
 }
 
 void add_file_sink(const std::filesystem::path& file) {
@@ -86,7 +90,8 @@ void add_file_sink(const std::filesystem::path& file) {
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
   auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string(), false);
   sink->set_level(to_spdlog(s.options.level));
-  sink->set_pattern(pattern(s.rank, s.world_size));
+  // Files always name the rank: they are read apart from the launcher's output.
+  sink->set_pattern(pattern(s.rank, s.world_size, true));
   s.logger->sinks().push_back(std::move(sink));
 }
 
@@ -114,7 +119,7 @@ void write(Level level, std::string_view component, std::string_view message) {
     LogOptions defaults;
     s.logger = std::make_shared<spdlog::logger>(
         "nmt", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-    s.logger->set_pattern(pattern(0, 1));
+    s.logger->set_pattern(pattern(0, 1, false));
     s.logger->set_level(to_spdlog(defaults.level));
   }
   s.logger->log(to_spdlog(level), "[{}] {}", component, message);

@@ -30,8 +30,10 @@ bool parse_level(std::string_view name, Level* level);
 /// The name parse_level accepts for level.
 std::string_view level_name(Level level);
 
-/// (Re)configures the console logger for this process. Safe to call more than once.
-void init(const LogOptions& options, int rank = 0, int world_size = 1);
+/// (Re)configures the console logger for this process. Safe to call more than once. With
+/// several ranks, lines carry "[rank R]" unless rank_tag is false (nmt-train's own launcher
+/// already prefixes each worker's lines).
+void init(const LogOptions& options, int rank = 0, int world_size = 1, bool rank_tag = true);
 /// Adds a file sink (created with its parent folders); all levels >= options.level go there.
 void add_file_sink(const std::filesystem::path& file);
 /// Flushes and closes all sinks (files are flushed on every warning anyway).

@@ -32,8 +32,12 @@ int run_main(std::string_view program, const std::function<int()>& body) {
   } catch (const Error& e) {
     report(program, "error", e.what(), &e.where());
   } catch (const std::exception& e) {
-    // Not one of ours: a bug or a library failure we did not wrap. Say so plainly.
-    report(program, "internal error", e.what(), nullptr);
+    // Not one of ours: a bug or a library failure we did not wrap. Say so plainly, without
+    // the stack dump LibTorch appends to its messages.
+    std::string_view message = e.what();
+    const size_t backtrace = message.find("\nException raised from ");
+    if (backtrace != std::string_view::npos) message = message.substr(0, backtrace);
+    report(program, "internal error", message, nullptr);
   }
   log::shutdown();
   return code;

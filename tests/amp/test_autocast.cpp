@@ -37,7 +37,7 @@ TEST_CASE("a bf16 scope autocasts CPU matmuls and restores the previous state", 
   at::autocast::set_autocast_dtype(kCpu, at::kBFloat16);  // the default again
 }
 
-TEST_CASE("autocast scopes nest; kOff leaves the enclosing scope in effect", "[amp][autocast]") {
+TEST_CASE("autocast scopes nest, kOff leaves the enclosing scope in effect", "[amp][autocast]") {
   {
     AutocastScope outer(AmpMode::kBf16, kCpu);
     CHECK(matmul_dtype() == at::kBFloat16);

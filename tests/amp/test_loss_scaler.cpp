@@ -67,7 +67,7 @@ TEST_CASE("unscale divides by scale * extra divisor in one pass", "[amp][scaler]
   CHECK(at::equal(grads[0], a * at::tensor(1.0f / 24.0f)));
 }
 
-TEST_CASE("an inf or NaN gradient sets found_inf; the next clean pass clears it", "[amp][scaler]") {
+TEST_CASE("an inf or NaN gradient sets found_inf, the next clean pass clears it", "[amp][scaler]") {
   DynamicLossScaler scaler(small_options(), kCpu, true);
   for (float bad : {std::numeric_limits<float>::infinity(), std::nanf("")}) {
     std::vector<at::Tensor> grads = {at::ones({2}), at::ones({5})};
@@ -80,7 +80,7 @@ TEST_CASE("an inf or NaN gradient sets found_inf; the next clean pass clears it"
   }
 }
 
-TEST_CASE("overflow backs the scale off and resets growth; clean steps grow it", "[amp][scaler]") {
+TEST_CASE("overflow backs the scale off and resets growth, clean steps grow it", "[amp][scaler]") {
   DynamicLossScaler scaler(small_options(), kCpu, true);
   step(scaler, false);
   step(scaler, false);

@@ -43,7 +43,7 @@ TEST_CASE("parameter count and hash cover model.* tensors, in name order", "[che
         model_parameter_hash(with_model({{"model.w", w}, {"model.b", b.to(at::kBFloat16)}})));
 }
 
-TEST_CASE("diff compares in float64; NaN meets NaN, inf meets inf", "[checkpoint]") {
+TEST_CASE("diff compares in float64, NaN meets NaN, inf meets inf", "[checkpoint]") {
   TempDir dir;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
@@ -75,7 +75,7 @@ TEST_CASE("diff compares in float64; NaN meets NaN, inf meets inf", "[checkpoint
   CHECK_THAT(dtype.json, Contains("\"max_abs_diff\": 0,"));
 }
 
-TEST_CASE("average: float64 mean per dtype; mismatches name tensor and file", "[checkpoint]") {
+TEST_CASE("average: float64 mean per dtype, mismatches name tensor and file", "[checkpoint]") {
   TempDir dir;
   const auto save = [&](const std::string& name, const CheckpointData& data) {
     const auto file = dir.path() / name;

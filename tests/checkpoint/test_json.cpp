@@ -81,13 +81,3 @@ TEST_CASE("json: malformed input is rejected with what was expected and where", 
   fails(std::string(40, '[') + std::string(40, ']'), "at most 32 levels of nesting");
   CHECK_THROWS_AS(parse("{"), ParseError);
 }
-
-TEST_CASE("json: UTF-8 validation", "[checkpoint]") {
-  using nmt::checkpoint::json::find_invalid_utf8;
-  constexpr auto npos = std::string_view::npos;
-  CHECK(find_invalid_utf8("plain ascii") == npos);
-  CHECK(find_invalid_utf8("\xE6\x97\xA5\xF0\x9F\x91\x8B") == npos);
-  CHECK(find_invalid_utf8("ab\xFF") == 2);
-  CHECK(find_invalid_utf8("ab\xE6\x97") == 2);        // cut short
-  CHECK(find_invalid_utf8("\xF4\x90\x80\x80") == 0);  // above U+10FFFF
-}

@@ -49,7 +49,7 @@ TEST_CASE("batches respect the padded-token budget and cover every pair once", "
   }
 }
 
-TEST_CASE("the same seed gives the same plan; epochs and seeds differ", "[data]") {
+TEST_CASE("the same seed gives the same plan, epochs and seeds differ", "[data]") {
   const auto& cache = nmt::test::small_corpus().cache();
   auto pairs_of = [](const EpochPlan& plan) {
     std::vector<std::vector<uint32_t>> out;

@@ -34,7 +34,7 @@ TEST_CASE("the token cache holds exactly the encoded, filtered corpus", "[data]"
   }
 }
 
-TEST_CASE("a second run reuses the cache; a changed input builds a new one", "[data]") {
+TEST_CASE("a second run reuses the cache, a changed input builds a new one", "[data]") {
   const auto& corpus = nmt::test::small_corpus();
   nmt::test::TempDir dir;
   nmt::data::DataOptions options = corpus.options;

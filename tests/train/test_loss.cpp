@@ -68,7 +68,7 @@ TEST_CASE("padding contributes nothing, not even a gradient", "[train][loss]") {
   CHECK(grad[0][0].abs().sum().item<double>() > 0.0);
 }
 
-TEST_CASE("epsilon 0 is plain NLL; the smoothing matches torch's cross_entropy", "[train][loss]") {
+TEST_CASE("epsilon 0 is plain NLL, the smoothing matches torch's cross_entropy", "[train][loss]") {
   torch::manual_seed(6);
   const at::Tensor logits = at::randn({3, 4, 9});
   const at::Tensor target = at::randint(0, 9, {3, 4}, at::kLong);

@@ -105,7 +105,7 @@ TEST_CASE("one Adam step matches the hand-computed update", "[train][optimizer]"
   CHECK(state.at("optim.step.p").item<double>() == 2.0);
 }
 
-TEST_CASE("AdamW decays decoupled; Adam's L2 goes through the moments", "[train][optimizer]") {
+TEST_CASE("AdamW decays decoupled, Adam's L2 goes through the moments", "[train][optimizer]") {
   // wd = 0.1, lr = 0.1, g = (0.5, -1), p = (1, -2). On step 1 Adam normalizes g + wd p,
   // whose signs equal g's, so L2 vanishes: p = (0.9, -1.9). AdamW first shrinks p by
   // 1 - lr wd = 0.99: p = (0.99 - 0.1, -1.98 + 0.1) = (0.89, -1.88).

@@ -1,0 +1,26 @@
+// nmt-translate: translate text with a checkpoint of nmt-train (greedy or beam search).
+#include "config/translate_cli.h"
+#include "decode/translator.h"
+#include "util/log.h"
+#include "util/main_guard.h"
+
+namespace {
+
+using namespace nmt;
+
+int run(int argc, char** argv) {
+  const config::TranslateCommand command = config::parse_translate_command(argc, argv);
+  if (command.exit_code) return *command.exit_code;
+  log::LogOptions log_options;
+  log::parse_level(command.log_level, &log_options.level);
+  log::init(log_options);
+  decode::Translator translator(command.options, config::stored_model_options);
+  translator.translate_file(command.input, command.output);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return nmt::run_main("nmt-translate", [&] { return run(argc, argv); });
+}

@@ -1,0 +1,112 @@
+#include "config/translate_cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include "config/run_config.h"
+
+namespace nmt::config {
+
+TranslateCommand parse_translate_command(int argc, const char* const* argv) {
+  TranslateCommand command;
+  decode::TranslateOptions& o = command.options;
+  decode::SearchOptions& s = o.search;
+  CLI::App app{
+      "nmt-translate: translates text, one sentence per line, with a checkpoint of nmt-train.\n"
+      "The model, its config and its SentencePiece vocabulary all come from the checkpoint.\n"
+      "Every input line gives one output line (--nbest N: N lines), in input order; an empty\n"
+      "line gives an empty line. Errors are reported as one line, with exit code 1.",
+      "nmt-translate"};
+  app.set_version_flag("--version", std::string(NMT_VERSION));
+  app.add_option("-c,--checkpoint", o.checkpoint,
+                 "checkpoint file, or a run directory: its checkpoints/ folder, taking the "
+                 "lowest valid_loss, else the newest")
+      ->required()
+      ->type_name("PATH|RUN_DIR");
+  app.add_option("-i,--input", command.input,
+                 "text to translate, one sentence per line (plain "
+                 "or gzip; - for stdin)")
+      ->capture_default_str()
+      ->type_name("FILE");
+  app.add_option("-o,--output", command.output, "where to write the translations (- for stdout)")
+      ->capture_default_str()
+      ->type_name("FILE");
+  app.add_option("--beam", s.beam, "beam size; 1 is greedy search")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}))
+      ->capture_default_str()
+      ->type_name("N");
+  app.add_option("--length-penalty", s.length_penalty,
+                 "alpha of the length penalty ((5 + |Y|) / 6)^alpha (Wu et al. 2016) that "
+                 "hypotheses' scores are divided by; 0: none")
+      ->capture_default_str()
+      ->type_name("A");
+  app.add_option("--max-len-a", s.max_len_a, "longest output = A * source tokens + B (tokens)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->type_name("A");
+  app.add_option("--max-len-b", s.max_len_b, "see --max-len-a")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->type_name("B");
+  CLI::Option* nbest = app.add_option("--nbest", s.nbest,
+                                      "write the N best hypotheses of each line (N <= beam), best "
+                                      "first, as \"text<TAB>score\" "
+                                      "lines (score: log-probability / length penalty)")
+                           ->check(CLI::PositiveNumber)
+                           ->type_name("N");
+  app.add_option("--max-tokens", o.max_tokens,
+                 "padded source tokens per batch (sentences x longest sentence)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->type_name("N");
+  std::string device = "auto";
+  app.add_option("--device", device, "where to run: cuda when available unless told")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str()
+      ->type_name("auto|cpu|cuda");
+  std::string amp = "off";
+  app.add_option("--amp", amp, "autocast precision of the forward passes")
+      ->check(CLI::IsMember({"off", "fp16", "bf16"}))
+      ->capture_default_str()
+      ->type_name("off|fp16|bf16");
+  app.add_option("--average", o.average,
+                 "translate with the element-wise mean of the newest K checkpoints of the run "
+                 "directory")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("K");
+  bool no_cache = false;
+  app.add_flag("--no-cache", no_cache,
+               "re-run the decoder over the whole prefix at every step instead of using its "
+               "cached state (slow; for comparisons)");
+  app.add_option("--threads", o.threads, "CPU threads for LibTorch (0: its default)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->type_name("N");
+  app.add_option("--log-level", command.log_level, "console log level")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str()
+      ->type_name("LEVEL");
+  try {
+    app.parse(argc, argv);
+    if (s.nbest > s.beam)
+      throw CLI::ValidationError("--nbest", "--nbest " + std::to_string(s.nbest) +
+                                                " exceeds --beam " + std::to_string(s.beam));
+  } catch (const CLI::ParseError& e) {
+    command.exit_code = app.exit(e);
+    return command;
+  }
+  s.cached = !no_cache;
+  o.with_scores = nbest->count() > 0;
+  o.device = device == "cpu"    ? decode::DeviceChoice::kCpu
+             : device == "cuda" ? decode::DeviceChoice::kCuda
+                                : decode::DeviceChoice::kAuto;
+  o.amp = amp == "fp16"   ? amp::AmpMode::kFp16
+          : amp == "bf16" ? amp::AmpMode::kBf16
+                          : amp::AmpMode::kOff;
+  return command;
+}
+
+model::ModelOptions stored_model_options(const std::string& yaml, const std::string& origin) {
+  return parse_stored_config(yaml, origin).model;
+}
+
+}  // namespace nmt::config

@@ -1,0 +1,28 @@
+#pragma once
+// The command line of nmt-translate (CLI11).
+
+#include <optional>
+#include <string>
+
+#include "decode/translate_options.h"
+#include "model/model_options.h"
+
+namespace nmt::config {
+
+/// What nmt-translate was asked to do.
+struct TranslateCommand {
+  std::optional<int> exit_code;      ///< set when parsing already answered (--help, usage)
+  decode::TranslateOptions options;  ///< model, batching, device and search settings
+  std::string input = "-";           ///< input text file ("-": stdin)
+  std::string output = "-";          ///< output file ("-": stdout)
+  std::string log_level = "info";    ///< console log level
+};
+
+/// Parses argv. Prints help, version or a usage error itself and sets exit_code then.
+TranslateCommand parse_translate_command(int argc, const char* const* argv);
+
+/// The model options of a checkpoint's stored config (see parse_stored_config); the
+/// decode::ModelConfigReader that nmt-translate gives the Translator.
+model::ModelOptions stored_model_options(const std::string& yaml, const std::string& origin);
+
+}  // namespace nmt::config

@@ -1,0 +1,24 @@
+#pragma once
+// Options of greedy and beam search. No torch types, so the command line (config/) can fill
+// them without compiling against LibTorch.
+
+#include <cstdint>
+
+namespace nmt::decode {
+
+/// How to search for translations; every field has a default. Checked by validate().
+struct SearchOptions {
+  int64_t beam = 5;             ///< hypotheses kept per sentence; 1 is greedy search
+  double length_penalty = 1.0;  ///< alpha of Wu et al. 2016: lp = ((5 + |Y|) / 6)^alpha; 0 = none
+  double max_len_a = 1.2;       ///< longest output = max_len_a * source tokens + max_len_b
+  int64_t max_len_b = 10;       ///< see max_len_a (tokens)
+  int64_t nbest = 1;            ///< hypotheses returned per sentence; at most beam
+  bool cached = true;           ///< false: re-run the decoder over the whole prefix each step
+                                ///< (slow; for speed comparisons and tests)
+};
+
+/// Throws nmt::ConfigError naming the option when a value is out of range (beam < 1,
+/// nbest < 1 or > beam, non-finite length_penalty, negative max_len_a or max_len_b).
+void validate(const SearchOptions& options);
+
+}  // namespace nmt::decode

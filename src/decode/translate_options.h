@@ -1,0 +1,31 @@
+#pragma once
+// Options of the Translator (nmt-translate). No torch types, so the command line (config/)
+// can fill them without compiling against LibTorch.
+
+#include <cstdint>
+#include <string>
+
+#include "amp/amp_options.h"
+#include "decode/search_options.h"
+
+namespace nmt::decode {
+
+/// Where the model runs.
+enum class DeviceChoice { kAuto, kCpu, kCuda };
+
+/// How to load the model and batch the input; every field has a default.
+struct TranslateOptions {
+  std::string checkpoint;     ///< checkpoint file, or run directory (its checkpoints/:
+                              ///< lowest valid_loss, else newest)
+  int64_t average = 0;        ///< > 1: average the newest K checkpoints of the run dir
+  int64_t max_tokens = 4096;  ///< padded source tokens per batch (sentences x longest)
+  DeviceChoice device = DeviceChoice::kAuto;  ///< kAuto: CUDA when available, else CPU
+  amp::AmpMode amp = amp::AmpMode::kOff;      ///< autocast precision of the forward passes
+  int64_t threads = 0;                        ///< CPU intra-op threads; 0: LibTorch's default
+  bool with_scores = false;                   ///< output lines are "text\tscore" (normalized score)
+  int64_t progress_min_lines = 1000;          ///< inputs this long report progress even when stderr
+                                              ///< is not a terminal
+  SearchOptions search;                       ///< beam, length penalty, lengths, nbest, caching
+};
+
+}  // namespace nmt::decode

@@ -1,0 +1,377 @@
+#include "decode/translator.h"
+
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+
+#include <fmt/ranges.h>
+
+#include "amp/autocast.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/checkpoint_file.h"
+#include "checkpoint/checkpoint_tools.h"
+#include "data/corpus_reader.h"
+#include "util/utf8.h"
+#include "data/vocab.h"
+#include "decode/search.h"
+#include "model/transformer.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace nmt::decode {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Input lines translated and written per chunk (each chunk is sorted by length).
+constexpr size_t kChunkLines = 10000;
+/// Seconds between progress lines.
+constexpr double kProgressEvery = 5.0;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
+  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, s / 60 % 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+/// The checkpoint files to load: one, or the newest `average` of a run (oldest first, so
+/// the newest one's metadata is kept by average_checkpoints).
+std::vector<std::filesystem::path> resolve_checkpoints(const std::string& given, int64_t average) {
+  const std::filesystem::path path(given);
+  std::error_code ec;
+  NMT_CHECK(!given.empty(), ConfigError, "no checkpoint given (--checkpoint FILE|RUN_DIR)");
+  if (std::filesystem::is_regular_file(path, ec)) {
+    NMT_CHECK(average <= 1, ConfigError,
+              "--average {} needs a run directory (or its checkpoints/ folder), found the file {}",
+              average, given);
+    return {path};
+  }
+  NMT_CHECK(std::filesystem::is_directory(path, ec), CheckpointError,
+            "{}: no such checkpoint file or run directory", given);
+  const std::filesystem::path dir =
+      std::filesystem::is_directory(path / "checkpoints", ec) ? path / "checkpoints" : path;
+  const checkpoint::CheckpointDir checkpoints(dir, checkpoint::CheckpointOptions{});
+  if (average > 1) {
+    std::vector<std::filesystem::path> newest = checkpoints.list();
+    NMT_CHECK(static_cast<int64_t>(newest.size()) >= average, CheckpointError,
+              "{}: --average {} needs {} checkpoints, found {}", dir.string(), average, average,
+              newest.size());
+    newest.resize(average);
+    std::reverse(newest.begin(), newest.end());
+    return newest;
+  }
+  const auto chosen = checkpoints.best_or_last();
+  NMT_CHECK(chosen.has_value(), CheckpointError, "{}: no checkpoint-*.safetensors files",
+            dir.string());
+  return {*chosen};
+}
+
+std::string tensor_bytes(const at::Tensor& tensor) {
+  const at::Tensor bytes = tensor.to(at::kCPU, at::kByte).contiguous();
+  return std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()), bytes.numel());
+}
+
+at::Device pick_device(DeviceChoice choice) {
+  const bool has_cuda = at::hasCUDA();
+  switch (choice) {
+    case DeviceChoice::kCpu:
+      return at::Device(at::kCPU);
+    case DeviceChoice::kCuda:
+      NMT_CHECK(has_cuda, DeviceError,
+                "--device cuda: no CUDA device is visible to this process (or LibTorch is a CPU "
+                "build); use --device cpu");
+      return at::Device(at::kCUDA, 0);
+    case DeviceChoice::kAuto:
+      break;
+  }
+  return has_cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+}
+
+/// Reports "[translate] done/total sentences, N sent/s, ETA" every few seconds.
+class Progress {
+ public:
+  Progress(int64_t total, bool enabled) : total_(total), enabled_(enabled) {}
+  void update(int64_t done) {
+    if (!enabled_ || seconds_since(last_) < kProgressEvery) return;
+    last_ = Clock::now();
+    const double elapsed = seconds_since(start_);
+    const double rate = elapsed > 0 ? double(done) / elapsed : 0;
+    log::info("translate", "{}/{} sentences, {:.1f} sentences/s, ETA {}", done, total_, rate,
+              rate > 0 ? format_duration(double(total_ - done) / rate) : std::string("?"));
+  }
+
+ private:
+  int64_t total_;
+  bool enabled_;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_ = Clock::now();
+};
+
+}  // namespace
+
+struct Translator::Impl {
+  TranslateOptions options;
+  std::vector<std::filesystem::path> files;
+  at::Device device{at::kCPU};
+  data::Vocab src_vocab;
+  data::Vocab tgt_vocab;
+  model::Transformer model{nullptr};
+  SearchIds ids;
+  Progress* progress = nullptr;  ///< set during translate_file
+  int64_t done = 0;              ///< sentences translated so far in translate_file
+
+  Impl(const TranslateOptions& o, const ModelConfigReader& read_config) : options(o) {
+    validate(options.search);
+    NMT_CHECK(options.max_tokens >= 1, ConfigError,
+              "max_tokens: expected an integer >= 1, found {}", options.max_tokens);
+    NMT_CHECK(options.average >= 0, ConfigError, "average: expected an integer >= 0, found {}",
+              options.average);
+    if (options.threads > 0) at::set_num_threads(static_cast<int>(options.threads));
+    device = pick_device(options.device);
+    NMT_CHECK(amp::autocast_supported(options.amp, device.type()), ConfigError,
+              "--amp {} is not supported on {}", amp::mode_name(options.amp), device.str());
+
+    files = resolve_checkpoints(options.checkpoint, options.average);
+    const auto t0 = Clock::now();
+    checkpoint::CheckpointData data;
+    checkpoint::CheckpointData newest;  // for the vocabulary, which averaging drops
+    if (files.size() == 1) {
+      data = checkpoint::load_checkpoint(files[0]);
+    } else {
+      data = checkpoint::average_checkpoints(files);
+      newest = checkpoint::load_checkpoint(files.back());
+    }
+    const checkpoint::CheckpointData& with_vocab = files.size() == 1 ? data : newest;
+    const std::string name = files.back().string();
+
+    const model::ModelOptions model_options = read_config(data.meta("config"), name);
+    src_vocab = data::Vocab::from_serialized(tensor_bytes(with_vocab.at("vocab.src_model")),
+                                             name + " (vocab.src_model)");
+    const auto joint = with_vocab.metadata.find("vocab_joint");
+    if (joint != with_vocab.metadata.end() && joint->second == "false") {
+      tgt_vocab = data::Vocab::from_serialized(tensor_bytes(with_vocab.at("vocab.tgt_model")),
+                                               name + " (vocab.tgt_model)");
+    } else {
+      tgt_vocab = src_vocab;
+    }
+    ids = {tgt_vocab.bos_id(), tgt_vocab.eos_id(), tgt_vocab.pad_id()};
+
+    model =
+        model::Transformer(model_options, src_vocab.size(), tgt_vocab.size(), src_vocab.pad_id());
+    {
+      at::NoGradGuard no_grad;
+      for (const auto& item : model->named_parameters()) {
+        const std::string key = "model." + item.key();
+        const at::Tensor* saved = data.find(key);
+        NMT_CHECK(saved != nullptr, CheckpointError, "{}: tensor {} is missing", name, key);
+        NMT_CHECK(saved->sizes() == item.value().sizes(), CheckpointError,
+                  "{}: tensor {} has shape {}, the model built from the stored config expects {}",
+                  name, key, fmt::join(saved->sizes(), "x"), fmt::join(item.value().sizes(), "x"));
+        item.value().copy_(*saved);
+      }
+    }
+    model->eval();
+    model->to(device);
+    log::info("translate", "loaded {}{} in {:.2f} s: {} parameters, vocabulary {}{}, on {}{}", name,
+              files.size() > 1 ? fmt::format(" (average of the newest {})", files.size()) : "",
+              seconds_since(t0), model->parameter_count(), src_vocab.size(),
+              joint != with_vocab.metadata.end() && joint->second == "false"
+                  ? fmt::format("+{}", tgt_vocab.size())
+                  : std::string(" (joint)"),
+              device.str(),
+              options.amp != amp::AmpMode::kOff
+                  ? fmt::format(", autocast {}", amp::mode_name(options.amp))
+                  : std::string());
+  }
+
+  /// Source ids (+EOS) of a line, cut to what the encoder accepts; empty for a blank line.
+  std::vector<int64_t> encode(const std::string& line, int64_t* truncated) const {
+    const std::vector<int32_t> pieces = src_vocab.encode(line);
+    if (pieces.empty()) return {};
+    const int64_t keep = std::min<int64_t>(pieces.size(), model->options().max_positions - 1);
+    if (keep < static_cast<int64_t>(pieces.size())) ++*truncated;
+    std::vector<int64_t> ids_out(pieces.begin(), pieces.begin() + keep);
+    ids_out.push_back(src_vocab.eos_id());
+    return ids_out;
+  }
+
+  /// Translates lines (already checked for UTF-8), batched by padded source tokens.
+  std::vector<std::vector<Translation>> run(const std::vector<std::string>& lines,
+                                            TranslateStats* stats) {
+    std::vector<std::vector<int64_t>> sources(lines.size());
+    int64_t truncated = 0;
+    for (size_t i = 0; i < lines.size(); ++i) sources[i] = encode(lines[i], &truncated);
+    if (truncated > 0)
+      log::warn("translate", "{} line(s) longer than the model's {} positions were cut", truncated,
+                model->options().max_positions);
+
+    std::vector<std::vector<Translation>> out(lines.size());
+    std::vector<size_t> order;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (sources[i].empty()) {
+        out[i].assign(options.search.nbest, Translation{});
+        ++done;
+      } else {
+        order.push_back(i);
+        if (stats) stats->source_tokens += static_cast<int64_t>(sources[i].size());
+      }
+    }
+    // Length-sorted batches waste little padding; results go back to their input positions.
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
+    c10::InferenceMode guard;
+    size_t begin = 0;
+    while (begin < order.size()) {
+      size_t end = begin + 1;
+      while (end < order.size() &&
+             static_cast<int64_t>((end - begin + 1) * sources[order[end]].size()) <=
+                 options.max_tokens)
+        ++end;
+      translate_batch(order, begin, end, sources, out);
+      done += static_cast<int64_t>(end - begin);
+      if (progress) progress->update(done);
+      begin = end;
+    }
+    return out;
+  }
+
+  void translate_batch(const std::vector<size_t>& order, size_t begin, size_t end,
+                       const std::vector<std::vector<int64_t>>& sources,
+                       std::vector<std::vector<Translation>>& out) {
+    const int64_t rows = static_cast<int64_t>(end - begin);
+    size_t width = 0;
+    for (size_t k = begin; k < end; ++k) width = std::max(width, sources[order[k]].size());
+    at::Tensor src = at::full({rows, static_cast<int64_t>(width)}, src_vocab.pad_id(), at::kLong);
+    int64_t* data = src.data_ptr<int64_t>();
+    for (size_t k = begin; k < end; ++k) {
+      const std::vector<int64_t>& s = sources[order[k]];
+      std::copy(s.begin(), s.end(), data + (k - begin) * width);
+    }
+    src = src.to(device);
+    std::vector<std::vector<Hypothesis>> hyps;
+    {
+      amp::AutocastScope autocast(options.amp, device.type());
+      hyps = search(*model, src, ids, options.search);
+    }
+    for (size_t k = begin; k < end; ++k) {
+      std::vector<Translation>& result = out[order[k]];
+      for (Hypothesis& h : hyps[k - begin]) {
+        Translation t;
+        t.text = tgt_vocab.decode(h.tokens);
+        t.tokens = std::move(h.tokens);
+        t.score = h.score;
+        t.normalized_score = h.normalized_score;
+        result.push_back(std::move(t));
+      }
+      // Only with a vocabulary smaller than 2 x beam can a sentence end with fewer.
+      result.resize(options.search.nbest);
+    }
+  }
+
+  void write(std::ostream& out, const std::vector<Translation>& translations) const {
+    for (const Translation& t : translations) {
+      out << t.text;
+      if (options.with_scores) out << '\t' << fmt::format("{:.6f}", t.normalized_score);
+      out << '\n';
+    }
+  }
+};
+
+Translator::Translator(const TranslateOptions& options, const ModelConfigReader& read_config)
+    : impl_(std::make_unique<Impl>(options, read_config)) {}
+
+Translator::~Translator() = default;
+
+const std::vector<std::filesystem::path>& Translator::checkpoints() const { return impl_->files; }
+
+std::string Translator::device_name() const { return impl_->device.str(); }
+
+std::vector<std::vector<Translation>> Translator::translate(const std::vector<std::string>& lines) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const size_t bad = find_invalid_utf8(lines[i]);
+    NMT_CHECK(bad == std::string_view::npos, DataError, "line {}: invalid UTF-8 at byte {}", i + 1,
+              bad + 1);
+  }
+  return impl_->run(lines, nullptr);
+}
+
+TranslateStats Translator::translate_file(const std::string& input, const std::string& output) {
+  const auto start = Clock::now();
+  const bool from_stdin = input.empty() || input == "-";
+  const std::string input_name = from_stdin ? "<stdin>" : input;
+  // Read everything first: the line count gives the ETA, and bad input fails before any work.
+  std::vector<std::string> lines;
+  auto add = [&](std::string line) {
+    const size_t bad = find_invalid_utf8(line);
+    NMT_CHECK(bad == std::string_view::npos, DataError, "{}:{}: invalid UTF-8 at byte {}",
+              input_name, lines.size() + 1, bad + 1);
+    lines.push_back(std::move(line));
+  };
+  if (from_stdin) {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      add(std::move(line));
+    }
+    NMT_CHECK(!std::cin.bad(), DataError, "<stdin>: read error after line {}", lines.size());
+  } else {
+    data::LineReader reader(input);
+    std::string line;
+    while (reader.next(&line)) add(line);
+  }
+
+  std::ofstream file;
+  const bool to_stdout = output.empty() || output == "-";
+  if (!to_stdout) {
+    file.open(output, std::ios::binary | std::ios::trunc);
+    NMT_CHECK(file.is_open(), DataError, "{}: cannot open for writing", output);
+  }
+  std::ostream& out = to_stdout ? std::cout : file;
+
+  TranslateStats stats;
+  stats.sentences = static_cast<int64_t>(lines.size());
+  Progress progress(stats.sentences, ::isatty(STDERR_FILENO) ||
+                                         stats.sentences >= impl_->options.progress_min_lines);
+  impl_->progress = &progress;
+  impl_->done = 0;
+  struct ResetProgress {
+    Impl* impl;
+    ~ResetProgress() { impl->progress = nullptr; }
+  } reset{impl_.get()};
+  for (size_t begin = 0; begin < lines.size(); begin += kChunkLines) {
+    const size_t end = std::min(lines.size(), begin + kChunkLines);
+    const std::vector<std::string> chunk(lines.begin() + begin, lines.begin() + end);
+    const std::vector<std::vector<Translation>> results = impl_->run(chunk, &stats);
+    for (const auto& translations : results) {
+      impl_->write(out, translations);
+      if (!translations.empty()) stats.output_tokens += translations[0].tokens.size();
+    }
+    out.flush();
+    NMT_CHECK(out.good(), DataError, "{}: write failed", to_stdout ? "<stdout>" : output);
+  }
+  stats.seconds = seconds_since(start);
+  log::info("translate",
+            "{} sentences in {:.2f} s: {:.1f} sentences/s, {:.1f} output tokens/s (beam {}, {})",
+            stats.sentences, stats.seconds,
+            stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0,
+            stats.seconds > 0 ? stats.output_tokens / stats.seconds : 0.0,
+            impl_->options.search.beam, impl_->options.search.cached ? "cached" : "uncached");
+  return stats;
+}
+
+}  // namespace nmt::decode

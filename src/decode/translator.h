@@ -1,0 +1,73 @@
+#pragma once
+// Translating text with a trained checkpoint: loads the model (optionally averaging the newest
+// checkpoints of a run) and its SentencePiece vocabulary from the checkpoint, encodes lines,
+// batches them by tokens, searches (search.h) and detokenizes. No torch types in this header.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "decode/translate_options.h"
+#include "model/model_options.h"
+
+namespace nmt::decode {
+
+/// Reads the model options from a checkpoint's stored config YAML (`origin` names the
+/// checkpoint for messages). Supplied by config/ (config::stored_model_options), since only
+/// config/ reads YAML.
+using ModelConfigReader =
+    std::function<model::ModelOptions(const std::string& yaml, const std::string& origin)>;
+
+/// One translation of one input line.
+struct Translation {
+  std::string text;             ///< detokenized output
+  std::vector<int32_t> tokens;  ///< target ids, without BOS and EOS
+  double score = 0;             ///< sum of log-probabilities
+  double normalized_score = 0;  ///< score / length penalty
+};
+
+/// Totals of a translate_file() call.
+struct TranslateStats {
+  int64_t sentences = 0;      ///< input lines
+  int64_t source_tokens = 0;  ///< source pieces (EOS included)
+  int64_t output_tokens = 0;  ///< pieces of the best hypotheses (EOS excluded)
+  double seconds = 0;         ///< wall time, reading and writing included
+};
+
+/// A loaded model with its vocabularies, ready to translate.
+class Translator {
+ public:
+  /// Loads options.checkpoint: a checkpoint file, or a run directory whose checkpoints/ folder
+  /// (or the folder itself) holds checkpoint-*.safetensors, taking the lowest valid_loss else
+  /// the newest, or with average > 1 the mean of the newest `average`. Throws CheckpointError,
+  /// ConfigError (bad options) or DeviceError (--device cuda without a GPU).
+  Translator(const TranslateOptions& options, const ModelConfigReader& read_config);
+  ~Translator();
+  Translator(const Translator&) = delete;
+  Translator& operator=(const Translator&) = delete;
+
+  /// Translates lines; result i holds search.nbest translations of line i, best first (an
+  /// empty or blank line gives empty texts with score 0). Throws DataError naming the line
+  /// (1-based) of the first invalid UTF-8 line.
+  std::vector<std::vector<Translation>> translate(const std::vector<std::string>& lines);
+
+  /// Translates the lines of input ("-": stdin) into output ("-": stdout): search.nbest output
+  /// lines per input line, in input order; with with_scores each line is "text\tscore".
+  /// Reports progress on stderr for long inputs. Throws DataError naming file:line for
+  /// invalid UTF-8.
+  TranslateStats translate_file(const std::string& input, const std::string& output);
+
+  /// The checkpoint file(s) the model came from (several when averaged, oldest first).
+  const std::vector<std::filesystem::path>& checkpoints() const;
+  /// "cpu" or "cuda:0".
+  std::string device_name() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nmt::decode

@@ -1,0 +1,392 @@
+#include "dist/process_group.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <exception>
+#include <optional>
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <fmt/ranges.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+// ProcessGroupGloo.hpp includes <gloo/...>, which the wheel does not ship: Debian's
+// libgloo-dev provides them. That is sound here because this file only touches gloo through
+// shared_ptr<gloo::transport::Device> values that LibTorch itself creates and owns
+// (createDeviceForHostname/Interface, Options::devices); every gloo member of
+// ProcessGroupGloo is behind a shared_ptr, so its layout does not depend on gloo's version.
+// We never link Debian's libgloo. Do not call inline ProcessGroupGloo members that reach into
+// gloo objects (e.g. setTimeout) from here.
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#ifdef NMT_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "util/error.h"
+#include "util/log.h"
+
+namespace nmt::dist {
+namespace {
+
+/// A c10 message without its C++ backtrace, on one line.
+std::string reason(const std::exception& e) {
+  std::string text;
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    text = c10_error->what_without_backtrace();
+  } else {
+    text = e.what();
+  }
+  // c10 appends "Exception raised from ... (most recent call first):" on later lines.
+  const auto newline = text.find('\n');
+  if (newline != std::string::npos) text.resize(newline);
+  return text;
+}
+
+std::string seconds(std::chrono::milliseconds t) {
+  return fmt::format("{:g} s", static_cast<double>(t.count()) / 1000.0);
+}
+
+/// The local IPv4/IPv6 address the kernel would use to reach host:port, or "" if unknown.
+/// A UDP connect sends nothing; it only picks the route.
+std::string local_address_towards(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return "";
+  std::string result;
+  for (addrinfo* a = found; a != nullptr && result.empty(); a = a->ai_next) {
+    const int fd = socket(a->ai_family, SOCK_DGRAM, 0);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t length = sizeof(local);
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+      char text[INET6_ADDRSTRLEN] = {};
+      const void* address =
+          local.ss_family == AF_INET
+              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+              : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+      if (inet_ntop(local.ss_family, address, text, sizeof(text)) != nullptr) result = text;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return result;
+}
+
+/// Gloo devices: GLOO_SOCKET_IFNAME's interfaces when set (as torch does), else the address
+/// of the interface that routes to the master (the loopback for a single-node job).
+std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(
+    const CommunicatorOptions& o) {
+  std::vector<std::shared_ptr<::gloo::transport::Device>> devices;
+  if (const char* names = std::getenv("GLOO_SOCKET_IFNAME"); names != nullptr && *names) {
+    std::stringstream list(names);
+    std::string name;
+    while (std::getline(list, name, ',')) {
+      if (!name.empty()) devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+    }
+    return devices;
+  }
+  const std::string local = local_address_towards(o.master_addr, o.master_port);
+  devices.push_back(local.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                  : c10d::ProcessGroupGloo::createDeviceForHostname(local));
+  return devices;
+}
+
+/// Groups tensors by (dtype, device) in order of first appearance; a flat copy per group is
+/// handed to `run`, then copied back. One collective per group instead of one per tensor.
+template <class Run>
+void coalesced(std::vector<at::Tensor>& tensors, Run run) {
+  std::vector<bool> done(tensors.size(), false);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (done[i]) continue;
+    std::vector<size_t> group;
+    for (size_t j = i; j < tensors.size(); ++j) {
+      if (!done[j] && tensors[j].scalar_type() == tensors[i].scalar_type() &&
+          tensors[j].device() == tensors[i].device()) {
+        group.push_back(j);
+        done[j] = true;
+      }
+    }
+    if (group.size() == 1 && tensors[i].is_contiguous()) {
+      run(tensors[i]);
+      continue;
+    }
+    std::vector<at::Tensor> pieces;
+    for (size_t j : group) pieces.push_back(tensors[j].reshape(-1));
+    at::Tensor flat = at::cat(pieces);
+    run(flat);
+    int64_t offset = 0;
+    for (size_t j : group) {
+      const int64_t n = tensors[j].numel();
+      tensors[j].copy_(flat.narrow(0, offset, n).view(tensors[j].sizes()));
+      offset += n;
+    }
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+struct PendingOp::Impl {
+  c10::intrusive_ptr<c10d::Work> work;
+  at::Tensor tensor;  // kept alive while the backend uses it
+  std::string what;   // "rank 1: all_reduce_sum of 1024 float elements"
+  std::chrono::milliseconds timeout;
+  bool waited = false;
+};
+
+PendingOp::PendingOp(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PendingOp::~PendingOp() = default;
+
+void PendingOp::wait() {
+  if (impl_->waited) return;
+  try {
+    impl_->work->wait(impl_->timeout);
+  } catch (const std::exception& e) {
+    impl_->waited = true;
+    NMT_THROW(DistError, "{} failed (timeout {}): {}", impl_->what, seconds(impl_->timeout),
+              reason(e));
+  }
+  impl_->waited = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct Communicator::Impl {
+  CommunicatorOptions options;
+  c10::intrusive_ptr<c10d::Store> store;    // rendezvous store (with the agent prefix)
+  c10::intrusive_ptr<c10d::Backend> backend;
+  std::string backend_name;
+  int64_t gather_calls = 0;
+
+  std::string where() const {
+    return fmt::format("{}:{}", options.master_addr, options.master_port);
+  }
+  [[noreturn]] void fail(const std::string& op, const std::exception& e) const {
+    NMT_THROW(DistError, "rank {}: {} failed (timeout {}): {}", options.rank, op,
+              seconds(options.timeout), reason(e));
+  }
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& op) const {
+    try {
+      work->wait(options.timeout);
+    } catch (const std::exception& e) {
+      fail(op, e);
+    }
+  }
+  void check_tensor(const at::Tensor& t, const char* op) const {
+    NMT_CHECK(t.defined(), DistError, "rank {}: {}: undefined tensor", options.rank, op);
+    NMT_CHECK(t.device() == options.device, DistError,
+              "rank {}: {}: expected a tensor on {}, found one on {}", options.rank, op,
+              options.device.str(), t.device().str());
+  }
+};
+
+namespace {
+
+void validate(const CommunicatorOptions& o) {
+  NMT_CHECK(o.world_size >= 1, DistError, "world size: expected >= 1, found {}", o.world_size);
+  NMT_CHECK(o.rank >= 0 && o.rank < o.world_size, DistError,
+            "rank: expected a value in [0, {}), found {}", o.world_size, o.rank);
+  NMT_CHECK(o.master_port > 0 && o.master_port < 65536, DistError,
+            "rank {}: master port: expected 1..65535, found {}", o.rank, o.master_port);
+  NMT_CHECK(!o.master_addr.empty(), DistError, "rank {}: master address is empty", o.rank);
+  NMT_CHECK(o.timeout.count() > 0, DistError, "rank {}: timeout: expected > 0 ms, found {}",
+            o.rank, o.timeout.count());
+  if (o.use_nccl) {
+#ifndef NMT_WITH_CUDA
+    NMT_THROW(DistError, "rank {}: NCCL requested, but nmt-train was built without CUDA "
+              "(NMT_WITH_CUDA=OFF); use the Gloo backend", o.rank);
+#else
+    NMT_CHECK(o.device.is_cuda(), DistError,
+              "rank {}: NCCL needs a CUDA device, found device {}", o.rank, o.device.str());
+    const int count = c10::cuda::device_count();
+    NMT_CHECK(count > 0, DistError, "rank {}: NCCL requested, but no CUDA device is visible",
+              o.rank);
+    NMT_CHECK(o.device.index() >= 0 && o.device.index() < count, DistError,
+              "rank {}: NCCL on {}: expected a device index in [0, {})", o.rank,
+              o.device.str(), count);
+#endif
+  } else {
+    NMT_CHECK(o.device.is_cpu(), DistError,
+              "rank {}: the Gloo backend here works on CPU tensors, found device {}", o.rank,
+              o.device.str());
+  }
+}
+
+}  // namespace
+
+Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make_unique<Impl>()) {
+  validate(options);
+  Impl& m = *impl_;
+  m.options = options;
+  const CommunicatorOptions& o = m.options;
+
+  // 1. The store: rank 0 hosts it, or (agent store) everyone is a client of torchrun's agent.
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<std::uint16_t>(o.master_port);
+    so.isServer = !o.agent_store && o.rank == 0;
+    so.numWorkers = o.agent_store ? std::nullopt : std::optional<std::size_t>(o.world_size);
+    so.waitWorkers = false;  // our own rendezvous below says which ranks are missing
+    so.timeout = o.timeout;
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
+    if (o.agent_store) {
+      m.store = c10::make_intrusive<c10d::PrefixStore>(
+          fmt::format("/worker/attempt_{}", o.restart_count), tcp);
+    } else {
+      m.store = tcp;
+    }
+  } catch (const std::exception& e) {
+    NMT_THROW(DistError, "rank {}: cannot {} the rendezvous store at {} (timeout {}): {}",
+              o.rank, !o.agent_store && o.rank == 0 ? "host" : "connect to", m.where(),
+              seconds(o.timeout), reason(e));
+  }
+
+  // 2. Rendezvous: every rank announces itself and waits for all others.
+  std::vector<std::string> keys;
+  for (int r = 0; r < o.world_size; ++r) keys.push_back(fmt::format("nmt/rdzv/{}", r));
+  try {
+    m.store->set(keys[o.rank], std::to_string(getpid()));
+    m.store->wait(keys, o.timeout);
+  } catch (const std::exception& e) {
+    std::vector<int> missing;
+    try {
+      for (int r = 0; r < o.world_size; ++r)
+        if (!m.store->check({keys[r]})) missing.push_back(r);
+    } catch (const std::exception&) {
+      // The store itself is gone; the original reason says so.
+    }
+    if (!missing.empty()) {
+      NMT_THROW(DistError, "rank {}: rendezvous with {} timed out after {}: {} of {} ranks "
+                "joined (missing: {})", o.rank, m.where(), seconds(o.timeout),
+                o.world_size - static_cast<int>(missing.size()), o.world_size,
+                fmt::join(missing, ", "));
+    }
+    NMT_THROW(DistError, "rank {}: rendezvous with {} failed: {}", o.rank, m.where(), reason(e));
+  }
+
+  // 3. The process group, on its own key space of the store.
+  auto pg_store = c10::make_intrusive<c10d::PrefixStore>("nmt/pg", m.store);
+  try {
+    if (o.use_nccl) {
+#ifdef NMT_WITH_CUDA
+      c10::cuda::set_device(o.device.index());
+      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+      nccl_options->timeout = o.timeout;
+      m.backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, o.rank, o.world_size,
+                                                             nccl_options);
+      m.backend_name = "nccl";
+#endif
+    } else {
+      auto gloo_options = c10d::ProcessGroupGloo::Options::create(o.timeout);
+      gloo_options->devices = gloo_devices(o);
+      m.backend = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, o.rank, o.world_size,
+                                                             gloo_options);
+      m.backend_name = "gloo";
+    }
+  } catch (const DistError&) {
+    throw;
+  } catch (const std::exception& e) {
+    NMT_THROW(DistError, "rank {}: creating the {} process group (store {}) failed: {}", o.rank,
+              o.use_nccl ? "NCCL" : "Gloo", m.where(), reason(e));
+  }
+  log::debug("dist", "rank {}: {} process group of {} ranks ready (store {})", o.rank,
+             m.backend_name, o.world_size, m.where());
+}
+
+Communicator::~Communicator() = default;
+
+int Communicator::rank() const { return impl_->options.rank; }
+int Communicator::world_size() const { return impl_->options.world_size; }
+std::string Communicator::backend_name() const { return impl_->backend_name; }
+const CommunicatorOptions& Communicator::options() const { return impl_->options; }
+
+void Communicator::all_reduce_sum(std::vector<at::Tensor>& tensors) {
+  for (const at::Tensor& t : tensors) impl_->check_tensor(t, "all_reduce_sum");
+  coalesced(tensors, [&](at::Tensor& flat) { all_reduce_sum_async(flat)->wait(); });
+}
+
+std::shared_ptr<PendingOp> Communicator::all_reduce_sum_async(at::Tensor& flat) {
+  Impl& m = *impl_;
+  m.check_tensor(flat, "all_reduce_sum");
+  NMT_CHECK(flat.is_contiguous(), DistError, "rank {}: all_reduce_sum: expected a contiguous "
+            "tensor", m.options.rank);
+  auto op = std::make_unique<PendingOp::Impl>();
+  op->tensor = flat;
+  op->timeout = m.options.timeout;
+  op->what = fmt::format("rank {}: all_reduce_sum of {} {} elements", m.options.rank,
+                         flat.numel(), c10::toString(flat.scalar_type()));
+  std::vector<at::Tensor> one{flat};
+  c10d::AllreduceOptions ao;
+  ao.reduceOp = c10d::ReduceOp::SUM;
+  ao.timeout = m.options.timeout;
+  try {
+    op->work = m.backend->allreduce(one, ao);
+  } catch (const std::exception& e) {
+    NMT_THROW(DistError, "{} failed to start: {}", op->what, reason(e));
+  }
+  return std::make_shared<PendingOp>(std::move(op));
+}
+
+void Communicator::broadcast(std::vector<at::Tensor>& tensors, int root) {
+  Impl& m = *impl_;
+  NMT_CHECK(root >= 0 && root < m.options.world_size, DistError,
+            "rank {}: broadcast: root must be in [0, {}), found {}", m.options.rank,
+            m.options.world_size, root);
+  for (const at::Tensor& t : tensors) m.check_tensor(t, "broadcast");
+  coalesced(tensors, [&](at::Tensor& flat) {
+    const std::string op = fmt::format("broadcast of {} elements from rank {}", flat.numel(), root);
+    std::vector<at::Tensor> one{flat};
+    c10d::BroadcastOptions bo;
+    bo.rootRank = root;
+    bo.timeout = m.options.timeout;
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      work = m.backend->broadcast(one, bo);
+    } catch (const std::exception& e) {
+      m.fail(op, e);
+    }
+    m.wait(work, op);
+  });
+}
+
+std::vector<std::string> Communicator::all_gather_strings(const std::string& mine) {
+  Impl& m = *impl_;
+  const int64_t call = m.gather_calls++;
+  std::vector<std::string> all(m.options.world_size);
+  try {
+    m.store->set(fmt::format("nmt/gather/{}/{}", call, m.options.rank), mine);
+    for (int r = 0; r < m.options.world_size; ++r) {
+      const std::vector<uint8_t> bytes = m.store->get(fmt::format("nmt/gather/{}/{}", call, r));
+      all[r].assign(bytes.begin(), bytes.end());
+    }
+  } catch (const std::exception& e) {
+    m.fail(fmt::format("all_gather_strings #{} through the store at {}", call, m.where()), e);
+  }
+  return all;
+}
+
+void Communicator::barrier() {
+  Impl& m = *impl_;
+  c10d::BarrierOptions bo;
+  bo.timeout = m.options.timeout;
+  if (m.options.use_nccl) bo.device_ids = {m.options.device.index()};
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = m.backend->barrier(bo);
+  } catch (const std::exception& e) {
+    m.fail("barrier", e);
+  }
+  m.wait(work, "barrier");
+}
+
+}  // namespace nmt::dist

@@ -1,0 +1,284 @@
+#include "catch_torch.h"  // first: see the header
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <c10/core/InferenceMode.h>
+
+#include "amp/autocast.h"
+#include "decode/search.h"
+#include "model/transformer.h"
+#include "util/error.h"
+
+using nmt::decode::beam_search;
+using nmt::decode::greedy_search;
+using nmt::decode::Hypothesis;
+using nmt::decode::search;
+using nmt::decode::SearchIds;
+using nmt::decode::SearchOptions;
+using nmt::model::ModelOptions;
+using nmt::model::Transformer;
+
+namespace {
+
+constexpr int64_t kPad = 0, kBos = 2, kEos = 3;
+constexpr int64_t kVocab = 40;
+const SearchIds kIds{kBos, kEos, kPad};
+
+/// A small random model in eval mode whose EOS row is scaled up, so that random sources end
+/// at varied lengths instead of always at the length limit.
+Transformer tiny_model(uint64_t seed, bool pre_norm = false) {
+  at::manual_seed(seed);
+  ModelOptions o;
+  o.encoder_layers = 2;
+  o.decoder_layers = 2;
+  o.d_model = 32;
+  o.heads = 4;
+  o.ffn_dim = 64;
+  o.max_positions = 64;
+  if (pre_norm) o.norm = nmt::model::NormPosition::kPre;
+  Transformer model(o, kVocab, kVocab, kPad);
+  model->eval();
+  at::NoGradGuard no_grad;
+  model->output_weight()[kEos].mul_(3.0);
+  return model;
+}
+
+/// Random sentences (ids 4..V-1, then EOS), right-padded into one batch.
+at::Tensor batch_of(const std::vector<std::vector<int64_t>>& sentences) {
+  size_t width = 0;
+  for (const auto& s : sentences) width = std::max(width, s.size());
+  at::Tensor out = at::full({int64_t(sentences.size()), int64_t(width)}, kPad, at::kLong);
+  for (size_t i = 0; i < sentences.size(); ++i)
+    for (size_t j = 0; j < sentences[i].size(); ++j) out[i][j] = sentences[i][j];
+  return out;
+}
+
+std::vector<std::vector<int64_t>> random_sentences(int64_t count, uint64_t seed) {
+  at::manual_seed(seed);
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t length = at::randint(1, 12, {1}).item<int64_t>();
+    const at::Tensor ids = at::randint(4, kVocab, {length}, at::kLong);
+    std::vector<int64_t> s(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + length);
+    s.push_back(kEos);
+    out.push_back(s);
+  }
+  return out;
+}
+
+void require_same(const std::vector<std::vector<Hypothesis>>& a,
+                  const std::vector<std::vector<Hypothesis>>& b, double tolerance = 1e-4) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("sentence " << i);
+    REQUIRE(a[i].size() == b[i].size());
+    for (size_t k = 0; k < a[i].size(); ++k) {
+      INFO("hypothesis " << k);
+      CHECK(a[i][k].tokens == b[i][k].tokens);
+      CHECK(a[i][k].score == Approx(b[i][k].score).margin(tolerance));
+      CHECK(a[i][k].normalized_score == Approx(b[i][k].normalized_score).margin(tolerance));
+    }
+  }
+}
+
+/// Sum of teacher-forced log-probabilities of tokens + EOS given the source.
+double forced_score(Transformer& model, const std::vector<int64_t>& source,
+                    const std::vector<int32_t>& tokens) {
+  c10::InferenceMode guard;
+  std::vector<int64_t> input{kBos};
+  input.insert(input.end(), tokens.begin(), tokens.end());
+  std::vector<int64_t> target(tokens.begin(), tokens.end());
+  target.push_back(kEos);
+  const at::Tensor src = batch_of({source});
+  const at::Tensor logits = model->forward(src, batch_of({input}));
+  const at::Tensor lprobs = logits[0].log_softmax(-1);
+  double sum = 0;
+  for (size_t t = 0; t < target.size(); ++t) sum += lprobs[t][target[t]].item<double>();
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("length penalty and output length limit", "[decode][search]") {
+  CHECK(nmt::decode::length_penalty(1, 1.0) == Approx(1.0));
+  CHECK(nmt::decode::length_penalty(7, 1.0) == Approx(2.0));
+  CHECK(nmt::decode::length_penalty(7, 0.5) == Approx(std::sqrt(2.0)));
+  CHECK(nmt::decode::length_penalty(30, 0.0) == 1.0);
+  SearchOptions o;
+  o.max_len_a = 1.2;
+  o.max_len_b = 10;
+  CHECK(nmt::decode::max_output_length(10, o, 1024) == 22);
+  CHECK(nmt::decode::max_output_length(10, o, 16) == 15);
+}
+
+TEST_CASE("invalid search options are rejected naming the option", "[decode][search]") {
+  SearchOptions o;
+  o.beam = 2;
+  o.nbest = 3;
+  CHECK_THROWS_AS(nmt::decode::validate(o), nmt::ConfigError);
+  CHECK_THROWS_WITH(nmt::decode::validate(o), Catch::Contains("nbest"));
+  o = SearchOptions{};
+  o.beam = 0;
+  CHECK_THROWS_WITH(nmt::decode::validate(o), Catch::Contains("beam"));
+  o = SearchOptions{};
+  o.length_penalty = std::nan("");
+  CHECK_THROWS_WITH(nmt::decode::validate(o), Catch::Contains("length_penalty"));
+}
+
+TEST_CASE("greedy scores are the model's log-probabilities of its output", "[decode][search]") {
+  Transformer model = tiny_model(1);
+  const auto sentences = random_sentences(6, 11);
+  SearchOptions o;
+  o.beam = 1;
+  const auto result = greedy_search(*model, batch_of(sentences), kIds, o);
+  int64_t ended_early = 0;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const Hypothesis& h = result[i].at(0);
+    INFO("sentence " << i);
+    CHECK(h.score == Approx(forced_score(model, sentences[i], h.tokens)).margin(1e-4));
+    CHECK(h.normalized_score == Approx(h.score / ((5.0 + h.tokens.size() + 1) / 6.0)));
+    const int64_t limit = nmt::decode::max_output_length(sentences[i].size(), o, 64);
+    CHECK(int64_t(h.tokens.size()) <= limit);
+    ended_early += int64_t(h.tokens.size()) < limit;
+    for (int32_t t : h.tokens) CHECK((t != kPad && t != kBos && t != kEos));
+  }
+  // The test means something only if rows finish at different steps.
+  CHECK(ended_early > 0);
+}
+
+TEST_CASE("beam size 1 equals greedy search", "[decode][search]") {
+  for (bool cached : {true, false}) {
+    Transformer model = tiny_model(2);
+    const at::Tensor src = batch_of(random_sentences(8, 12));
+    SearchOptions o;
+    o.beam = 1;
+    o.cached = cached;
+    o.length_penalty = 0.6;
+    INFO("cached " << cached);
+    require_same(greedy_search(*model, src, kIds, o), beam_search(*model, src, kIds, o));
+  }
+}
+
+TEST_CASE("cached incremental decoding gives the same output as re-running the prefix",
+          "[decode][search]") {
+  for (bool pre_norm : {false, true}) {
+    Transformer model = tiny_model(3, pre_norm);
+    const at::Tensor src = batch_of(random_sentences(7, 13));
+    for (int64_t beam : {1, 4}) {
+      SearchOptions cached;
+      cached.beam = beam;
+      cached.nbest = beam;
+      SearchOptions uncached = cached;
+      uncached.cached = false;
+      INFO("pre_norm " << pre_norm << ", beam " << beam);
+      require_same(search(*model, src, kIds, cached), search(*model, src, kIds, uncached));
+    }
+  }
+}
+
+TEST_CASE("batch composition does not change any output", "[decode][search]") {
+  Transformer model = tiny_model(4);
+  const auto sentences = random_sentences(9, 14);
+  for (int64_t beam : {1, 5}) {
+    SearchOptions o;
+    o.beam = beam;
+    o.nbest = beam == 1 ? 1 : 3;
+    const auto together = search(*model, batch_of(sentences), kIds, o);
+    // Also in another order, mixed with other lengths.
+    std::vector<std::vector<int64_t>> reversed(sentences.rbegin(), sentences.rend());
+    const auto backwards = search(*model, batch_of(reversed), kIds, o);
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      INFO("beam " << beam << ", sentence " << i);
+      const auto alone = search(*model, batch_of({sentences[i]}), kIds, o);
+      require_same({together[i]}, alone);
+      require_same({backwards[sentences.size() - 1 - i]}, alone);
+    }
+  }
+}
+
+TEST_CASE("n-best lists are distinct and ordered by normalized score", "[decode][search]") {
+  Transformer model = tiny_model(5);
+  const auto sentences = random_sentences(6, 15);
+  SearchOptions o;
+  o.beam = 5;
+  o.nbest = 5;
+  const auto nbest = search(*model, batch_of(sentences), kIds, o);
+  SearchOptions one = o;
+  one.nbest = 1;
+  const auto best = search(*model, batch_of(sentences), kIds, one);
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    INFO("sentence " << i);
+    REQUIRE(nbest[i].size() == 5);
+    for (size_t k = 1; k < nbest[i].size(); ++k) {
+      CHECK(nbest[i][k - 1].normalized_score >= nbest[i][k].normalized_score);
+      for (size_t j = 0; j < k; ++j) CHECK(nbest[i][j].tokens != nbest[i][k].tokens);
+    }
+    for (const Hypothesis& h : nbest[i])
+      CHECK(h.score == Approx(forced_score(model, sentences[i], h.tokens)).margin(1e-4));
+    CHECK(best[i].at(0).tokens == nbest[i][0].tokens);
+  }
+}
+
+TEST_CASE("the length limit forces EOS", "[decode][search]") {
+  Transformer model = tiny_model(6);
+  const auto sentences = random_sentences(5, 16);
+  for (int64_t beam : {1, 3}) {
+    SearchOptions o;
+    o.beam = beam;
+    o.max_len_a = 0;
+    o.max_len_b = 2;
+    for (const auto& hyps : search(*model, batch_of(sentences), kIds, o)) {
+      REQUIRE(hyps.size() == 1);
+      CHECK(hyps[0].tokens.size() <= 2);
+    }
+  }
+}
+
+TEST_CASE("search runs under CPU autocast (bf16)", "[decode][search][amp]") {
+  Transformer model = tiny_model(7);
+  const auto sentences = random_sentences(4, 17);
+  for (int64_t beam : {1, 3}) {
+    SearchOptions o;
+    o.beam = beam;
+    o.nbest = beam;
+    nmt::amp::AutocastScope autocast(nmt::amp::AmpMode::kBf16, c10::DeviceType::CPU);
+    const auto result = search(*model, batch_of(sentences), kIds, o);
+    REQUIRE(result.size() == sentences.size());
+    for (const auto& hyps : result) {
+      REQUIRE(int64_t(hyps.size()) == beam);
+      for (const Hypothesis& h : hyps) CHECK(std::isfinite(h.score));
+    }
+  }
+}
+
+TEST_CASE("on a GPU, cached and uncached search agree, also under fp16 autocast",
+          "[decode][search][cuda]") {
+  if (!at::hasCUDA()) {
+    WARN("skipped: no CUDA device visible");
+    return;
+  }
+  Transformer model = tiny_model(8);
+  model->to(at::kCUDA);
+  const auto sentences = random_sentences(6, 18);
+  const at::Tensor src = batch_of(sentences).to(at::kCUDA);
+  SearchOptions o;
+  o.beam = 4;
+  o.nbest = 2;
+  SearchOptions uncached = o;
+  uncached.cached = false;
+  require_same(search(*model, src, kIds, o), search(*model, src, kIds, uncached), 1e-3);
+  SearchOptions greedy = o;
+  greedy.beam = greedy.nbest = 1;
+  Transformer cpu_model = tiny_model(8);
+  require_same(search(*model, src, kIds, greedy),
+               search(*cpu_model, batch_of(sentences), kIds, greedy), 1e-3);
+  nmt::amp::AutocastScope autocast(nmt::amp::AmpMode::kFp16, c10::DeviceType::CUDA);
+  for (const auto& hyps : search(*model, src, kIds, o)) {
+    REQUIRE(hyps.size() == 2);
+    for (const Hypothesis& h : hyps) CHECK(std::isfinite(h.score));
+  }
+}

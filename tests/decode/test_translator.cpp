@@ -1,0 +1,215 @@
+#include "catch_torch.h"  // first: see the header
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "checkpoint/checkpoint_file.h"
+#include "config/run_config.h"
+#include "config/translate_cli.h"
+#include "data/vocab.h"
+#include "decode/translator.h"
+#include "model/transformer.h"
+#include "test_support.h"
+#include "util/error.h"
+
+using nmt::decode::TranslateOptions;
+using nmt::decode::Translation;
+using nmt::decode::Translator;
+using nmt::test::TempDir;
+
+namespace {
+
+/// A run directory with checkpoints of a tiny random model and a small SentencePiece model
+/// trained on the first lines of the shipped corpus, laid out as nmt-train saves them.
+class TinyRun {
+ public:
+  TinyRun() {
+    const std::filesystem::path corpus = dir_.path() / "corpus.txt";
+    {
+      std::ifstream en(std::string(NMT_SOURCE_DIR) + "/data/ddtp.en-de.train.en");
+      std::ofstream out(corpus);
+      std::string line;
+      for (int i = 0; i < 2000 && std::getline(en, line); ++i) out << line << '\n';
+    }
+    nmt::data::DataOptions data;
+    data.train_src = data.train_tgt = corpus.string();
+    data.vocab_size = 300;
+    const auto vocab = nmt::data::prepare_vocabularies(data, dir_.path(), {});
+    vocab_size_ = vocab.src.size();
+    std::ifstream in(vocab.src.model_path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    vocab_bytes_ = at::empty({int64_t(bytes.size())}, at::kByte);
+    std::memcpy(vocab_bytes_.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+
+    config_.model.encoder_layers = 1;
+    config_.model.decoder_layers = 1;
+    config_.model.d_model = 32;
+    config_.model.heads = 4;
+    config_.model.ffn_dim = 64;
+    config_.model.max_positions = 64;
+    std::filesystem::create_directories(dir_.path() / "checkpoints");
+  }
+
+  /// Saves a checkpoint of a model with weights from `seed` at `step`.
+  std::filesystem::path save(int64_t step, uint64_t seed, const std::string& valid_loss = "") {
+    at::manual_seed(seed);
+    nmt::model::Transformer model(config_.model, vocab_size_, vocab_size_, 0);
+    nmt::checkpoint::CheckpointData data;
+    for (const auto& item : model->named_parameters())
+      data.tensors.emplace_back("model." + item.key(), item.value().detach());
+    data.tensors.emplace_back("vocab.src_model", vocab_bytes_);
+    data.metadata = {{"step", std::to_string(step)},
+                     {"config", nmt::config::to_yaml(config_)},
+                     {"vocab_joint", "true"}};
+    if (!valid_loss.empty()) data.metadata["valid_loss"] = valid_loss;
+    char name[64];
+    std::snprintf(name, sizeof(name), "checkpoint-%08lld.safetensors",
+                  static_cast<long long>(step));
+    const auto file = dir_.path() / "checkpoints" / name;
+    nmt::checkpoint::save_checkpoint(file, data);
+    return file;
+  }
+
+  const std::filesystem::path& path() const { return dir_.path(); }
+
+ private:
+  TempDir dir_;
+  nmt::config::RunConfig config_;
+  int64_t vocab_size_ = 0;
+  at::Tensor vocab_bytes_;
+};
+
+TranslateOptions options_for(const std::filesystem::path& checkpoint, int64_t beam = 1) {
+  TranslateOptions o;
+  o.checkpoint = checkpoint.string();
+  o.device = nmt::decode::DeviceChoice::kCpu;
+  o.search.beam = beam;
+  o.search.max_len_b = 5;
+  return o;
+}
+
+std::vector<std::string> texts(const std::vector<std::vector<Translation>>& result) {
+  std::vector<std::string> out;
+  for (const auto& r : result) out.push_back(r.at(0).text);
+  return out;
+}
+
+const std::vector<std::string> kLines = {
+    "This package contains the documentation.",
+    "",
+    "   ",
+    "A library for reading files.",
+    "Install it.",
+    "",
+    "The command-line tool and the shared library of the project"};
+
+}  // namespace
+
+TEST_CASE("every input line gives one output line, empty lines stay empty",
+          "[decode][translator]") {
+  TinyRun run;
+  const auto file = run.save(10, 1);
+  Translator translator(options_for(file), nmt::config::stored_model_options);
+  REQUIRE(translator.checkpoints() == std::vector<std::filesystem::path>{file});
+  const auto result = translator.translate(kLines);
+  REQUIRE(result.size() == kLines.size());
+  for (size_t i = 0; i < kLines.size(); ++i) {
+    REQUIRE(result[i].size() == 1);
+    const bool blank = kLines[i].find_first_not_of(' ') == std::string::npos;
+    if (blank) {
+      CHECK(result[i][0].text.empty());
+      CHECK(result[i][0].score == 0);
+    } else {
+      CHECK(result[i][0].score < 0);
+    }
+  }
+  // Batch size (max_tokens) and order do not change a line's translation.
+  TranslateOptions one_by_one = options_for(file);
+  one_by_one.max_tokens = 1;
+  Translator small_batches(one_by_one, nmt::config::stored_model_options);
+  CHECK(texts(small_batches.translate(kLines)) == texts(result));
+  CHECK(translator.translate({}).empty());
+}
+
+TEST_CASE("invalid UTF-8 is an error naming the line", "[decode][translator]") {
+  TinyRun run;
+  const auto file = run.save(10, 1);
+  Translator translator(options_for(file), nmt::config::stored_model_options);
+  CHECK_THROWS_AS(translator.translate({"fine", "", "bad \xff byte"}), nmt::DataError);
+  CHECK_THROWS_WITH(translator.translate({"fine", "", "bad \xff byte"}),
+                    Catch::Contains("line 3") && Catch::Contains("invalid UTF-8"));
+  TempDir io;
+  const auto input = io.write("in.txt", "fine\nalso fine\n\xc3\x28 broken\n");
+  CHECK_THROWS_WITH(translator.translate_file(input.string(), (io.path() / "out.txt").string()),
+                    Catch::Contains(input.string() + ":3: invalid UTF-8"));
+}
+
+TEST_CASE("translate_file writes n-best lists with scores, in input order",
+          "[decode][translator]") {
+  TinyRun run;
+  const auto file = run.save(10, 2);
+  TranslateOptions o = options_for(file, 4);
+  o.search.nbest = 3;
+  o.with_scores = true;
+  Translator translator(o, nmt::config::stored_model_options);
+  TempDir io;
+  std::string text;
+  for (const auto& line : kLines) text += line + "\n";
+  const auto input = io.write("in.txt", text);
+  const auto output = io.path() / "out.txt";
+  const auto stats = translator.translate_file(input.string(), output.string());
+  CHECK(stats.sentences == int64_t(kLines.size()));
+  std::ifstream in(output);
+  std::vector<std::string> out_lines;
+  for (std::string line; std::getline(in, line);) out_lines.push_back(line);
+  REQUIRE(out_lines.size() == 3 * kLines.size());
+  const auto expected = translator.translate(kLines);
+  for (size_t i = 0; i < kLines.size(); ++i) {
+    double previous = 1;
+    for (size_t k = 0; k < 3; ++k) {
+      const std::string& line = out_lines[3 * i + k];
+      const size_t tab = line.rfind('\t');
+      REQUIRE(tab != std::string::npos);
+      CHECK(line.substr(0, tab) == expected[i][k].text);
+      const double score = std::stod(line.substr(tab + 1));
+      CHECK(score <= previous);
+      previous = score;
+    }
+  }
+}
+
+TEST_CASE("a run directory gives its best checkpoint, or the average of the newest",
+          "[decode][translator]") {
+  TinyRun run;
+  const auto best = run.save(10, 3, "1.5");
+  const auto worse = run.save(20, 4, "2.5");
+  const auto newest = run.save(30, 4);  // same weights as step 20
+  Translator from_dir(options_for(run.path()), nmt::config::stored_model_options);
+  CHECK(from_dir.checkpoints() == std::vector<std::filesystem::path>{best});
+  Translator from_best(options_for(best), nmt::config::stored_model_options);
+  CHECK(texts(from_dir.translate(kLines)) == texts(from_best.translate(kLines)));
+
+  // The average of two equal checkpoints is that checkpoint.
+  TranslateOptions averaged = options_for(run.path() / "checkpoints");
+  averaged.average = 2;
+  Translator from_average(averaged, nmt::config::stored_model_options);
+  CHECK(from_average.checkpoints() == std::vector<std::filesystem::path>{worse, newest});
+  Translator from_newest(options_for(newest), nmt::config::stored_model_options);
+  const auto a = from_average.translate(kLines);
+  const auto b = from_newest.translate(kLines);
+  for (size_t i = 0; i < kLines.size(); ++i) {
+    CHECK(a[i][0].tokens == b[i][0].tokens);
+    CHECK(a[i][0].score == Approx(b[i][0].score).margin(1e-5));
+  }
+
+  averaged.average = 4;
+  CHECK_THROWS_WITH(Translator(averaged, nmt::config::stored_model_options),
+                    Catch::Contains("--average 4 needs 4 checkpoints, found 3"));
+  TranslateOptions missing = options_for(run.path() / "nope");
+  CHECK_THROWS_AS(Translator(missing, nmt::config::stored_model_options), nmt::CheckpointError);
+}

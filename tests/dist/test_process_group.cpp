@@ -1,0 +1,235 @@
+// Communicator over Gloo: 2 ranks as threads of this process, store on 127.0.0.1.
+#include "catch_torch.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "dist/process_group.h"
+#include "util/error.h"
+
+using namespace std::chrono_literals;
+using nmt::dist::Communicator;
+using nmt::dist::CommunicatorOptions;
+
+namespace {
+
+/// A TCP port that was free a moment ago.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t n = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+CommunicatorOptions options(int port, int rank, int world, std::chrono::milliseconds timeout = 10s) {
+  CommunicatorOptions o;
+  o.master_addr = "127.0.0.1";
+  o.master_port = port;
+  o.rank = rank;
+  o.world_size = world;
+  o.timeout = timeout;
+  return o;
+}
+
+/// Runs body(rank) for each rank in its own thread; returns each rank's exception (or null).
+/// A rank still running after `limit` fails the test (its thread is left behind).
+std::vector<std::exception_ptr> run_ranks(int world, const std::function<void(int)>& body,
+                                          std::chrono::seconds limit = 60s) {
+  std::vector<std::future<void>> done;
+  for (int r = 0; r < world; ++r) {
+    auto task = std::make_shared<std::packaged_task<void()>>([body, r] { body(r); });
+    done.push_back(task->get_future());
+    std::thread([task] { (*task)(); }).detach();
+  }
+  std::vector<std::exception_ptr> errors(world);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (int r = 0; r < world; ++r) {
+    if (done[r].wait_until(deadline) != std::future_status::ready) {
+      FAIL("rank " << r << " still running after " << limit.count() << " s");
+    }
+    try {
+      done[r].get();
+    } catch (...) {
+      errors[r] = std::current_exception();
+    }
+  }
+  return errors;
+}
+
+std::string message(const std::exception_ptr& e) {
+  if (!e) return "";
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  }
+  return "?";
+}
+
+void require_no_errors(const std::vector<std::exception_ptr>& errors) {
+  for (size_t r = 0; r < errors.size(); ++r) {
+    INFO("rank " << r);
+    REQUIRE(message(errors[r]) == "");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("all_reduce_sum sums tensors of several dtypes and layouts over 2 ranks", "[dist][gloo]") {
+  const int port = free_port();
+  std::vector<std::vector<at::Tensor>> results(2);
+  auto errors = run_ranks(2, [&](int r) {
+    Communicator comm(options(port, r, 2));
+    REQUIRE(comm.backend_name() == "gloo");
+    std::vector<at::Tensor> t{at::full({3}, float(r + 1)),
+                              at::arange(4, at::kLong) * (r + 1),
+                              at::arange(6, at::kFloat).view({2, 3}).t() * (r + 1),  // strided
+                              at::full({2}, double(10 * r))};
+    comm.all_reduce_sum(t);
+    at::Tensor flat = at::full({5}, float(r));
+    comm.all_reduce_sum_async(flat)->wait();
+    t.push_back(flat);
+    results[r] = t;
+  });
+  require_no_errors(errors);
+  for (int r = 0; r < 2; ++r) {
+    const auto& t = results[r];
+    CHECK(at::equal(t[0], at::full({3}, 3.0f)));
+    CHECK(at::equal(t[1], at::arange(4, at::kLong) * 3));
+    CHECK(at::equal(t[2], at::arange(6, at::kFloat).view({2, 3}).t() * 3));
+    CHECK(at::equal(t[3], at::full({2}, 10.0, at::kDouble)));
+    CHECK(at::equal(t[4], at::full({5}, 1.0f)));
+  }
+}
+
+TEST_CASE("broadcast copies the root tensors, all_gather_strings and barrier work", "[dist][gloo]") {
+  const int port = free_port();
+  std::vector<std::vector<at::Tensor>> tensors(2);
+  std::vector<std::vector<std::string>> gathered(2), gathered2(2);
+  auto errors = run_ranks(2, [&](int r) {
+    Communicator comm(options(port, r, 2));
+    std::vector<at::Tensor> t{at::full({2, 2}, float(r + 5)), at::full({3}, int64_t(r + 7))};
+    comm.broadcast(t, /*root=*/1);
+    tensors[r] = t;
+    gathered[r] = comm.all_gather_strings(r == 0 ? "zero" : std::string("one\0bytes", 9));
+    gathered2[r] = comm.all_gather_strings("again" + std::to_string(r));
+    comm.barrier();
+  });
+  require_no_errors(errors);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(at::equal(tensors[r][0], at::full({2, 2}, 6.0f)));
+    CHECK(at::equal(tensors[r][1], at::full({3}, int64_t(8))));
+    CHECK(gathered[r] == std::vector<std::string>{"zero", std::string("one\0bytes", 9)});
+    CHECK(gathered2[r] == std::vector<std::string>{"again0", "again1"});
+  }
+}
+
+TEST_CASE("a rank that never joins fails the rendezvous within the timeout", "[dist][gloo]") {
+  const int port = free_port();
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    Communicator comm(options(port, 0, 2, 2s));
+    FAIL("rendezvous succeeded without rank 1");
+  } catch (const nmt::DistError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("rank 0") != std::string::npos);
+    CHECK(what.find("rendezvous with 127.0.0.1:" + std::to_string(port)) != std::string::npos);
+    CHECK(what.find("missing: 1") != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < 8s);
+}
+
+TEST_CASE("a client without a store host fails within the timeout", "[dist][gloo]") {
+  const int port = free_port();
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    Communicator comm(options(port, 1, 2, 2s));
+    FAIL("connected to a store nobody hosts");
+  } catch (const nmt::DistError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("rank 1") != std::string::npos);
+    CHECK(what.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+}
+
+TEST_CASE("a peer that stops taking part makes the collective fail within the timeout",
+          "[dist][gloo]") {
+  const int port = free_port();
+  std::chrono::steady_clock::duration waited{};
+  auto errors = run_ranks(2, [&](int r) {
+    Communicator comm(options(port, r, 2, 2s));
+    comm.barrier();
+    if (r == 1) {
+      std::this_thread::sleep_for(4s);  // alive, but never joins the all-reduce
+      return;
+    }
+    std::vector<at::Tensor> t{at::ones({4})};
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      comm.all_reduce_sum(t);
+    } catch (...) {
+      waited = std::chrono::steady_clock::now() - t0;
+      throw;
+    }
+  });
+  const std::string what = message(errors[0]);
+  INFO(what);
+  CHECK(what.find("rank 0: all_reduce_sum") != std::string::npos);
+  CHECK(message(errors[1]) == "");
+  CHECK(waited < 6s);
+}
+
+TEST_CASE("a peer that exits makes the collective fail", "[dist][gloo]") {
+  const int port = free_port();
+  auto errors = run_ranks(2, [&](int r) {
+    Communicator comm(options(port, r, 2, 3s));
+    comm.barrier();
+    if (r == 1) return;  // destroys its process group: connections close
+    std::this_thread::sleep_for(500ms);
+    std::vector<at::Tensor> t{at::ones({4})};
+    comm.all_reduce_sum(t);
+  });
+  const std::string what = message(errors[0]);
+  INFO(what);
+  CHECK(what.find("rank 0: all_reduce_sum") != std::string::npos);
+}
+
+TEST_CASE("NCCL without a usable GPU is a clear DistError", "[dist]") {
+  CommunicatorOptions o = options(free_port(), 0, 1, 2s);
+  o.use_nccl = true;
+  o.device = c10::Device(c10::kCUDA, 0);
+  try {
+    Communicator comm(o);
+    SUCCEED("a GPU and NCCL are present");  // only reached on a GPU machine
+  } catch (const nmt::DistError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("NCCL") != std::string::npos);
+  }
+}
+
+TEST_CASE("invalid options are rejected before any network use", "[dist]") {
+  CHECK_THROWS_AS(Communicator(options(1234, 2, 2)), nmt::DistError);
+  CHECK_THROWS_AS(Communicator(options(0, 0, 1)), nmt::DistError);
+}

@@ -1,0 +1,168 @@
+// End-to-end: several CPU worker processes (Gloo) under nmt-train's own launcher, torchrun and
+// mpirun; equivalence with one process; failures that stop everyone.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <regex>
+
+#include "test_support.h"
+
+using Catch::Matchers::Contains;
+using nmt::test::run_command;
+using nmt::test::TempDir;
+
+namespace {
+
+const std::string kTrain = NMT_TRAIN_BIN;
+const std::string kCkpt = NMT_CKPT_BIN;
+const std::string kPython = NMT_PYTHON;
+
+const std::string& shared_vocab() {
+  static TempDir dir;
+  static const std::string model = [] {
+    auto r = run_command(kTrain + " --config configs/tiny.yaml --dry-run --log-level warn "
+                         "--set data.vocab_size=1000 --set run_dir=" + dir.path().string());
+    if (r.exit_code != 0) FAIL("vocabulary dry run failed: " << r.err);
+    return (dir.path() / "vocab" / "joint.model").string();
+  }();
+  return model;
+}
+
+/// Tiny-config flags: shared vocabulary, no dropout (ranks draw different dropout masks), one
+/// thread per process (thread count changes float summation order), small batches.
+std::string flags(const std::filesystem::path& run_dir) {
+  return " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
+         " --set data.spm_model=" + shared_vocab() +
+         " --set model.dropout=0 --set train.threads=1 --set data.max_tokens=1024"
+         " --set train.valid_every=0 --set train.log_every=2 --set checkpoint.every_steps=2";
+}
+
+std::string checkpoint(const std::filesystem::path& run_dir, int step) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "checkpoint-%08d.safetensors", step);
+  return (run_dir / "checkpoints" / name).string();
+}
+
+/// The "parameter hash" each rank logs at the end, from its own log file.
+std::string parameter_hash(const std::filesystem::path& run_dir, int rank) {
+  const std::string log = nmt::test::read_file(run_dir / "logs" / ("rank" + std::to_string(rank) + ".log"));
+  std::smatch m;
+  const std::regex pattern("parameter hash ([0-9a-f]{16})");
+  std::string last;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), pattern); it != std::sregex_iterator(); ++it)
+    last = (*it)[1];
+  return last;
+}
+
+int diff(const std::string& a, const std::string& b, const std::string& atol) {
+  auto r = run_command(kCkpt + " diff --atol " + atol + " " + a + " " + b);
+  if (r.exit_code != 0) UNSCOPED_INFO("nmt-ckpt diff: " << r.out << r.err);
+  return r.exit_code;
+}
+
+}  // namespace
+
+TEST_CASE("2 ranks under the built-in launcher equal 1 rank with update_freq 2", "[e2e][dist]") {
+  TempDir two, one, after_backward;
+  auto r = run_command("timeout 300 " + kTrain + flags(two.path()) +
+                       " --nproc-per-node 2 --set train.max_steps=6");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("[rank 0] "));  // the launcher prefixes each worker's lines
+  CHECK_THAT(r.err, Contains("all 2 worker(s) exited with code 0"));
+  // Replicas stay identical.
+  const std::string hash = parameter_hash(two.path(), 0);
+  CHECK(hash.size() == 16);
+  CHECK(parameter_hash(two.path(), 1) == hash);
+  // The same global batch in one process, accumulated over two steps.
+  REQUIRE(run_command(kTrain + flags(one.path()) + " --set data.update_freq=2 --set train.max_steps=6")
+              .exit_code == 0);
+  CHECK(diff(checkpoint(one.path(), 6), checkpoint(two.path(), 6), "1e-5") == 0);
+  // All-reduce after backward instead of overlapped: the same sums.
+  REQUIRE(run_command("timeout 300 " + kTrain + flags(after_backward.path()) +
+                      " --nproc-per-node 2 --set train.max_steps=6 --set dist.overlap=false")
+              .exit_code == 0);
+  CHECK(diff(checkpoint(after_backward.path(), 6), checkpoint(two.path(), 6), "0") == 0);
+}
+
+TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
+  const std::string torchrun = std::filesystem::path(kPython).parent_path() / "torchrun";
+  if (!std::filesystem::exists(torchrun)) {
+    WARN("skipped torchrun: " << torchrun << " not found");
+  } else {
+    TempDir run;
+    auto r = run_command("timeout 300 " + torchrun + " --nproc-per-node=2 --no-python " + kTrain +
+                         flags(run.path()) + " --set train.max_steps=4");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Contains("started by torchrun as rank 0 of 2"));
+    CHECK(parameter_hash(run.path(), 1) == parameter_hash(run.path(), 0));
+  }
+  // Without torchrun's agent store: rank 0 hosts the store (as with RANK/WORLD_SIZE set by
+  // hand or another launcher).
+  {
+    TempDir run;
+    const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=$(( 20000 + RANDOM % 20000 )) WORLD_SIZE=2 ";
+    auto r = run_command("export " + env + "; (RANK=1 LOCAL_RANK=1 timeout 300 " + kTrain +
+                         flags(run.path()) + " --set train.max_steps=4 > /dev/null 2>&1 &) ; RANK=0 "
+                         "LOCAL_RANK=0 timeout 300 " + kTrain + flags(run.path()) +
+                         " --set train.max_steps=4; wait");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Contains("started by torchrun as rank 0 of 2"));
+  }
+  if (run_command("command -v mpirun").exit_code != 0) {
+    WARN("skipped mpirun: not installed");
+    return;
+  }
+  TempDir run;
+  auto r = run_command("timeout 300 mpirun -np 2 --allow-run-as-root --oversubscribe -x "
+                       "MASTER_PORT=$(( 20000 + RANDOM % 20000 )) " + kTrain + flags(run.path()) +
+                       " --set train.max_steps=4");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("started by mpirun as rank 0 of 2"));
+  CHECK(parameter_hash(run.path(), 1) == parameter_hash(run.path(), 0));
+}
+
+TEST_CASE("a killed worker stops the launcher, naming the rank; a rerun resumes", "[e2e][dist]") {
+  TempDir run;
+  // Train in the background, kill -9 rank 1 once a checkpoint exists, time the launcher's exit.
+  const std::string script =
+      "(timeout 300 " + kTrain + flags(run.path()) +
+      " --nproc-per-node 2 --set train.max_steps=100000 > " + (run.path() / "out").string() +
+      " 2>&1; echo $? > " + (run.path() / "rc").string() + ") & launcher=$!\n"
+      "for i in $(seq 600); do ls " + (run.path() / "checkpoints").string() +
+      "/*.safetensors >/dev/null 2>&1 && break; sleep 0.1; done\n"
+      "pid=$(grep -o 'pid [0-9]*' " + (run.path() / "logs" / "rank1.log").string() +
+      " | head -n1 | cut -d' ' -f2)\n"
+      "start=$(date +%s%N); kill -9 $pid; wait $launcher; end=$(date +%s%N)\n"
+      "echo milliseconds=$(( (end - start) / 1000000 ))\n";
+  auto r = run_command("bash " + run.write("kill.sh", script).string());
+  INFO(r.out << r.err);
+  const std::string out = nmt::test::read_file(run.path() / "out");
+  INFO(out);
+  CHECK(nmt::test::read_file(run.path() / "rc") != "0\n");
+  CHECK_THAT(out, Contains("worker rank 1 exited with"));
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex("milliseconds=([0-9]+)")));
+  CHECK(std::stol(m[1]) < 60000);
+  // The rerun resumes from the last checkpoint and finishes.
+  auto again = run_command("timeout 300 " + kTrain + flags(run.path()) +
+                           " --nproc-per-node 2 --set train.max_steps=6");
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.err, Contains("resumed from"));
+}
+
+TEST_CASE("ranks with different configs refuse to train together", "[e2e][dist]") {
+  TempDir run;
+  auto r = run_command("export MASTER_ADDR=127.0.0.1 MASTER_PORT=$(( 20000 + RANDOM % 20000 )) "
+                       "WORLD_SIZE=2; (RANK=1 timeout 120 " + kTrain + flags(run.path()) +
+                       " --set train.max_steps=2 --set train.lr=0.5 > /dev/null 2>&1 &); RANK=0 "
+                       "timeout 120 " + kTrain + flags(run.path()) + " --set train.max_steps=2; "
+                       "echo rank0=$?; wait");
+  INFO(r.err);
+  CHECK_THAT(r.out, Contains("rank0=1"));
+  CHECK_THAT(r.err, Contains("ranks disagree: rank 0 has config"));
+}

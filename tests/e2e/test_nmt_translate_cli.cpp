@@ -1,0 +1,124 @@
+// End-to-end: nmt-train trains a tiny checkpoint on the shipped corpus, then nmt-translate
+// translates files and stdin with it, as a checkpoint file and as a run directory.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using nmt::test::read_file;
+using nmt::test::run_command;
+using nmt::test::TempDir;
+
+namespace {
+
+const std::string kTrain = NMT_TRAIN_BIN;
+const std::string kTranslate = NMT_TRANSLATE_BIN;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// Runs nmt-translate with `args`; fails the test with its stderr when it fails.
+std::string translate(const std::string& args) {
+  const auto r = run_command(kTranslate + " --device cpu --log-level warn " + args);
+  INFO("nmt-translate " << args << "\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
+}  // namespace
+
+TEST_CASE("nmt-translate translates with a checkpoint trained by nmt-train", "[e2e][translate]") {
+  TempDir dir;
+  const auto run_dir = dir.path() / "run";
+  const auto trained = run_command(
+      kTrain + " --config configs/tiny.yaml --log-level warn --set run_dir=" + run_dir.string() +
+      " --set train.max_steps=20 --set data.vocab_size=500 --set train.valid_every=0"
+      " --set checkpoint.every_steps=10");
+  INFO(trained.err);
+  REQUIRE(trained.exit_code == 0);
+  const std::string checkpoint =
+      (run_dir / "checkpoints" / "checkpoint-00000020.safetensors").string();
+
+  // 12 test-set sentences with an empty line at 3 and a blank one at the end.
+  std::ifstream test_set("data/ddtp.en-de.test.en");
+  std::vector<std::string> input;
+  for (std::string line; input.size() < 12 && std::getline(test_set, line);) input.push_back(line);
+  input.insert(input.begin() + 2, "");
+  input.push_back("  ");
+  std::string text;
+  for (const auto& line : input) text += line + "\n";
+  const auto in_file = dir.write("in.en", text);
+  const std::string in = in_file.string();
+  const std::string out = (dir.path() / "out.de").string();
+
+  // File in, file out; one output line per input line, empty lines preserved.
+  CHECK(translate("--checkpoint " + checkpoint + " -i " + in + " -o " + out + " --beam 1").empty());
+  const std::string greedy = read_file(out);
+  const auto greedy_lines = lines_of(greedy);
+  REQUIRE(greedy_lines.size() == input.size());
+  CHECK(greedy_lines[2].empty());
+  CHECK(greedy_lines.back().empty());
+
+  // The uncached decoder gives the same output; the run directory means its last checkpoint
+  // (no valid_loss); stdin/stdout work.
+  CHECK(translate("-c " + checkpoint + " -i " + in + " --beam 1 --no-cache") == greedy);
+  CHECK(translate("-c " + run_dir.string() + " --beam 1 < " + in) == greedy);
+
+  const std::string beam = translate("-c " + run_dir.string() + " -i " + in + " --beam 4");
+  CHECK(lines_of(beam).size() == input.size());
+  CHECK(translate("-c " + run_dir.string() + " -i " + in + " --beam 4 --no-cache") == beam);
+  CHECK(translate("-c " + run_dir.string() + " -i " + in + " --beam 4 --max-tokens 40") == beam);
+
+  // n-best: N "text<TAB>score" lines per input line, scores descending within each.
+  const auto nbest = lines_of(translate("-c " + checkpoint + " -i " + in + " --beam 4 --nbest 3"));
+  REQUIRE(nbest.size() == 3 * input.size());
+  for (size_t i = 0; i < input.size(); ++i) {
+    double previous = 1;
+    for (size_t k = 0; k < 3; ++k) {
+      const std::string& line = nbest[3 * i + k];
+      const size_t tab = line.rfind('\t');
+      REQUIRE(tab != std::string::npos);
+      const double score = std::stod(line.substr(tab + 1));
+      CHECK(score <= previous);
+      previous = score;
+    }
+    CHECK(nbest[3 * i].substr(0, nbest[3 * i].rfind('\t')) == lines_of(beam)[i]);
+  }
+
+  // Averaging the two checkpoints of the run.
+  CHECK(lines_of(translate("-c " + run_dir.string() + " -i " + in + " --average 2 --beam 2"))
+            .size() == input.size());
+
+  // Invalid UTF-8: one error line naming file:line, exit code 1.
+  const auto bad = dir.write("bad.en", "fine\n\n\xff\xfe\n");
+  const auto r = run_command(kTranslate + " --device cpu -c " + checkpoint + " -i " + bad.string());
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("nmt-translate: error: " + bad.string() + ":3: invalid UTF-8"));
+}
+
+TEST_CASE("nmt-translate reports bad arguments in one line", "[e2e][translate]") {
+  TempDir dir;
+  const auto missing = run_command(kTranslate + " -c " + (dir.path() / "nope").string());
+  CHECK(missing.exit_code == 1);
+  CHECK_THAT(missing.err, StartsWith("nmt-translate: error: "));
+  CHECK_THAT(missing.err, Contains("no such checkpoint file or run directory"));
+  CHECK(lines_of(missing.err).size() == 1);
+
+  const auto nbest = run_command(kTranslate + " -c x --beam 2 --nbest 3");
+  CHECK(nbest.exit_code != 0);
+  CHECK_THAT(nbest.err, Contains("--nbest 3 exceeds --beam 2"));
+
+  const auto help = run_command(kTranslate + " --help");
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Contains("--no-cache"));
+}
