@@ -22,9 +22,9 @@ namespace {
 constexpr std::string_view kPrefix = "checkpoint-";
 constexpr std::string_view kSuffix = ".safetensors";
 
-/// The "valid_loss" in metadata, when present and a finite number.
-std::optional<double> valid_loss_in(const std::map<std::string, std::string>& metadata) {
-  const auto it = metadata.find(std::string(kValidLossKey));
+/// The "selection" value in metadata, when present and a finite number.
+std::optional<double> selection_in(const std::map<std::string, std::string>& metadata) {
+  const auto it = metadata.find(std::string(kSelectionKey));
   if (it == metadata.end() || it->second.empty()) return std::nullopt;
   char* end = nullptr;
   errno = 0;
@@ -33,10 +33,10 @@ std::optional<double> valid_loss_in(const std::map<std::string, std::string>& me
   return loss;
 }
 
-/// The valid_loss of a checkpoint file; nullopt also when its header cannot be read.
-std::optional<double> valid_loss_of(const std::filesystem::path& file) {
+/// The selection value of a checkpoint file; nullopt also when its header cannot be read.
+std::optional<double> selection_of(const std::filesystem::path& file) {
   try {
-    return valid_loss_in(read_checkpoint_metadata(file));
+    return selection_in(read_checkpoint_metadata(file));
   } catch (const CheckpointError&) {
     return std::nullopt;
   }
@@ -142,7 +142,7 @@ void CheckpointDir::apply_retention(const std::filesystem::path& keep) const {
   if (options_.keep_best > 0) {
     std::vector<std::tuple<double, int64_t, std::filesystem::path>> ranked;
     for (const auto& file : files) {
-      if (const auto loss = valid_loss_of(file))
+      if (const auto loss = selection_of(file))
         ranked.emplace_back(*loss, *step_of_checkpoint_file(file), file);
     }
     // Lowest loss first; on a tie the earlier step, which reached that loss first.
@@ -188,7 +188,7 @@ std::optional<std::filesystem::path> CheckpointDir::best_or_last() const {
       continue;
     }
     if (!newest) newest = file;
-    if (const auto loss = valid_loss_in(metadata); loss && (!best || *loss <= best->first))
+    if (const auto loss = selection_in(metadata); loss && (!best || *loss <= best->first))
       best = std::make_pair(*loss, file);
   }
   if (best) return best->second;

@@ -1,6 +1,6 @@
 #pragma once
 // The checkpoints of a run: <run_dir>/checkpoints/checkpoint-<step, 8+ digits>.safetensors,
-// with retention (newest keep_last plus keep_best lowest "valid_loss") and the choice of what
+// with retention (newest keep_last plus keep_best lowest "selection") and the choice of what
 // to resume from (the newest file that loads and verifies).
 
 #include <cstdint>
@@ -15,7 +15,9 @@
 namespace nmt::checkpoint {
 
 /// Metadata key of the validation loss that ranks checkpoints as "best" (a decimal number).
-inline constexpr std::string_view kValidLossKey = "valid_loss";
+/// Metadata key that ranks checkpoints, lower is better: the trainer writes the validation
+/// loss, or minus BLEU or chrF (train.best_metric).
+inline constexpr std::string_view kSelectionKey = "selection";
 
 /// One run's checkpoint folder. Only one process (rank 0) may save into it at a time.
 class CheckpointDir {
@@ -29,7 +31,7 @@ class CheckpointDir {
   /// dir/checkpoint-<step, zero-padded to 8 digits>.safetensors.
   std::filesystem::path path_for_step(int64_t step) const;
   /// Saves step's checkpoint, then deletes old ones: keeps the newest keep_last and the
-  /// keep_best with the lowest metadata "valid_loss" (files without it are not "best"
+  /// keep_best with the lowest metadata "selection" (files without it are not "best"
   /// candidates). Never deletes the file just written. Returns the path.
   std::filesystem::path save(int64_t step, const CheckpointData& data);
   /// Checkpoint files, newest step first (temp files of interrupted saves are not listed).
@@ -37,7 +39,7 @@ class CheckpointDir {
   /// The newest checkpoint that loads and verifies; each bad newer file is skipped with a
   /// warning that says why. nullopt when there is none.
   std::optional<std::pair<std::filesystem::path, CheckpointData>> load_newest_valid() const;
-  /// Path of the checkpoint with the lowest "valid_loss", else the newest; nullopt when none.
+  /// Path of the checkpoint with the lowest "selection", else the newest; nullopt when none.
   /// Files whose header cannot be read are passed over.
   std::optional<std::filesystem::path> best_or_last() const;
 

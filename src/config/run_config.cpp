@@ -105,6 +105,15 @@ Schema bind(RunConfig& c) {
   s.real("train.label_smoothing", &t.label_smoothing, 0, 0.99, "label-smoothing epsilon");
   s.integer("train.log_every", &t.log_every, 1, kIntMax, "steps between log lines and metrics");
   s.integer("train.valid_every", &t.valid_every, 0, kIntMax, "steps between validations; 0: never");
+  s.boolean("train.valid_translate", &t.valid_translate,
+            "validation also translates the validation set and scores BLEU and chrF");
+  s.integer("train.valid_beam", &t.valid_beam, 1, 64, "beam of validation translation; 1: greedy");
+  s.choice("train.best_metric", &t.best_metric,
+           {{"loss", train::BestMetric::kLoss}, {"bleu", train::BestMetric::kBleu},
+            {"chrf", train::BestMetric::kChrf}},
+           "picks the best checkpoint and drives early stopping (bleu, chrf: valid_translate)");
+  s.integer("train.patience", &t.patience, 0, kIntMax,
+            "stop after this many validations without improvement of best_metric; 0: never");
   s.integer("train.threads", &t.threads, 0, 4096,
             "intra-op CPU threads per worker; 0: cores / local workers");
 
@@ -209,6 +218,11 @@ void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& 
   if (c.data.max_len + 2 > c.model.max_positions) {
     NMT_THROW(ConfigError, "{}: data.max_len + 2 ({}) exceeds model.max_positions ({})",
               where("data.max_len"), c.data.max_len + 2, c.model.max_positions);
+  }
+  if (c.train.best_metric != train::BestMetric::kLoss && !c.train.valid_translate) {
+    NMT_THROW(ConfigError, "{}: train.best_metric {} needs train.valid_translate: true",
+              where("train.best_metric"),
+              c.train.best_metric == train::BestMetric::kBleu ? "bleu" : "chrf");
   }
   if (c.run_dir.empty()) NMT_THROW(ConfigError, "{}: run_dir must not be empty", where("run_dir"));
   s.check_input_paths();

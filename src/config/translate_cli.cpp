@@ -19,7 +19,7 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   app.set_version_flag("--version", std::string(NMT_VERSION));
   app.add_option("-c,--checkpoint", o.checkpoint,
                  "checkpoint file, or a run directory: its checkpoints/ folder, taking the "
-                 "lowest valid_loss, else the newest")
+                 "best by train.best_metric (the lowest \"selection\" metadata), else the newest")
       ->required()
       ->type_name("PATH|RUN_DIR");
   app.add_option("-i,--input", command.input,

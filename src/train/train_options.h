@@ -7,6 +7,8 @@ namespace nmt::train {
 
 enum class Optimizer { kAdam, kAdamW };
 enum class LrSchedule { kInverseSqrt, kConstant, kCosine };
+/// What picks the best checkpoint and drives early stopping.
+enum class BestMetric { kLoss, kBleu, kChrf };
 
 struct TrainOptions {
   int64_t max_steps = 100000;           ///< optimizer updates to run; 0: no limit
@@ -25,6 +27,10 @@ struct TrainOptions {
   double label_smoothing = 0.1;         ///< label-smoothing epsilon
   int64_t log_every = 100;              ///< steps between log lines and metrics.jsonl records
   int64_t valid_every = 1000;           ///< steps between validations; 0: never
+  bool valid_translate = false;         ///< validation also translates and scores BLEU and chrF
+  int64_t valid_beam = 1;               ///< beam of validation translation (1: greedy)
+  BestMetric best_metric = BestMetric::kLoss;  ///< ranks checkpoints (bleu/chrf need valid_translate)
+  int64_t patience = 0;                 ///< stop after this many validations without improvement; 0: never
   int64_t threads = 0;                  ///< intra-op CPU threads per worker; 0: cores / workers
 };
 

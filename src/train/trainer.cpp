@@ -21,10 +21,14 @@
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpoint_tools.h"
 #include "data/batch_tensors.h"
+#include "data/corpus_reader.h"
+#include "decode/search.h"
 #include "dist/device.h"
 #include "dist/gradient_reducer.h"
 #include "dist/process_group.h"
 #include "model/transformer.h"
+#include "eval/bleu.h"
+#include "eval/chrf.h"
 #include "train/grad_utils.h"
 #include "train/loss.h"
 #include "train/lr_schedule.h"
@@ -98,6 +102,15 @@ struct Interval {
   Clock::time_point start = Clock::now();
 };
 
+/// Outcome of one validation.
+struct Validation {
+  double loss = 0;              ///< per-token validation loss
+  std::optional<double> bleu;   ///< with train.valid_translate
+  std::optional<double> chrf;
+  double selection = 0;         ///< lower is better: loss, or minus BLEU or chrF
+  bool best = false;            ///< best selection so far
+};
+
 class TrainerImpl {
  public:
   TrainerImpl(TrainerSetup setup, const data::PreparedData& data)
@@ -122,6 +135,10 @@ class TrainerImpl {
         data.train.cache, data::plan_options(s_.data, s_.world_size,
                                              static_cast<uint64_t>(s_.train.seed)));
     update_freq_ = data::resolve_update_freq(s_.data, s_.world_size);
+    if (s_.train.valid_translate && data.valid) {
+      data::LineReader reader(s_.data.valid_tgt);
+      for (std::string line; reader.next(&line);) valid_references_.push_back(line);
+    }
     steps_per_epoch_ = planner_->plan_epoch(1).steps.size();
     log::info("train", "model: {} parameters; {} steps per epoch, update_freq {}",
               model_->parameter_count(), steps_per_epoch_, update_freq_);
@@ -191,8 +208,11 @@ class TrainerImpl {
     step_ = std::stoll(saved.meta(kStepKey));
     iterator_ = {std::stoll(saved.meta("iterator_epoch")), std::stoll(saved.meta("iterator_step"))};
     elapsed_before_ = std::stod(saved.meta("elapsed_s"));
-    if (auto it = saved.metadata.find("best_valid_loss"); it != saved.metadata.end())
-      best_valid_loss_ = std::stod(it->second);
+    // Early-stopping state continues across the resume.
+    if (auto it = saved.metadata.find("best_selection"); it != saved.metadata.end())
+      best_selection_ = std::stod(it->second);
+    if (auto it = saved.metadata.find("validations_without_improvement"); it != saved.metadata.end())
+      validations_without_improvement_ = std::stoll(it->second);
     // Random streams last, so nothing above consumes from the restored state.
     auto cpu_gen = at::detail::getDefaultCPUGenerator();
     {
@@ -245,23 +265,29 @@ class TrainerImpl {
         summary.last_train_loss = log_interval(interval, batches, start, epoch);
         interval = new_interval(batches);
       }
-      std::optional<double> valid_loss;
+      std::optional<Validation> validation;
       if (s_.train.valid_every > 0 && step_ % s_.train.valid_every == 0 && data_.valid) {
         if (progress) clear_progress();
-        valid_loss = validate(epoch);
+        validation = validate(epoch);
         last_validated = step_;
       }
-      if (step_ % s_.checkpoint.every_steps == 0 || valid_loss) {
-        save(epoch, valid_loss, start);
+      if (step_ % s_.checkpoint.every_steps == 0 || validation) {
+        save(epoch, validation, start);
         last_saved = step_;
+      }
+      if (s_.train.patience > 0 && validations_without_improvement_ >= s_.train.patience) {
+        log::info("train", "early stop: {} validations without improvement of {}",
+                  validations_without_improvement_, metric_name());
+        summary.early_stopped = true;
+        break;
       }
     }
     if (progress) clear_progress();
     if (interval.updates > 0) summary.last_train_loss = log_interval(interval, batches, start, epoch);
-    std::optional<double> valid_loss;
+    std::optional<Validation> validation;
     if (data_.valid && s_.train.valid_every > 0 && last_validated != step_ && step_ > 0)
-      valid_loss = validate(epoch);
-    if (last_saved != step_ && step_ > 0) save(epoch, valid_loss, start);
+      validation = validate(epoch);
+    if (last_saved != step_ && step_ > 0) save(epoch, validation, start);
     // Every rank logs this; equal hashes across rank logs show the replicas stayed identical.
     checkpoint::CheckpointData params;
     for (const auto& item : model_->named_parameters())
@@ -460,8 +486,10 @@ class TrainerImpl {
     std::fflush(stderr);
   }
 
-  /// Per-token loss on this rank's share of the validation set.
-  double validate(int64_t epoch) {
+  /// Loss (and, with train.valid_translate, BLEU and chrF) over the validation set, each rank
+  /// taking its share; decides whether this is the best checkpoint so far and counts the
+  /// validations without improvement for early stopping.
+  Validation validate(int64_t epoch) {
     const auto start = Clock::now();
     model_->eval();
     at::NoGradGuard no_grad;
@@ -474,39 +502,92 @@ class TrainerImpl {
     int64_t tokens = 0;
     const data::SpecialIds ids{data_.vocab.src.pad_id(), data_.vocab.tgt.bos_id(),
                                data_.vocab.tgt.eos_id()};
+    std::vector<std::string> hypotheses, references;
     for (const data::Step& step : plan.steps) {
       const data::Batch& batch = step.batches[static_cast<size_t>(s_.rank)];
       if (batch.size() == 0) continue;
       const auto t = data::make_batch_tensors(data_.valid->cache, batch, ids);
       amp::AutocastScope autocast(s_.amp.mode, s_.device.type());
-      const at::Tensor logits =
-          model_->forward(t.src.to(s_.device), t.tgt_in.to(s_.device));
+      const at::Tensor src = t.src.to(s_.device);
+      const at::Tensor logits = model_->forward(src, t.tgt_in.to(s_.device));
       const LossSums sums = label_smoothed_cross_entropy(logits, t.tgt_out.to(s_.device),
                                                          s_.train.label_smoothing,
                                                          data_.vocab.tgt.pad_id());
       loss.add_(sums.loss.to(at::kDouble));
       nll.add_(sums.nll.to(at::kDouble));
       tokens += t.tgt_tokens;
+      if (!s_.train.valid_translate) continue;
+      decode::SearchOptions search;
+      search.beam = s_.train.valid_beam;
+      search.nbest = 1;
+      const auto found = decode::search(*model_, src, {ids.bos, ids.eos, ids.pad}, search);
+      for (size_t row = 0; row < found.size(); ++row) {
+        hypotheses.push_back(data_.vocab.tgt.decode(found[row].front().tokens));
+        const int64_t line = data_.valid->cache.line_number(batch.pairs[row]);
+        references.push_back(valid_references_.at(static_cast<size_t>(line - 1)));
+      }
     }
     at::Tensor sums = at::stack({loss.cpu(), nll.cpu(), at::scalar_tensor(double(tokens), at::kDouble)});
     all_reduce_cpu(sums);
     tokens = static_cast<int64_t>(sums[2].item<double>());
-    const double per_token_loss = sums[0].item<double>() / double(std::max<int64_t>(1, tokens));
+    Validation v;
+    v.loss = sums[0].item<double>() / double(std::max<int64_t>(1, tokens));
     const double per_token_nll = sums[1].item<double>() / double(std::max<int64_t>(1, tokens));
-    last_valid_loss_ = per_token_loss;
-    const bool best = !best_valid_loss_ || per_token_loss < *best_valid_loss_;
-    if (best) best_valid_loss_ = per_token_loss;
-    log::info("valid", "step {} | epoch {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{} | {:.1f} s",
-              step_, epoch, per_token_loss, per_token_nll, std::exp(std::min(per_token_nll, 50.0)),
-              best ? " | best" : "", seconds_since(start));
-    metrics_.write({{"type", "\"valid\""},
-                    {"step", fmt::format("{}", step_)},
-                    {"epoch", fmt::format("{}", epoch)},
-                    {"loss", json_number(per_token_loss)},
-                    {"nll", json_number(per_token_nll)},
-                    {"ppl", json_number(std::exp(std::min(per_token_nll, 50.0)))},
-                    {"tokens", fmt::format("{}", tokens)}});
-    return per_token_loss;
+    if (s_.train.valid_translate) score_translations(hypotheses, references, &v);
+    switch (s_.train.best_metric) {
+      case BestMetric::kLoss: v.selection = v.loss; break;
+      case BestMetric::kBleu: v.selection = -*v.bleu; break;
+      case BestMetric::kChrf: v.selection = -*v.chrf; break;
+    }
+    last_valid_loss_ = v.loss;
+    v.best = !best_selection_ || v.selection < *best_selection_;
+    if (v.best) {
+      best_selection_ = v.selection;
+      validations_without_improvement_ = 0;
+    } else {
+      ++validations_without_improvement_;
+    }
+    log::info("valid", "step {} | epoch {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}{} | {:.1f} s",
+              step_, epoch, v.loss, per_token_nll, std::exp(std::min(per_token_nll, 50.0)),
+              v.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *v.bleu, *v.chrf) : "",
+              v.best ? " | best" : fmt::format(" | {} without improvement", validations_without_improvement_),
+              seconds_since(start));
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {"type", "\"valid\""},
+        {"step", fmt::format("{}", step_)},
+        {"epoch", fmt::format("{}", epoch)},
+        {"loss", json_number(v.loss)},
+        {"nll", json_number(per_token_nll)},
+        {"ppl", json_number(std::exp(std::min(per_token_nll, 50.0)))},
+        {"tokens", fmt::format("{}", tokens)}};
+    if (v.bleu) {
+      fields.emplace_back("bleu", json_number(*v.bleu));
+      fields.emplace_back("chrf", json_number(*v.chrf));
+    }
+    fields.emplace_back("best", v.best ? "true" : "false");
+    metrics_.write(fields);
+    return v;
+  }
+
+  /// BLEU and chrF of all ranks' translations: sacreBLEU statistics summed over ranks.
+  void score_translations(const std::vector<std::string>& hypotheses,
+                          const std::vector<std::string>& references, Validation* v) {
+    eval::BleuStats bleu = eval::bleu_stats(hypotheses, {references});
+    eval::ChrfStats chrf = eval::chrf_stats(hypotheses, {references});
+    std::vector<double> packed = {double(bleu.sys_len), double(bleu.ref_len)};
+    for (int n = 0; n < 4; ++n) packed.push_back(double(bleu.counts[n]));
+    for (int n = 0; n < 4; ++n) packed.push_back(double(bleu.totals[n]));
+    for (int64_t x : chrf.stats) packed.push_back(double(x));
+    at::Tensor t = at::tensor(packed, at::kDouble);
+    all_reduce_cpu(t);
+    const auto sum = t.accessor<double, 1>();
+    bleu.sys_len = static_cast<int64_t>(sum[0]);
+    bleu.ref_len = static_cast<int64_t>(sum[1]);
+    for (int n = 0; n < 4; ++n) bleu.counts[n] = static_cast<int64_t>(sum[2 + n]);
+    for (int n = 0; n < 4; ++n) bleu.totals[n] = static_cast<int64_t>(sum[6 + n]);
+    for (size_t i = 0; i < chrf.stats.size(); ++i) chrf.stats[i] = static_cast<int64_t>(sum[10 + i]);
+    v->bleu = eval::compute_bleu(bleu).score;
+    v->chrf = eval::compute_chrf(chrf).score;
   }
 
   /// "rng.cpu.<r>" (and "rng.cuda.<r>") states of every rank r.
@@ -544,7 +625,16 @@ class TrainerImpl {
                : data_.vocab.src.fingerprint() + "+" + data_.vocab.tgt.fingerprint();
   }
 
-  void save(int64_t epoch, std::optional<double> valid_loss, Clock::time_point start) {
+  const char* metric_name() const {
+    switch (s_.train.best_metric) {
+      case BestMetric::kBleu: return "BLEU";
+      case BestMetric::kChrf: return "chrF";
+      case BestMetric::kLoss: break;
+    }
+    return "validation loss";
+  }
+
+  void save(int64_t epoch, const std::optional<Validation>& validation, Clock::time_point start) {
     const auto t0 = Clock::now();
     checkpoint::CheckpointData out;
     for (const auto& item : model_->named_parameters())
@@ -568,8 +658,14 @@ class TrainerImpl {
         {"vocab_joint", data_.vocab.joint ? "true" : "false"},
         {"elapsed_s", fmt::format("{}", elapsed_before_ + seconds_since(start))},
     };
-    if (valid_loss) out.metadata["valid_loss"] = fmt::format("{}", *valid_loss);
-    if (best_valid_loss_) out.metadata["best_valid_loss"] = fmt::format("{}", *best_valid_loss_);
+    if (validation) {
+      out.metadata["valid_loss"] = fmt::format("{}", validation->loss);
+      out.metadata[std::string(checkpoint::kSelectionKey)] = fmt::format("{}", validation->selection);
+      if (validation->bleu) out.metadata["valid_bleu"] = fmt::format("{}", *validation->bleu);
+      if (validation->chrf) out.metadata["valid_chrf"] = fmt::format("{}", *validation->chrf);
+    }
+    if (best_selection_) out.metadata["best_selection"] = fmt::format("{}", *best_selection_);
+    out.metadata["validations_without_improvement"] = std::to_string(validations_without_improvement_);
     if (s_.rank == 0) {
       last_checkpoint_ = checkpoints_.save(step_, out);
       log::info("checkpoint", "saved {} ({:.1f} MiB in {:.2f} s)", last_checkpoint_.string(),
@@ -599,8 +695,10 @@ class TrainerImpl {
   data::IteratorState iterator_;
   double elapsed_before_ = 0;
   at::Tensor last_grad_norm_;
-  std::optional<double> best_valid_loss_;
+  std::optional<double> best_selection_;
+  int64_t validations_without_improvement_ = 0;
   std::optional<double> last_valid_loss_;
+  std::vector<std::string> valid_references_;  ///< validation target lines, for BLEU
   int64_t skipped_logged_ = 0;
   std::filesystem::path last_checkpoint_;
 

@@ -58,6 +58,7 @@ struct TrainSummary {
   double last_train_loss = 0;              ///< per-token loss of the last logged interval
   std::optional<double> last_valid_loss;   ///< per-token validation loss, if validated
   bool stopped_by_signal = false;          ///< SIGINT/SIGTERM ended the run early
+  bool early_stopped = false;              ///< train.patience validations without improvement
   std::filesystem::path last_checkpoint;   ///< checkpoint written at the end
 };
 

@@ -73,7 +73,7 @@ TEST_CASE("retention keeps the newest keep_last and the keep_best lowest valid_l
   TempDir tmp;
   CheckpointDir dir(tmp.path() / "checkpoints", keep(2, 1));
   const auto loss = [](const char* value) {
-    return std::map<std::string, std::string>{{"valid_loss", value}};
+    return std::map<std::string, std::string>{{"selection", value}};
   };
   dir.save(1, small_checkpoint(1, loss("3.0")));
   dir.save(2, small_checkpoint(2, loss("1.0")));  // the best
@@ -112,12 +112,12 @@ TEST_CASE("best_or_last: lowest valid_loss, else the newest", "[checkpoint]") {
   dir.save(10, small_checkpoint(1));
   dir.save(20, small_checkpoint(2));
   CHECK(dir.best_or_last() == dir.path_for_step(20));
-  dir.save(30, small_checkpoint(3, {{"valid_loss", "not a number"}}));
+  dir.save(30, small_checkpoint(3, {{"selection", "not a number"}}));
   CHECK(dir.best_or_last() == dir.path_for_step(30));
-  dir.save(40, small_checkpoint(4, {{"valid_loss", "4.5"}}));
-  dir.save(50, small_checkpoint(5, {{"valid_loss", "4.25"}}));
-  dir.save(60, small_checkpoint(6, {{"valid_loss", "4.25"}}));  // a tie: the earlier stays best
-  dir.save(70, small_checkpoint(7, {{"valid_loss", "6"}}));
+  dir.save(40, small_checkpoint(4, {{"selection", "4.5"}}));
+  dir.save(50, small_checkpoint(5, {{"selection", "4.25"}}));
+  dir.save(60, small_checkpoint(6, {{"selection", "4.25"}}));  // a tie: the earlier stays best
+  dir.save(70, small_checkpoint(7, {{"selection", "6"}}));
   CHECK(dir.best_or_last() == dir.path_for_step(50));
 }
 

@@ -66,7 +66,7 @@ class TinyRun {
     data.metadata = {{"step", std::to_string(step)},
                      {"config", nmt::config::to_yaml(config_)},
                      {"vocab_joint", "true"}};
-    if (!valid_loss.empty()) data.metadata["valid_loss"] = valid_loss;
+    if (!valid_loss.empty()) data.metadata["selection"] = valid_loss;
     char name[64];
     std::snprintf(name, sizeof(name), "checkpoint-%08lld.safetensors",
                   static_cast<long long>(step));

@@ -157,3 +157,44 @@ TEST_CASE("resuming into a different model or vocabulary is refused with the rea
   CHECK(missing.exit_code == 1);
   CHECK_THAT(missing.err, Contains("nope.safetensors"));
 }
+
+TEST_CASE("validation BLEU and chrF reach metrics.jsonl and pick the best checkpoint",
+          "[e2e][train]") {
+  TempDir run;
+  // A 60-sentence validation set keeps validation translation short.
+  const auto head = [&](const char* file, const char* name) {
+    std::ifstream in(std::string("data/") + file);
+    std::string text, line;
+    for (int i = 0; i < 60 && std::getline(in, line); ++i) text += line + "\n";
+    return run.write(name, text).string();
+  };
+  const std::string valid = " --set data.valid_src=" + head("ddtp.en-de.valid.en", "v.en") +
+                            " --set data.valid_tgt=" + head("ddtp.en-de.valid.de", "v.de");
+  auto r = train(run.path(), "--set train.max_steps=8 --set train.valid_every=4 "
+                             "--set train.valid_translate=true --set train.best_metric=chrf" + valid);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("| BLEU "));
+  CHECK(metric(run.path(), "valid", "bleu").size() == 2);
+  CHECK(metric(run.path(), "valid", "chrf").size() == 2);
+  auto info = run_command(kCkpt + " info " + checkpoint(run.path(), 8));
+  CHECK_THAT(info.out, Contains("\"valid_chrf\""));
+  CHECK_THAT(info.out, Contains("\"selection\": \"-"));  // minus chrF: lower is better
+}
+
+TEST_CASE("early stopping after patience validations survives a resume", "[e2e][train]") {
+  TempDir run;
+  // lr 0: the validation loss never improves after the first validation.
+  const std::string flat = " --set train.lr=0 --set train.valid_every=2 --set train.patience=2";
+  auto first = train(run.path(), "--set train.max_steps=4" + flat);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK_THAT(first.err, Contains("1 without improvement"));
+  // Resumed, the count goes on from 1: the next validation (step 6) stops the run.
+  auto second = train(run.path(), "--set train.max_steps=100" + flat);
+  INFO(second.err);
+  REQUIRE(second.exit_code == 0);
+  CHECK_THAT(second.err, Contains("early stop: 2 validations without improvement"));
+  CHECK(std::filesystem::exists(checkpoint(run.path(), 6)));
+  CHECK_FALSE(std::filesystem::exists(checkpoint(run.path(), 8)));
+}
