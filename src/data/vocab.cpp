@@ -27,7 +27,8 @@ void train_model(const std::vector<std::filesystem::path>& inputs,
       "--input_sentence_size={} --shuffle_input_sentence=true "
       "--pad_id={} --unk_id={} --bos_id={} --eos_id={} --num_threads={} --minloglevel=2",
       input_list, tmp_prefix.string(), options.vocab_size,
-      options.subword_model == SubwordModel::kBpe ? "bpe" : "unigram", options.spm_sample_lines, kPadId, kUnkId, kBosId, kEosId, std::max(1, training.threads));
+      options.subword_model == SubwordModel::kBpe ? "bpe" : "unigram", options.spm_sample_lines,
+      kPadId, kUnkId, kBosId, kEosId, std::max(1, training.threads));
   log::info("data", "training a {}-piece SentencePiece {} model on {}", options.vocab_size,
             options.subword_model == SubwordModel::kBpe ? "BPE" : "unigram", input_list);
   // The seed makes line sampling (corpora above spm_sample_lines) repeatable.
@@ -44,23 +45,11 @@ void train_model(const std::vector<std::filesystem::path>& inputs,
 }  // namespace
 
 Vocab Vocab::load(const std::filesystem::path& model) {
-  auto processor = std::make_shared<sentencepiece::SentencePieceProcessor>();
-  const auto status = processor->Load(model.string());
-  NMT_CHECK(status.ok(), DataError, "{}: cannot load SentencePiece model: {}", model.string(),
-            status.ToString());
-  Vocab vocab;
-  vocab.pad_id_ = processor->pad_id();
-  vocab.bos_id_ = processor->bos_id();
-  vocab.eos_id_ = processor->eos_id();
-  vocab.unk_id_ = processor->unk_id();
-  NMT_CHECK(vocab.pad_id_ >= 0 && vocab.bos_id_ >= 0 && vocab.eos_id_ >= 0, DataError,
-            "{}: the SentencePiece model needs pad, bos and eos pieces (found pad_id {}, bos_id "
-            "{}, eos_id {}); train it with --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3",
-            model.string(), vocab.pad_id_, vocab.bos_id_, vocab.eos_id_);
-  vocab.processor_ = std::move(processor);
-  vocab.model_path_ = model;
-  vocab.fingerprint_ = hash_file_hex(model);
-  return vocab;
+  std::ifstream in(model, std::ios::binary);
+  NMT_CHECK(in.good(), DataError, "{}: cannot load SentencePiece model: cannot read the file",
+            model.string());
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return from_serialized(bytes, model.string());
 }
 
 Vocab Vocab::from_serialized(const std::string& bytes, const std::string& name) {
@@ -75,7 +64,7 @@ Vocab Vocab::from_serialized(const std::string& bytes, const std::string& name) 
   vocab.unk_id_ = processor->unk_id();
   NMT_CHECK(vocab.pad_id_ >= 0 && vocab.bos_id_ >= 0 && vocab.eos_id_ >= 0, DataError,
             "{}: the SentencePiece model needs pad, bos and eos pieces (found pad_id {}, bos_id "
-            "{}, eos_id {})",
+            "{}, eos_id {}); train it with --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3",
             name, vocab.pad_id_, vocab.bos_id_, vocab.eos_id_);
   vocab.processor_ = std::move(processor);
   vocab.model_path_ = name;

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <regex>
 
-#include "test_support.h"
+#include "train_support.h"
 
 using Catch::Matchers::Contains;
 using nmt::test::run_command;
@@ -13,20 +13,11 @@ using nmt::test::TempDir;
 
 namespace {
 
-const std::string kTrain = NMT_TRAIN_BIN;
-const std::string kCkpt = NMT_CKPT_BIN;
+using nmt::test::checkpoint_diff;
+using nmt::test::checkpoint_path;
+using nmt::test::shared_vocab;
+const std::string kTrain = nmt::test::kTrainBin;
 const std::string kPython = NMT_PYTHON;
-
-const std::string& shared_vocab() {
-  static TempDir dir;
-  static const std::string model = [] {
-    auto r = run_command(kTrain + " --config configs/tiny.yaml --dry-run --log-level warn "
-                         "--set data.vocab_size=1000 --set run_dir=" + dir.path().string());
-    if (r.exit_code != 0) FAIL("vocabulary dry run failed: " << r.err);
-    return (dir.path() / "vocab" / "joint.model").string();
-  }();
-  return model;
-}
 
 /// Tiny-config flags: shared vocabulary, no dropout (ranks draw different dropout masks), one
 /// thread per process (thread count changes float summation order), small batches.
@@ -37,27 +28,17 @@ std::string flags(const std::filesystem::path& run_dir) {
          " --set train.valid_every=0 --set train.log_every=2 --set checkpoint.every_steps=2";
 }
 
-std::string checkpoint(const std::filesystem::path& run_dir, int step) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "checkpoint-%08d.safetensors", step);
-  return (run_dir / "checkpoints" / name).string();
-}
-
 /// The "parameter hash" each rank logs at the end, from its own log file.
 std::string parameter_hash(const std::filesystem::path& run_dir, int rank) {
-  const std::string log = nmt::test::read_file(run_dir / "logs" / ("rank" + std::to_string(rank) + ".log"));
+  const std::string log =
+      nmt::test::read_file(run_dir / "logs" / ("rank" + std::to_string(rank) + ".log"));
   std::smatch m;
   const std::regex pattern("parameter hash ([0-9a-f]{16})");
   std::string last;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), pattern); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), pattern);
+       it != std::sregex_iterator(); ++it)
     last = (*it)[1];
   return last;
-}
-
-int diff(const std::string& a, const std::string& b, const std::string& atol) {
-  auto r = run_command(kCkpt + " diff --atol " + atol + " " + a + " " + b);
-  if (r.exit_code != 0) UNSCOPED_INFO("nmt-ckpt diff: " << r.out << r.err);
-  return r.exit_code;
 }
 
 }  // namespace
@@ -75,14 +56,17 @@ TEST_CASE("2 ranks under the built-in launcher equal 1 rank with update_freq 2",
   CHECK(hash.size() == 16);
   CHECK(parameter_hash(two.path(), 1) == hash);
   // The same global batch in one process, accumulated over two steps.
-  REQUIRE(run_command(kTrain + flags(one.path()) + " --set data.update_freq=2 --set train.max_steps=6")
-              .exit_code == 0);
-  CHECK(diff(checkpoint(one.path(), 6), checkpoint(two.path(), 6), "1e-5") == 0);
+  REQUIRE(
+      run_command(kTrain + flags(one.path()) + " --set data.update_freq=2 --set train.max_steps=6")
+          .exit_code == 0);
+  CHECK(checkpoint_diff(checkpoint_path(one.path(), 6), checkpoint_path(two.path(), 6), "1e-5") ==
+        0);
   // All-reduce after backward instead of overlapped: the same sums.
   REQUIRE(run_command("timeout 300 " + kTrain + flags(after_backward.path()) +
                       " --nproc-per-node 2 --set train.max_steps=6 --set dist.overlap=false")
               .exit_code == 0);
-  CHECK(diff(checkpoint(after_backward.path(), 6), checkpoint(two.path(), 6), "0") == 0);
+  CHECK(checkpoint_diff(checkpoint_path(after_backward.path(), 6), checkpoint_path(two.path(), 6),
+                        "0") == 0);
 }
 
 TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
@@ -102,11 +86,13 @@ TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
   // hand or another launcher).
   {
     TempDir run;
-    const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=$(( 20000 + RANDOM % 20000 )) WORLD_SIZE=2 ";
+    const std::string env =
+        "MASTER_ADDR=127.0.0.1 MASTER_PORT=$(( 20000 + RANDOM % 20000 )) WORLD_SIZE=2 ";
     auto r = run_command("export " + env + "; (RANK=1 LOCAL_RANK=1 timeout 300 " + kTrain +
-                         flags(run.path()) + " --set train.max_steps=4 > /dev/null 2>&1 &) ; RANK=0 "
-                         "LOCAL_RANK=0 timeout 300 " + kTrain + flags(run.path()) +
-                         " --set train.max_steps=4; wait");
+                         flags(run.path()) +
+                         " --set train.max_steps=4 > /dev/null 2>&1 &) ; RANK=0 "
+                         "LOCAL_RANK=0 timeout 300 " +
+                         kTrain + flags(run.path()) + " --set train.max_steps=4; wait");
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, Contains("started by torchrun as rank 0 of 2"));
@@ -116,9 +102,10 @@ TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
     return;
   }
   TempDir run;
-  auto r = run_command("timeout 300 mpirun -np 2 --allow-run-as-root --oversubscribe -x "
-                       "MASTER_PORT=$(( 20000 + RANDOM % 20000 )) " + kTrain + flags(run.path()) +
-                       " --set train.max_steps=4");
+  auto r = run_command(
+      "timeout 300 mpirun -np 2 --allow-run-as-root --oversubscribe -x "
+      "MASTER_PORT=$(( 20000 + RANDOM % 20000 )) " +
+      kTrain + flags(run.path()) + " --set train.max_steps=4");
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("started by mpirun as rank 0 of 2"));
@@ -131,10 +118,13 @@ TEST_CASE("a killed worker stops the launcher, naming the rank; a rerun resumes"
   const std::string script =
       "(timeout 300 " + kTrain + flags(run.path()) +
       " --nproc-per-node 2 --set train.max_steps=100000 > " + (run.path() / "out").string() +
-      " 2>&1; echo $? > " + (run.path() / "rc").string() + ") & launcher=$!\n"
-      "for i in $(seq 600); do ls " + (run.path() / "checkpoints").string() +
+      " 2>&1; echo $? > " + (run.path() / "rc").string() +
+      ") & launcher=$!\n"
+      "for i in $(seq 600); do ls " +
+      (run.path() / "checkpoints").string() +
       "/*.safetensors >/dev/null 2>&1 && break; sleep 0.1; done\n"
-      "pid=$(grep -o 'pid [0-9]*' " + (run.path() / "logs" / "rank1.log").string() +
+      "pid=$(grep -o 'pid [0-9]*' " +
+      (run.path() / "logs" / "rank1.log").string() +
       " | head -n1 | cut -d' ' -f2)\n"
       "start=$(date +%s%N); kill -9 $pid; wait $launcher; end=$(date +%s%N)\n"
       "echo milliseconds=$(( (end - start) / 1000000 ))\n";
@@ -157,11 +147,15 @@ TEST_CASE("a killed worker stops the launcher, naming the rank; a rerun resumes"
 
 TEST_CASE("ranks with different configs refuse to train together", "[e2e][dist]") {
   TempDir run;
-  auto r = run_command("export MASTER_ADDR=127.0.0.1 MASTER_PORT=$(( 20000 + RANDOM % 20000 )) "
-                       "WORLD_SIZE=2; (RANK=1 timeout 120 " + kTrain + flags(run.path()) +
-                       " --set train.max_steps=2 --set train.lr=0.5 > /dev/null 2>&1 &); RANK=0 "
-                       "timeout 120 " + kTrain + flags(run.path()) + " --set train.max_steps=2; "
-                       "echo rank0=$?; wait");
+  auto r = run_command(
+      "export MASTER_ADDR=127.0.0.1 MASTER_PORT=$(( 20000 + RANDOM % 20000 )) "
+      "WORLD_SIZE=2; (RANK=1 timeout 120 " +
+      kTrain + flags(run.path()) +
+      " --set train.max_steps=2 --set train.lr=0.5 > /dev/null 2>&1 &); RANK=0 "
+      "timeout 120 " +
+      kTrain + flags(run.path()) +
+      " --set train.max_steps=2; "
+      "echo rank0=$?; wait");
   INFO(r.err);
   CHECK_THAT(r.out, Contains("rank0=1"));
   CHECK_THAT(r.err, Contains("ranks disagree: rank 0 has config"));

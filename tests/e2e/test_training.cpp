@@ -7,7 +7,7 @@
 #include <regex>
 #include <vector>
 
-#include "test_support.h"
+#include "train_support.h"
 
 using Catch::Matchers::Contains;
 using nmt::test::run_command;
@@ -15,20 +15,10 @@ using nmt::test::TempDir;
 
 namespace {
 
-const std::string kTrain = NMT_TRAIN_BIN;
-const std::string kCkpt = NMT_CKPT_BIN;
-
-/// A 1000-piece vocabulary trained once for all tests, so each run skips SentencePiece.
-const std::string& shared_vocab() {
-  static TempDir dir;
-  static const std::string model = [] {
-    auto r = run_command(kTrain + " --config configs/tiny.yaml --dry-run --log-level warn "
-                         "--set data.vocab_size=1000 --set run_dir=" + dir.path().string());
-    if (r.exit_code != 0) FAIL("vocabulary dry run failed: " << r.err);
-    return (dir.path() / "vocab" / "joint.model").string();
-  }();
-  return model;
-}
+using nmt::test::checkpoint_path;
+using nmt::test::shared_vocab;
+const std::string kTrain = nmt::test::kTrainBin;
+const std::string kCkpt = nmt::test::kCkptBin;
 
 /// nmt-train on the tiny config with small, fast settings, then `extra` flags.
 nmt::test::CommandResult train(const std::filesystem::path& run_dir, const std::string& extra) {
@@ -36,20 +26,13 @@ nmt::test::CommandResult train(const std::filesystem::path& run_dir, const std::
                      " --set data.spm_model=" + shared_vocab() +
                      " --set data.max_tokens=1024 --set train.log_every=4"
                      " --set train.valid_every=0 --set checkpoint.every_steps=4"
-                     " --set train.threads=1 " + extra);
-}
-
-std::string checkpoint(const std::filesystem::path& run_dir, int step) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "checkpoint-%08d.safetensors", step);
-  return (run_dir / "checkpoints" / name).string();
+                     " --set train.threads=1 " +
+                     extra);
 }
 
 /// nmt-ckpt diff --atol 0 of two checkpoints: exit code 0 when bitwise equal.
 int diff_exact(const std::string& a, const std::string& b) {
-  auto r = run_command(kCkpt + " diff --atol 0 " + a + " " + b);
-  if (r.exit_code != 0) UNSCOPED_INFO("nmt-ckpt diff: " << r.out << r.err);
-  return r.exit_code;
+  return nmt::test::checkpoint_diff(a, b, "0");
 }
 
 /// Values of `key` in metrics.jsonl records of the given type, in order.
@@ -85,7 +68,7 @@ TEST_CASE("tiny config trains with falling validation loss and logs metrics", "[
                           "eta_s", "data_wait_s", "forward_s", "backward_s", "optimizer_s"}) {
     CHECK(metric(run.path(), "train", key).size() == 12);
   }
-  CHECK(std::filesystem::exists(checkpoint(run.path(), 48)));
+  CHECK(std::filesystem::exists(checkpoint_path(run.path(), 48)));
 }
 
 TEST_CASE("N steps straight equal N/2 steps, stop, and resume, bit for bit", "[e2e][train]") {
@@ -99,9 +82,11 @@ TEST_CASE("N steps straight equal N/2 steps, stop, and resume, bit for bit", "[e
       INFO(r.err);
       REQUIRE(r.exit_code == 0);
       CHECK_THAT(r.err, Contains("resumed from"));
-      CHECK(diff_exact(checkpoint(straight.path(), 16), checkpoint(resumed.path(), 16)) == 0);
+      CHECK(diff_exact(checkpoint_path(straight.path(), 16), checkpoint_path(resumed.path(), 16)) ==
+            0);
       // The tool can tell different states apart.
-      CHECK(diff_exact(checkpoint(straight.path(), 8), checkpoint(straight.path(), 16)) != 0);
+      CHECK(diff_exact(checkpoint_path(straight.path(), 8), checkpoint_path(straight.path(), 16)) !=
+            0);
     }
   }
 }
@@ -109,8 +94,9 @@ TEST_CASE("N steps straight equal N/2 steps, stop, and resume, bit for bit", "[e
 TEST_CASE("SIGTERM finishes the update, saves, and the resumed run matches", "[e2e][train]") {
   TempDir straight, stopped;
   // Stop a long run after a moment; it must save a checkpoint and exit cleanly.
-  auto r = run_command("{ timeout -s TERM 4 " + kTrain + " --config configs/tiny.yaml --set run_dir=" +
-                       stopped.path().string() + " --set data.spm_model=" + shared_vocab() +
+  auto r = run_command("{ timeout -s TERM 4 " + kTrain +
+                       " --config configs/tiny.yaml --set run_dir=" + stopped.path().string() +
+                       " --set data.spm_model=" + shared_vocab() +
                        " --set data.max_tokens=1024 --set train.log_every=4 --set "
                        "train.valid_every=0 --set checkpoint.every_steps=1000 --set "
                        "train.threads=1 --set train.max_steps=100000; echo exit=$?; }");
@@ -125,21 +111,22 @@ TEST_CASE("SIGTERM finishes the update, saves, and the resumed run matches", "[e
   const int target = step + 3;
   REQUIRE(train(stopped.path(), "--set train.max_steps=" + std::to_string(target)).exit_code == 0);
   REQUIRE(train(straight.path(), "--set train.max_steps=" + std::to_string(target)).exit_code == 0);
-  CHECK(diff_exact(checkpoint(straight.path(), target), checkpoint(stopped.path(), target)) == 0);
+  CHECK(diff_exact(checkpoint_path(straight.path(), target),
+                   checkpoint_path(stopped.path(), target)) == 0);
 }
 
 TEST_CASE("a truncated newest checkpoint is skipped for the previous one", "[e2e][train]") {
   TempDir straight, damaged;
   REQUIRE(train(straight.path(), "--set train.max_steps=12").exit_code == 0);
   REQUIRE(train(damaged.path(), "--set train.max_steps=8").exit_code == 0);
-  const auto newest = checkpoint(damaged.path(), 8);
+  const auto newest = checkpoint_path(damaged.path(), 8);
   std::filesystem::resize_file(newest, std::filesystem::file_size(newest) / 2);
   auto r = train(damaged.path(), "--set train.max_steps=12");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("skipping " + newest));
-  CHECK_THAT(r.err, Contains("resumed from " + checkpoint(damaged.path(), 4)));
-  CHECK(diff_exact(checkpoint(straight.path(), 12), checkpoint(damaged.path(), 12)) == 0);
+  CHECK_THAT(r.err, Contains("resumed from " + checkpoint_path(damaged.path(), 4)));
+  CHECK(diff_exact(checkpoint_path(straight.path(), 12), checkpoint_path(damaged.path(), 12)) == 0);
 }
 
 TEST_CASE("resuming into a different model or vocabulary is refused with the reason",
@@ -149,7 +136,7 @@ TEST_CASE("resuming into a different model or vocabulary is refused with the rea
   auto shape = train(run.path(), "--set train.max_steps=8 --set model.ffn_dim=256");
   CHECK(shape.exit_code == 1);
   CHECK_THAT(shape.err, Contains("in the checkpoint but"));
-  CHECK_THAT(shape.err, Contains(checkpoint(run.path(), 4)));
+  CHECK_THAT(shape.err, Contains(checkpoint_path(run.path(), 4)));
   auto fresh = train(run.path(), "--set train.max_steps=2 --resume none --set run_dir=" +
                                      (run.path() / "fresh").string());
   CHECK(fresh.exit_code == 0);
@@ -170,14 +157,16 @@ TEST_CASE("validation BLEU and chrF reach metrics.jsonl and pick the best checkp
   };
   const std::string valid = " --set data.valid_src=" + head("ddtp.en-de.valid.en", "v.en") +
                             " --set data.valid_tgt=" + head("ddtp.en-de.valid.de", "v.de");
-  auto r = train(run.path(), "--set train.max_steps=8 --set train.valid_every=4 "
-                             "--set train.valid_translate=true --set train.best_metric=chrf" + valid);
+  auto r = train(run.path(),
+                 "--set train.max_steps=8 --set train.valid_every=4 "
+                 "--set train.valid_translate=true --set train.best_metric=chrf" +
+                     valid);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("| BLEU "));
   CHECK(metric(run.path(), "valid", "bleu").size() == 2);
   CHECK(metric(run.path(), "valid", "chrf").size() == 2);
-  auto info = run_command(kCkpt + " info " + checkpoint(run.path(), 8));
+  auto info = run_command(kCkpt + " info " + checkpoint_path(run.path(), 8));
   CHECK_THAT(info.out, Contains("\"valid_chrf\""));
   CHECK_THAT(info.out, Contains("\"selection\": \"-"));  // minus chrF: lower is better
 }
@@ -195,6 +184,6 @@ TEST_CASE("early stopping after patience validations survives a resume", "[e2e][
   INFO(second.err);
   REQUIRE(second.exit_code == 0);
   CHECK_THAT(second.err, Contains("early stop: 2 validations without improvement"));
-  CHECK(std::filesystem::exists(checkpoint(run.path(), 6)));
-  CHECK_FALSE(std::filesystem::exists(checkpoint(run.path(), 8)));
+  CHECK(std::filesystem::exists(checkpoint_path(run.path(), 6)));
+  CHECK_FALSE(std::filesystem::exists(checkpoint_path(run.path(), 8)));
 }

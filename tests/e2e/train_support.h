@@ -1,0 +1,46 @@
+#pragma once
+// Helpers of the end-to-end tests that run nmt-train and nmt-ckpt (NMT_TRAIN_BIN and
+// NMT_CKPT_BIN are compile definitions of those test binaries).
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "test_support.h"
+
+namespace nmt::test {
+
+inline const std::string kTrainBin = NMT_TRAIN_BIN;
+inline const std::string kCkptBin = NMT_CKPT_BIN;
+
+/// A 1000-piece vocabulary trained once per test binary, so each run skips SentencePiece.
+inline const std::string& shared_vocab() {
+  static TempDir dir;
+  static const std::string model = [] {
+    auto r = run_command(kTrainBin +
+                         " --config configs/tiny.yaml --dry-run --log-level warn "
+                         "--set data.vocab_size=1000 --set run_dir=" +
+                         dir.path().string());
+    if (r.exit_code != 0) FAIL("vocabulary dry run failed: " << r.err);
+    return (dir.path() / "vocab" / "joint.model").string();
+  }();
+  return model;
+}
+
+/// Path of the checkpoint of `step` in a run directory.
+inline std::string checkpoint_path(const std::filesystem::path& run_dir, int step) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "checkpoint-%08d.safetensors", step);
+  return (run_dir / "checkpoints" / name).string();
+}
+
+/// Exit code of `nmt-ckpt diff --atol ATOL a b`: 0 when every model tensor is within atol.
+inline int checkpoint_diff(const std::string& a, const std::string& b, const std::string& atol) {
+  auto r = run_command(kCkptBin + " diff --atol " + atol + " " + a + " " + b);
+  if (r.exit_code != 0) UNSCOPED_INFO("nmt-ckpt diff: " << r.out << r.err);
+  return r.exit_code;
+}
+
+}  // namespace nmt::test
