@@ -2,7 +2,8 @@
 # The README's first command: sets everything up, trains a small Transformer on the shipped
 # English-German corpus with 2 CPU worker processes (the built-in launcher), translates the
 # test set with the best checkpoint, and scores it with BLEU and chrF next to a
-# copy-the-source baseline. Rerunning resumes training (nothing is repeated once finished).
+# copy-the-source baseline, and draws the run's curves (scripts/plot-run.py). Rerunning
+# resumes training (nothing is repeated once finished).
 #
 #   scripts/demo.sh [extra nmt-train flags, e.g. --set train.max_steps=400]
 #
@@ -29,6 +30,10 @@ echo "model:"
 build/nmt-score -r data/ddtp.en-de.test.de -i "$run_dir/test.hyp.de" -m bleu chrf
 echo "copy-the-source baseline:"
 build/nmt-score -r data/ddtp.en-de.test.de -i data/ddtp.en-de.test.en -m bleu chrf
+
+printf '\nplots of the run (scripts/plot-run.py):\n'
+python=$(sed -n 's/^NMT_PYTHON:FILEPATH=//p' "${NMT_BUILD_DIR:-build}/CMakeCache.txt")
+"$python" scripts/plot-run.py "$run_dir"
 
 printf '\nexamples (source / reference / model):\n'
 for n in 3 17 42; do
