@@ -19,6 +19,7 @@
 #include <ATen/ATen.h>
 
 #include "dist/gradient_reducer.h"
+#include "dist/launcher.h"
 #include "dist/process_group.h"
 #include "util/error.h"
 
@@ -29,18 +30,6 @@ using nmt::dist::GradientReducer;
 using nmt::dist::GradientReducerOptions;
 
 namespace {
-
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t n = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 std::shared_ptr<Communicator> connect(int port, int rank, std::chrono::milliseconds timeout = 10s) {
   CommunicatorOptions o;
@@ -137,7 +126,7 @@ GradientReducerOptions small_buckets(bool overlap) {
 TEST_CASE("buckets follow reverse registration order", "[dist][gloo]") {
   auto errors = run_ranks(1, [&](int) {
     CommunicatorOptions o;
-    o.master_port = free_port();
+    o.master_port = nmt::dist::find_free_port();
     auto comm = std::make_shared<Communicator>(o);
     auto p = make_params();
     GradientReducer reducer(p, comm, small_buckets(true));
@@ -153,7 +142,7 @@ TEST_CASE("buckets follow reverse registration order", "[dist][gloo]") {
 TEST_CASE("reduced gradients are the sum of both ranks' local gradients, overlap launches "
           "during backward and matches after-backward mode exactly", "[dist][gloo]") {
   const auto expected = expected_sum();
-  const int port = free_port();
+  const int port = nmt::dist::find_free_port();
   std::vector<std::vector<at::Tensor>> overlapped(2), after(2);
   std::vector<std::vector<std::string>> overlap_events(2), after_events(2);
   auto errors = run_ranks(2, [&](int r) {
@@ -201,7 +190,7 @@ TEST_CASE("reduced gradients are the sum of both ranks' local gradients, overlap
 
 TEST_CASE("set_sync(false) accumulates locally, two micro-batches equal one big batch",
           "[dist][gloo]") {
-  const int port = free_port();
+  const int port = nmt::dist::find_free_port();
   std::vector<std::vector<at::Tensor>> accumulated(2), big(2);
   std::vector<std::vector<std::string>> events(2);
   auto errors = run_ranks(2, [&](int r) {
@@ -243,7 +232,7 @@ TEST_CASE("set_sync(false) accumulates locally, two micro-batches equal one big 
 
 TEST_CASE("two synced backwards before finalize are reported, not silently mis-summed",
           "[dist][gloo]") {
-  const int port = free_port();
+  const int port = nmt::dist::find_free_port();
   auto errors = run_ranks(2, [&](int r) {
     auto comm = connect(port, r);
     auto p = make_params();
@@ -261,7 +250,7 @@ TEST_CASE("two synced backwards before finalize are reported, not silently mis-s
 
 TEST_CASE("a peer that leaves makes finalize fail with DistError within the timeout",
           "[dist][gloo]") {
-  const int port = free_port();
+  const int port = nmt::dist::find_free_port();
   std::chrono::steady_clock::duration waited{};
   auto errors = run_ranks(2, [&](int r) {
     auto comm = connect(port, r, 3s);

@@ -16,6 +16,7 @@
 
 #include <ATen/ATen.h>
 
+#include "dist/launcher.h"
 #include "dist/process_group.h"
 #include "util/error.h"
 
@@ -24,20 +25,6 @@ using nmt::dist::Communicator;
 using nmt::dist::CommunicatorOptions;
 
 namespace {
-
-/// A TCP port that was free a moment ago.
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t n = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 CommunicatorOptions options(int port, int rank, int world, std::chrono::milliseconds timeout = 10s) {
   CommunicatorOptions o;
@@ -94,7 +81,7 @@ void require_no_errors(const std::vector<std::exception_ptr>& errors) {
 }  // namespace
 
 TEST_CASE("all_reduce_sum sums tensors of several dtypes and layouts over 2 ranks", "[dist][gloo]") {
-  const int port = free_port();
+  const int port = nmt::dist::find_free_port();
   std::vector<std::vector<at::Tensor>> results(2);
   auto errors = run_ranks(2, [&](int r) {
     Communicator comm(options(port, r, 2));
@@ -121,7 +108,7 @@ TEST_CASE("all_reduce_sum sums tensors of several dtypes and layouts over 2 rank
 }
 
 TEST_CASE("broadcast copies the root tensors, all_gather_strings and barrier work", "[dist][gloo]") {
-  const int port = free_port();
+  const int port = nmt::dist::find_free_port();
   std::vector<std::vector<at::Tensor>> tensors(2);
   std::vector<std::vector<std::string>> gathered(2), gathered2(2);
   auto errors = run_ranks(2, [&](int r) {
@@ -143,7 +130,7 @@ TEST_CASE("broadcast copies the root tensors, all_gather_strings and barrier wor
 }
 
 TEST_CASE("a rank that never joins fails the rendezvous within the timeout", "[dist][gloo]") {
-  const int port = free_port();
+  const int port = nmt::dist::find_free_port();
   const auto t0 = std::chrono::steady_clock::now();
   try {
     Communicator comm(options(port, 0, 2, 2s));
@@ -159,7 +146,7 @@ TEST_CASE("a rank that never joins fails the rendezvous within the timeout", "[d
 }
 
 TEST_CASE("a client without a store host fails within the timeout", "[dist][gloo]") {
-  const int port = free_port();
+  const int port = nmt::dist::find_free_port();
   const auto t0 = std::chrono::steady_clock::now();
   try {
     Communicator comm(options(port, 1, 2, 2s));
@@ -175,7 +162,7 @@ TEST_CASE("a client without a store host fails within the timeout", "[dist][gloo
 
 TEST_CASE("a peer that stops taking part makes the collective fail within the timeout",
           "[dist][gloo]") {
-  const int port = free_port();
+  const int port = nmt::dist::find_free_port();
   std::chrono::steady_clock::duration waited{};
   auto errors = run_ranks(2, [&](int r) {
     Communicator comm(options(port, r, 2, 2s));
@@ -201,7 +188,7 @@ TEST_CASE("a peer that stops taking part makes the collective fail within the ti
 }
 
 TEST_CASE("a peer that exits makes the collective fail", "[dist][gloo]") {
-  const int port = free_port();
+  const int port = nmt::dist::find_free_port();
   auto errors = run_ranks(2, [&](int r) {
     Communicator comm(options(port, r, 2, 3s));
     comm.barrier();
@@ -216,7 +203,7 @@ TEST_CASE("a peer that exits makes the collective fail", "[dist][gloo]") {
 }
 
 TEST_CASE("NCCL without a usable GPU is a clear DistError", "[dist]") {
-  CommunicatorOptions o = options(free_port(), 0, 1, 2s);
+  CommunicatorOptions o = options(nmt::dist::find_free_port(), 0, 1, 2s);
   o.use_nccl = true;
   o.device = c10::Device(c10::kCUDA, 0);
   try {
