@@ -7,11 +7,12 @@
 #
 #   scripts/demo.sh [extra nmt-train flags, e.g. --set train.max_steps=400]
 #
-# Environment: DEMO_CONFIG (default configs/tiny.yaml), DEMO_WORKERS (default 2), DEMO_BEAM (4).
+# Environment: DEMO_CONFIG (default configs/demo.yaml: 10 minutes of training; each rerun
+# resumes and trains another train.max_minutes), DEMO_WORKERS (default 2), DEMO_BEAM (4).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-config=${DEMO_CONFIG:-configs/tiny.yaml}
+config=${DEMO_CONFIG:-configs/demo.yaml}
 workers=${DEMO_WORKERS:-2}
 beam=${DEMO_BEAM:-4}
 

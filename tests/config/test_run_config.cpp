@@ -35,8 +35,8 @@ std::string file_error(const nmt::test::TempDir& dir, const std::string& yaml) {
 }  // namespace
 
 TEST_CASE("the shipped configs load and validate", "[config]") {
-  for (const char* name : {"configs/tiny.yaml", "configs/transformer-base.yaml",
-                           "configs/transformer-big.yaml"}) {
+  for (const char* name : {"configs/tiny.yaml", "configs/demo.yaml",
+                           "configs/transformer-base.yaml", "configs/transformer-big.yaml"}) {
     INFO(name);
     CHECK_NOTHROW(load_run_config({name}));
   }
