@@ -3,7 +3,7 @@
 # English-German corpus with 2 CPU worker processes (the built-in launcher), translates the
 # test set with the best checkpoint, and scores it with BLEU and chrF next to a
 # copy-the-source baseline, and draws the run's curves (scripts/plot-run.py). Rerunning
-# resumes training (nothing is repeated once finished).
+# resumes training from the last checkpoint.
 #
 #   scripts/demo.sh [extra nmt-train flags, e.g. --set train.max_steps=400]
 #
