@@ -636,13 +636,16 @@ class TrainerImpl {
 
   void save(int64_t epoch, const std::optional<Validation>& validation, Clock::time_point start) {
     const auto t0 = Clock::now();
+    // Each rank's random streams, gathered so one file restores every rank. Gathering is the
+    // only part every rank takes; rank 0 alone copies the state and writes the file.
+    auto rng_states = gather_rng_states();
+    if (s_.rank != 0) return;
     checkpoint::CheckpointData out;
     for (const auto& item : model_->named_parameters())
       out.tensors.emplace_back("model." + item.key(), item.value().detach());
     for (auto& entry : optimizer_->state()) out.tensors.push_back(std::move(entry));
     for (auto& entry : scaler_->state()) out.tensors.push_back(std::move(entry));
-    // Each rank's random streams, gathered so one file restores every rank.
-    for (auto& [name, state] : gather_rng_states()) out.tensors.emplace_back(name, state);
+    for (auto& [name, state] : rng_states) out.tensors.emplace_back(name, state);
     out.tensors.emplace_back("vocab.src_model", file_bytes(data_.vocab.src.model_path()));
     if (!data_.vocab.joint)
       out.tensors.emplace_back("vocab.tgt_model", file_bytes(data_.vocab.tgt.model_path()));
@@ -666,12 +669,9 @@ class TrainerImpl {
     }
     if (best_selection_) out.metadata["best_selection"] = fmt::format("{}", *best_selection_);
     out.metadata["validations_without_improvement"] = std::to_string(validations_without_improvement_);
-    if (s_.rank == 0) {
-      last_checkpoint_ = checkpoints_.save(step_, out);
-      log::info("checkpoint", "saved {} ({:.1f} MiB in {:.2f} s)", last_checkpoint_.string(),
-                double(std::filesystem::file_size(last_checkpoint_)) / (1 << 20),
-                seconds_since(t0));
-    }
+    last_checkpoint_ = checkpoints_.save(step_, out);
+    log::info("checkpoint", "saved {} ({:.1f} MiB in {:.2f} s)", last_checkpoint_.string(),
+              double(std::filesystem::file_size(last_checkpoint_)) / (1 << 20), seconds_since(t0));
   }
 
   static std::string json_number(double v) {
