@@ -95,11 +95,38 @@ train::ResumeFrom resume_from(const std::string& text) {
   return {train::ResumeFrom::Mode::kPath, text};
 }
 
+/// --benchmark: timed updates; rank 0 prints the summary and writes benchmark.json.
+int run_benchmark(const config::TrainCommand& command, const config::RunConfig& cfg,
+                  train::Trainer& trainer, const dist::WorkerEnv& worker) {
+  train::BenchmarkOptions options;
+  options.steps = command.benchmark_steps;
+  options.warmup = command.benchmark_warmup;
+  options.synthetic = command.synthetic;
+  options.synthetic_length = command.synthetic_length;
+  options.dump_batches = command.dump_batches;
+  log::info("benchmark", "{} warm-up and {} timed update(s){}", options.warmup, options.steps,
+            options.synthetic ? " on synthetic batches" : "");
+  const train::BenchmarkResult result = trainer.benchmark(options);
+  if (worker.rank != 0) return 0;
+  std::cout << train::benchmark_table(result) << std::flush;
+  const std::filesystem::path file = std::filesystem::path(cfg.run_dir) / "benchmark.json";
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream(file) << train::benchmark_json(result);
+  log::info("benchmark", "wrote {}", file.string());
+  return 0;
+}
+
 /// Trains this process's rank.
-int train_rank(config::ConfigSources sources, config::RunConfig cfg, const std::string& resume,
-               const dist::DeviceInfo& devices, const dist::WorkerEnv& worker) {
-  // The checkpoint resumed from contributes its config (below --set), so read it first.
-  auto saved = train::find_resume_checkpoint(cfg.run_dir, cfg.checkpoint, resume_from(resume));
+int train_rank(const config::TrainCommand& command, config::RunConfig cfg,
+               const std::string& resume, const dist::DeviceInfo& devices,
+               const dist::WorkerEnv& worker) {
+  config::ConfigSources sources = command.sources;
+  const bool benchmark = command.benchmark_steps > 0;
+  // The checkpoint resumed from contributes its config (below --set), so read it first. A
+  // benchmark always starts fresh.
+  auto saved = benchmark ? std::nullopt
+                         : train::find_resume_checkpoint(cfg.run_dir, cfg.checkpoint,
+                                                         resume_from(resume));
   if (saved) {
     sources.checkpoint_yaml = saved->second.meta("config");
     sources.checkpoint_name = saved->first.string();
@@ -154,6 +181,7 @@ int train_rank(config::ConfigSources sources, config::RunConfig cfg, const std::
   train::Trainer trainer(setup, prepared);
   if (saved) trainer.restore(saved->second, saved->first);
   saved.reset();  // free the loaded tensors before training
+  if (benchmark) return run_benchmark(command, cfg, trainer, worker);
   train::install_stop_handlers();
   const train::TrainSummary summary = trainer.run();
   log::info("train", "done: {} steps, epoch {}, last train loss {:.4f}{}; checkpoint {}",
@@ -220,7 +248,7 @@ int run(int argc, char** argv) {
               worker.restart_count);
     resume = "auto";
   }
-  return train_rank(command.sources, cfg, resume, devices, worker);
+  return train_rank(command, cfg, resume, devices, worker);
 }
 
 }  // namespace

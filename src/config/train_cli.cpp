@@ -74,6 +74,36 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
       ->type_name("N")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  auto* benchmark =
+      app.add_option("--benchmark", command.benchmark_steps,
+                     "benchmark mode: after --benchmark-warmup untimed updates, time N updates "
+                     "from a fresh start (no checkpoint, no validation), print a summary and "
+                     "write <run_dir>/benchmark.json (tokens/s, step time, time split, peak "
+                     "memory per rank, model FLOPs and MFU against a matmul peak measured at "
+                     "start)")
+          ->type_name("N")
+          ->check(CLI::PositiveNumber);
+  app.add_option("--benchmark-warmup", command.benchmark_warmup,
+                 "untimed updates before the timed ones")
+      ->type_name("K")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->needs(benchmark);
+  app.add_flag("--synthetic", command.synthetic,
+               "benchmark on one fixed batch of random ids, as many sentences of "
+               "--synthetic-length tokens as data.max_tokens allows, instead of the corpus")
+      ->needs(benchmark);
+  app.add_option("--synthetic-length", command.synthetic_length,
+                 "tokens per source and target sentence of --synthetic (0: data.max_len / 2)")
+      ->type_name("T")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->needs(benchmark);
+  app.add_option("--dump-batches", command.dump_batches,
+                 "benchmark: rank 0 also writes its batches and the initial parameters to FILE "
+                 "(safetensors), the input of scripts/bench/reference_train.py")
+      ->type_name("FILE")
+      ->needs(benchmark);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -20,6 +20,11 @@ struct TrainCommand {
   int nnodes = 1;                ///< nodes of the job, one launcher each (torchrun's --nnodes)
   int node_rank = 0;             ///< this node's index (torchrun's --node-rank)
   int max_restarts = 0;          ///< relaunch all workers after a failure, up to this many times
+  int64_t benchmark_steps = 0;   ///< > 0: benchmark mode, that many timed updates
+  int64_t benchmark_warmup = 5;  ///< untimed updates before them
+  bool synthetic = false;        ///< benchmark on fixed-shape random batches
+  int64_t synthetic_length = 0;  ///< tokens per synthetic sentence; 0: data.max_len / 2
+  std::string dump_batches;      ///< benchmark: write rank 0's batches and initial parameters here
 };
 
 /// Parses argv. Prints help, version or a usage error itself and sets exit_code then.

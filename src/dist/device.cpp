@@ -17,6 +17,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <torch/csrc/cuda/nccl.h>
 #endif
 
@@ -41,6 +42,16 @@ int64_t peak_cuda_memory_bytes(int index) {
 #else
   (void)index;
   return 0;
+#endif
+}
+
+void synchronize_cuda(int index) {
+#ifdef NMT_WITH_CUDA
+  if (index < 0 || index >= c10::cuda::device_count()) return;
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+  c10::cuda::device_synchronize();
+#else
+  (void)index;
 #endif
 }
 

@@ -24,6 +24,9 @@ struct DeviceInfo {
 int64_t peak_host_memory_bytes();
 /// Peak memory allocated by LibTorch on CUDA device `index` since start (bytes); 0 without CUDA.
 int64_t peak_cuda_memory_bytes(int index);
+/// Waits until CUDA device `index` has finished its queued work (for timing); no-op without
+/// CUDA.
+void synchronize_cuda(int index);
 
 /// LibTorch's own log lines (c10d retries, warnings with stack traces) go to stderr unless
 /// hidden: show them only when debugging, since our errors carry what they say.

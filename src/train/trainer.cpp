@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <mutex>
 
 #include "amp/autocast.h"
@@ -29,6 +30,8 @@
 #include "model/transformer.h"
 #include "eval/bleu.h"
 #include "eval/chrf.h"
+#include "model/flops.h"
+#include "train/benchmark.h"
 #include "train/grad_utils.h"
 #include "train/loss.h"
 #include "train/lr_schedule.h"
@@ -97,8 +100,8 @@ struct Interval {
   int64_t src_tokens = 0;
   int64_t padded_tokens = 0;
   int64_t updates = 0;
-  double forward_s = 0, backward_s = 0, sync_s = 0, optimizer_s = 0;
-  double data_wait_at_start = 0;
+  double data_wait_s = 0, forward_s = 0, backward_s = 0, sync_s = 0, optimizer_s = 0;
+  double flops = 0;  // model FLOPs of this rank's batches
   Clock::time_point start = Clock::now();
 };
 
@@ -244,7 +247,8 @@ class TrainerImpl {
                                    data_.vocab.tgt.eos_id()},
                                   s_.data.prefetch);
     const bool progress = s_.rank == 0 && ::isatty(STDERR_FILENO) && log::enabled(log::Level::kInfo);
-    Interval interval = new_interval(batches);
+    const auto next_batch = [&batches] { return batches.next(); };
+    Interval interval = new_interval();
     int64_t last_saved = -1;
     int64_t last_validated = -1;
     int64_t epoch = iterator_.epoch;
@@ -257,13 +261,13 @@ class TrainerImpl {
         if (!by_signal) log::info("train", "train.max_minutes ({}) reached", s_.train.max_minutes);
         break;
       }
-      epoch = train_update(batches, interval);
+      epoch = train_update(next_batch, interval);
       ++step_;
       if (progress) print_progress(start);
       if (step_ % s_.train.log_every == 0) {
         if (progress) clear_progress();
-        summary.last_train_loss = log_interval(interval, batches, start, epoch);
-        interval = new_interval(batches);
+        summary.last_train_loss = log_interval(interval, start, epoch);
+        interval = new_interval();
       }
       std::optional<Validation> validation;
       if (s_.train.valid_every > 0 && step_ % s_.train.valid_every == 0 && data_.valid) {
@@ -283,7 +287,7 @@ class TrainerImpl {
       }
     }
     if (progress) clear_progress();
-    if (interval.updates > 0) summary.last_train_loss = log_interval(interval, batches, start, epoch);
+    if (interval.updates > 0) summary.last_train_loss = log_interval(interval, start, epoch);
     std::optional<Validation> validation;
     if (data_.valid && s_.train.valid_every > 0 && last_validated != step_ && step_ > 0)
       validation = validate(epoch);
@@ -304,23 +308,231 @@ class TrainerImpl {
     return summary;
   }
 
+  BenchmarkResult benchmark(const BenchmarkOptions& options) {
+    NMT_CHECK(options.steps >= 1 && options.warmup >= 0, ConfigError,
+              "--benchmark: expected at least 1 timed step and no negative warm-up, found {} and {}",
+              options.steps, options.warmup);
+    BenchmarkResult r;
+    r.ranks = s_.world_size;
+    r.threads = at::get_num_threads();
+    r.device = s_.device.str();
+    r.amp = amp::mode_name(s_.amp.mode);
+    r.synthetic = options.synthetic;
+    r.warmup = options.warmup;
+    r.steps = options.steps;
+    r.update_freq = update_freq_;
+    r.parameters = model_->parameter_count();
+    // Every rank measures at once, so ranks that share a machine share it as in training.
+    const double peak = measure_peak_tflops(s_.device, s_.amp.mode, 1.0, &r.peak_method);
+
+    // Batches: the corpus from the start of epoch 1, or one fixed random batch.
+    std::unique_ptr<data::BatchPrefetcher> prefetcher;
+    std::function<data::BatchTensors()> next_batch;
+    if (options.synthetic) {
+      next_batch = [batch = synthetic_batch(options)] { return batch; };
+    } else {
+      prefetcher = std::make_unique<data::BatchPrefetcher>(
+          data_.train.cache, planner_, s_.rank, data::IteratorState{},
+          data::SpecialIds{data_.vocab.src.pad_id(), data_.vocab.tgt.bos_id(),
+                           data_.vocab.tgt.eos_id()},
+          s_.data.prefetch);
+      next_batch = [&prefetcher] { return prefetcher->next(); };
+    }
+    const bool dump = !options.dump_batches.empty() && s_.rank == 0;
+    checkpoint::CheckpointData dumped;
+    std::vector<std::string> dumped_tokens;  // global target tokens per batch
+    std::vector<std::string> dumped_flops;   // our training FLOPs per batch
+    if (dump) {
+      for (const auto& item : model_->named_parameters())
+        dumped.tensors.emplace_back("model." + item.key(), item.value().detach().clone().cpu());
+      next_batch = [&, inner = next_batch] {
+        data::BatchTensors batch = inner();
+        const size_t i = dumped_tokens.size();
+        dumped.tensors.emplace_back(fmt::format("batch.{}.src", i), batch.src);
+        dumped.tensors.emplace_back(fmt::format("batch.{}.tgt_in", i), batch.tgt_in);
+        dumped.tensors.emplace_back(fmt::format("batch.{}.tgt_out", i), batch.tgt_out);
+        dumped_tokens.push_back(std::to_string(batch.global_tgt_tokens));
+        dumped_flops.push_back(fmt::format(
+            "{}", model::training_flops(s_.model, data_.vocab.tgt.size(), batch.src.size(0),
+                                        batch.src.size(1), batch.tgt_out.size(1))));
+        return batch;
+      };
+    }
+
+    sync_phases_ = true;
+    std::vector<double> step_seconds;
+    Interval timed = new_interval();
+    Clock::time_point timed_start;
+    for (int64_t i = 0; i < options.warmup + options.steps; ++i) {
+      if (i == options.warmup) {
+        sync_for_timing();
+        if (comm()) comm()->barrier();  // all ranks start the clock together
+        timed = new_interval();
+        timed_start = Clock::now();
+      }
+      Interval one = new_interval();
+      const auto t0 = Clock::now();
+      train_update(next_batch, one);
+      sync_for_timing();
+      const double seconds = seconds_since(t0);
+      ++step_;
+      if (i == 0 || i + 1 == options.warmup + options.steps) {
+        const double loss = one.loss_sum.item<double>() / double(std::max<int64_t>(1, one.tgt_tokens));
+        (i == 0 ? r.first_loss : r.last_loss) = loss;
+      }
+      if (i < options.warmup) continue;
+      step_seconds.push_back(seconds);
+      timed.data_wait_s += one.data_wait_s;
+      timed.forward_s += one.forward_s;
+      timed.backward_s += one.backward_s;
+      timed.sync_s += one.sync_s;
+      timed.optimizer_s += one.optimizer_s;
+      timed.flops += one.flops;
+      timed.src_tokens += one.src_tokens;
+      timed.tgt_tokens += one.tgt_tokens;
+      timed.padded_tokens += one.padded_tokens;
+    }
+    r.seconds = seconds_since(timed_start);
+    sync_phases_ = false;
+
+    // Token and FLOP counts sum over ranks; the peak too (each rank computes on its share of
+    // the machine); memory is per rank.
+    const int64_t world = s_.world_size;
+    std::vector<double> packed = {timed.src_tokens + 0.0, timed.tgt_tokens + 0.0,
+                                  timed.padded_tokens + 0.0, timed.flops, peak};
+    const double my_memory =
+        double(s_.device.is_cuda() ? dist::peak_cuda_memory_bytes(s_.device.index())
+                                   : dist::peak_host_memory_bytes()) / (1 << 20);
+    for (int64_t rank = 0; rank < world; ++rank) packed.push_back(rank == s_.rank ? my_memory : 0.0);
+    at::Tensor sums = at::tensor(packed, at::kDouble);
+    all_reduce_cpu(sums);
+    const auto summed = sums.accessor<double, 1>();
+    r.real_tokens = summed[0] + summed[1];
+    r.target_tokens = summed[1];
+    r.padded_tokens = summed[2];
+    r.flops_per_step = summed[3] / double(options.steps);
+    r.peak_tflops = summed[4];
+    for (int64_t rank = 0; rank < world; ++rank) r.peak_memory_mb.push_back(summed[5 + rank]);
+    const double n = double(options.steps);
+    r.step_time = summarize_step_times(step_seconds);
+    r.data_wait_s = timed.data_wait_s / n;
+    r.forward_s = timed.forward_s / n;
+    r.backward_s = timed.backward_s / n;
+    r.grad_sync_s = timed.sync_s / n;
+    r.optimizer_s = timed.optimizer_s / n;
+
+    if (dump) {
+      dumped.metadata = dump_metadata(options);
+      dumped.metadata["batch_global_tgt_tokens"] = fmt::format("{}", fmt::join(dumped_tokens, ","));
+      dumped.metadata["batch_training_flops"] = fmt::format("{}", fmt::join(dumped_flops, ","));
+      dumped.metadata["batches"] = std::to_string(dumped_tokens.size());
+      checkpoint::save_checkpoint(options.dump_batches, dumped);
+      log::info("benchmark", "wrote {} batches and the initial parameters to {}",
+                dumped_tokens.size(), options.dump_batches.string());
+    }
+    return r;
+  }
+
  private:
-  Interval new_interval(const data::BatchPrefetcher& batches) const {
+  /// One batch of fixed shape: sentences of synthetic_length random ids (no padding), as
+  /// many as max_tokens allows.
+  data::BatchTensors synthetic_batch(const BenchmarkOptions& options) const {
+    const int64_t length = options.synthetic_length > 0
+                               ? options.synthetic_length
+                               : std::max<int64_t>(2, s_.data.max_len / 2);
+    const int64_t sentences = std::max<int64_t>(1, s_.data.max_tokens / length);
+    // Ids above the special ones, from a fixed stream independent of the training seed.
+    at::Generator generator = at::detail::createCPUGenerator(12345);
+    const int64_t first = 4;
+    const auto random_ids = [&](int64_t vocab) {
+      return at::randint(first, std::max(first + 1, vocab), {sentences, length}, generator,
+                         at::kLong);
+    };
+    data::BatchTensors b;
+    b.src = random_ids(data_.vocab.src.size());
+    b.tgt_out = random_ids(data_.vocab.tgt.size());
+    b.tgt_in = at::cat({at::full({sentences, 1}, data_.vocab.tgt.bos_id(), at::kLong),
+                        b.tgt_out.slice(1, 0, length - 1)},
+                       1);
+    b.src_tokens = sentences * length;
+    b.tgt_tokens = sentences * length;
+    b.global_tgt_tokens = b.tgt_tokens * s_.world_size;
+    b.epoch = 1;
+    return b;
+  }
+
+  /// What scripts/bench/reference_train.py needs to build the same model and optimizer.
+  std::map<std::string, std::string> dump_metadata(const BenchmarkOptions& options) const {
+    const model::ModelOptions& m = s_.model;
+    const TrainOptions& t = s_.train;
+    return {
+        {"model.encoder_layers", std::to_string(m.encoder_layers)},
+        {"model.decoder_layers", std::to_string(m.decoder_layers)},
+        {"model.d_model", std::to_string(m.d_model)},
+        {"model.heads", std::to_string(m.heads)},
+        {"model.ffn_dim", std::to_string(m.ffn_dim)},
+        {"model.dropout", fmt::format("{}", m.dropout)},
+        {"model.attention_dropout", fmt::format("{}", m.attention_dropout)},
+        {"model.activation_dropout", fmt::format("{}", m.activation_dropout)},
+        {"model.activation", m.activation == model::Activation::kGelu ? "gelu" : "relu"},
+        {"model.norm", m.norm == model::NormPosition::kPre ? "pre" : "post"},
+        {"model.positions",
+         m.positions == model::PositionEncoding::kLearned ? "learned" : "sinusoidal"},
+        {"model.max_positions", std::to_string(m.max_positions)},
+        {"model.tie_embeddings", m.tie_embeddings == model::TiedEmbeddings::kAll       ? "all"
+                                 : m.tie_embeddings == model::TiedEmbeddings::kDecoder ? "decoder"
+                                                                                       : "none"},
+        {"model.scale_embeddings", m.scale_embeddings ? "true" : "false"},
+        {"vocab.src_size", std::to_string(data_.vocab.src.size())},
+        {"vocab.tgt_size", std::to_string(data_.vocab.tgt.size())},
+        {"vocab.pad_id", std::to_string(data_.vocab.tgt.pad_id())},
+        {"train.optimizer", t.optimizer == Optimizer::kAdamW ? "adamw" : "adam"},
+        {"train.lr", fmt::format("{}", t.lr)},
+        {"train.schedule", t.schedule == LrSchedule::kInverseSqrt ? "inverse_sqrt"
+                           : t.schedule == LrSchedule::kCosine    ? "cosine"
+                                                                  : "constant"},
+        {"train.warmup_steps", std::to_string(t.warmup_steps)},
+        {"train.max_steps", std::to_string(t.max_steps)},
+        {"train.adam_beta1", fmt::format("{}", t.adam_beta1)},
+        {"train.adam_beta2", fmt::format("{}", t.adam_beta2)},
+        {"train.adam_eps", fmt::format("{}", t.adam_eps)},
+        {"train.weight_decay", fmt::format("{}", t.weight_decay)},
+        {"train.clip_norm", fmt::format("{}", t.clip_norm)},
+        {"train.label_smoothing", fmt::format("{}", t.label_smoothing)},
+        {"train.seed", std::to_string(t.seed)},
+        {"amp.mode", amp::mode_name(s_.amp.mode)},
+        {"benchmark.warmup", std::to_string(options.warmup)},
+        {"benchmark.steps", std::to_string(options.steps)},
+        {"benchmark.update_freq", std::to_string(update_freq_)},
+        {"benchmark.synthetic", options.synthetic ? "true" : "false"},
+        {"benchmark.threads", std::to_string(at::get_num_threads())},
+    };
+  }
+
+  Interval new_interval() const {
     Interval i;
     i.loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(s_.device));
     i.nll_sum = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(s_.device));
-    i.data_wait_at_start = batches.wait_seconds();
     return i;
   }
 
-  /// One optimizer update over update_freq batches; returns the epoch of its last batch.
-  int64_t train_update(data::BatchPrefetcher& batches, Interval& interval) {
+  /// In benchmark mode, waits for the device so that each phase's time is its own; training
+  /// never waits (CPU work is synchronous anyway).
+  void sync_for_timing() const {
+    if (sync_phases_ && s_.device.is_cuda()) dist::synchronize_cuda(s_.device.index());
+  }
+
+  /// One optimizer update over update_freq batches from next_batch; returns the epoch of its
+  /// last batch.
+  int64_t train_update(const std::function<data::BatchTensors()>& next_batch, Interval& interval) {
     model_->train();
     optimizer_->zero_grad();
     int64_t update_tokens = 0;
     int64_t epoch = iterator_.epoch;
     for (int64_t k = 0; k < update_freq_; ++k) {
-      data::BatchTensors batch = batches.next();
+      const auto wait_start = Clock::now();
+      data::BatchTensors batch = next_batch();
+      interval.data_wait_s += seconds_since(wait_start);
       update_tokens += batch.global_tgt_tokens;
       iterator_ = batch.next;
       epoch = batch.epoch;
@@ -333,6 +545,9 @@ class TrainerImpl {
       const at::Tensor src = batch.src.to(s_.device, non_blocking);
       const at::Tensor tgt_in = batch.tgt_in.to(s_.device, non_blocking);
       const at::Tensor tgt_out = batch.tgt_out.to(s_.device, non_blocking);
+      interval.flops += model::training_flops(s_.model, data_.vocab.tgt.size(), src.size(0),
+                                              src.size(1), tgt_out.size(1));
+      sync_for_timing();
       auto t0 = Clock::now();
       LossSums sums;
       {
@@ -341,8 +556,10 @@ class TrainerImpl {
         sums = label_smoothed_cross_entropy(logits, tgt_out, s_.train.label_smoothing,
                                             data_.vocab.tgt.pad_id());
       }
+      sync_for_timing();
       auto t1 = Clock::now();
       scaler_->scale(sums.loss).backward();
+      sync_for_timing();
       auto t2 = Clock::now();
       interval.forward_s += std::chrono::duration<double>(t1 - t0).count();
       interval.backward_s += std::chrono::duration<double>(t2 - t1).count();
@@ -352,6 +569,7 @@ class TrainerImpl {
     auto t0 = Clock::now();
     if (reducer_) {
       reducer_->finalize();  // .grad is now the sum over all ranks
+      sync_for_timing();
       interval.sync_s += seconds_since(t0);
       t0 = Clock::now();
     }
@@ -371,13 +589,13 @@ class TrainerImpl {
     last_grad_norm_ = clip_grad_norm_(grads, s_.train.clip_norm);
     optimizer_->step(learning_rate(s_.train, step_ + 1), &scaler_->found_inf());
     scaler_->update();
+    sync_for_timing();
     interval.optimizer_s += seconds_since(t0);
     ++interval.updates;
     return epoch;
   }
 
-  double log_interval(Interval& interval, const data::BatchPrefetcher& batches,
-                      Clock::time_point start, int64_t epoch) {
+  double log_interval(Interval& interval, Clock::time_point start, int64_t epoch) {
     // The one host-device synchronization of the interval.
     scaler_->check(step_);
     const auto scaler = scaler_->stats();
@@ -394,7 +612,7 @@ class TrainerImpl {
     const double grad_norm = last_grad_norm_.defined() ? last_grad_norm_.item<double>() : 0.0;
     const double seconds = std::max(1e-9, seconds_since(interval.start));
     const double tokens_per_s = (summed[2] + summed[3]) / seconds;
-    const double data_wait = batches.wait_seconds() - interval.data_wait_at_start;
+    const double data_wait = interval.data_wait_s;
     const double elapsed = elapsed_before_ + seconds_since(start);
     const double eta = eta_seconds(start);
     const double lr = learning_rate(s_.train, step_);
@@ -700,6 +918,7 @@ class TrainerImpl {
   std::optional<double> last_valid_loss_;
   std::vector<std::string> valid_references_;  ///< validation target lines, for BLEU
   int64_t skipped_logged_ = 0;
+  bool sync_phases_ = false;  ///< benchmark mode: wait for the device after each phase
   std::filesystem::path last_checkpoint_;
 
   friend class Trainer;
@@ -715,6 +934,10 @@ void Trainer::restore(const checkpoint::CheckpointData& saved, const std::filesy
 }
 
 TrainSummary Trainer::run() { return impl_->run(); }
+
+BenchmarkResult Trainer::benchmark(const BenchmarkOptions& options) {
+  return impl_->benchmark(options);
+}
 
 std::optional<std::pair<std::filesystem::path, checkpoint::CheckpointData>> find_resume_checkpoint(
     const std::filesystem::path& run_dir, const checkpoint::CheckpointOptions& options,

@@ -18,6 +18,7 @@
 #include "data/prepare.h"
 #include "dist/dist_options.h"
 #include "model/model_options.h"
+#include "train/benchmark.h"
 #include "train/train_options.h"
 
 namespace nmt::dist {
@@ -81,6 +82,11 @@ class Trainer {
   /// Trains until train.max_steps, train.max_epochs, train.max_minutes or SIGINT/SIGTERM,
   /// then writes a final checkpoint.
   TrainSummary run();
+  /// Benchmark mode: options.warmup untimed then options.steps timed updates from a fresh
+  /// start (no checkpoints, no validation), every phase timed with a device sync. Every rank
+  /// takes part; the result sums tokens and FLOPs over ranks. With options.dump_batches,
+  /// rank 0 also writes its batches and the initial parameters there.
+  BenchmarkResult benchmark(const BenchmarkOptions& options);
 
  private:
   std::unique_ptr<TrainerImpl> impl_;

@@ -1,0 +1,83 @@
+#pragma once
+// Benchmark mode (nmt-train --benchmark N): timed training updates on real or synthetic
+// batches, reported with the split of a step, peak memory and model FLOPs utilization (MFU)
+// against a peak the benchmark measures itself on the same hardware, so every figure also
+// says how far it is from what the machine can do.
+//
+// The same report comes from scripts/bench/reference_train.py (a plain PyTorch loop fed the
+// batches that --dump-batches writes), so scripts/bench/compare.sh can set the two side by side.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+
+#include "amp/amp_options.h"
+
+namespace nmt::train {
+
+/// What --benchmark runs.
+struct BenchmarkOptions {
+  int64_t steps = 0;               ///< timed updates
+  int64_t warmup = 5;              ///< untimed updates before them (allocator, caches, clocks)
+  bool synthetic = false;          ///< fixed-shape batches of random ids instead of the corpus
+  int64_t synthetic_length = 0;    ///< tokens per source and target sentence; 0: data.max_len / 2
+  std::filesystem::path dump_batches;  ///< if set, rank 0 writes its batches and initial
+                                       ///< parameters here (safetensors) for the reference loop
+};
+
+/// Per-step medians and spreads, and the totals they come from.
+struct StepTimes {
+  double median = 0, mean = 0, min = 0, max = 0, p10 = 0, p90 = 0;  ///< seconds
+};
+
+/// What a benchmark measured, over all ranks.
+struct BenchmarkResult {
+  int64_t ranks = 1;
+  int64_t threads = 1;               ///< intra-op threads per rank
+  std::string device;                ///< "cpu", "cuda:0", ...
+  std::string amp;                   ///< amp mode name
+  bool synthetic = false;
+  int64_t warmup = 0;
+  int64_t steps = 0;                 ///< timed updates
+  int64_t update_freq = 1;
+  int64_t parameters = 0;
+  double seconds = 0;                ///< wall time of the timed updates (rank 0)
+  double real_tokens = 0;            ///< source + target tokens without padding, all ranks
+  double target_tokens = 0;          ///< target tokens without padding, all ranks
+  double padded_tokens = 0;          ///< source + target positions computed, all ranks
+  StepTimes step_time;               ///< per timed update (rank 0)
+  /// Mean seconds per update of each phase (rank 0): data wait, forward, backward, gradient
+  /// all-reduce (what backward did not hide), optimizer (unscale, clip, Adam).
+  double data_wait_s = 0, forward_s = 0, backward_s = 0, grad_sync_s = 0, optimizer_s = 0;
+  std::vector<double> peak_memory_mb;  ///< per rank: CUDA max allocated, or host max RSS
+  double flops_per_step = 0;         ///< model FLOPs of a mean update, all ranks
+  double peak_tflops = 0;            ///< measured matmul peak, summed over ranks
+  std::string peak_method;           ///< how the peak was measured
+  double first_loss = 0;             ///< per-token loss of the first update, for cross-checks
+  double last_loss = 0;              ///< per-token loss of the last update
+
+  double tokens_per_s() const { return real_tokens / seconds; }
+  double padded_tokens_per_s() const { return padded_tokens / seconds; }
+  double achieved_tflops() const { return flops_per_step * double(steps) / seconds / 1e12; }
+  double mfu() const { return peak_tflops > 0 ? achieved_tflops() / peak_tflops : 0.0; }
+};
+
+/// Median, mean, extremes and 10th/90th percentiles of the samples (not empty).
+StepTimes summarize_step_times(std::vector<double> seconds);
+
+/// Peak matrix-multiply throughput of this process (TFLOP/s) in the precision the AMP mode
+/// computes products in (float32 when off): the best of repeated square products sized for
+/// the device (2048 on CPU with the intra-op threads in use, 8192 on a GPU), run for about
+/// `seconds`. `method` receives a description for the report.
+double measure_peak_tflops(c10::Device device, amp::AmpMode mode, double seconds,
+                           std::string* method);
+
+/// benchmark.json: every figure above with its unit in the key.
+std::string benchmark_json(const BenchmarkResult& result);
+/// A short human-readable summary for the console.
+std::string benchmark_table(const BenchmarkResult& result);
+
+}  // namespace nmt::train

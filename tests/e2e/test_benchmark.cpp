@@ -1,0 +1,113 @@
+// End-to-end: nmt-train --benchmark on the tiny config, its report, the batch dump, and the
+// plain PyTorch reference loop fed that dump (NMT_PYTHON: the venv's python).
+#include <catch2/catch.hpp>
+
+#include <regex>
+#include <string>
+
+#include "train_support.h"
+
+using Catch::Matchers::Contains;
+using nmt::test::read_file;
+using nmt::test::run_command;
+using nmt::test::TempDir;
+
+namespace {
+
+const std::string kTrain = nmt::test::kTrainBin;
+const std::string kPython = NMT_PYTHON;
+
+nmt::test::CommandResult benchmark(const std::filesystem::path& run_dir, const std::string& extra) {
+  return run_command(kTrain + " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
+                     " --set data.spm_model=" + nmt::test::shared_vocab() +
+                     " --set data.max_tokens=1024 --set train.threads=1 " + extra);
+}
+
+/// The number after "key": in a JSON text (first occurrence); NaN when absent.
+double json_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": ([-0-9.eE+]+)"))) return NAN;
+  return std::stod(m[1]);
+}
+
+}  // namespace
+
+TEST_CASE("benchmark mode times updates and writes benchmark.json, no checkpoint",
+          "[e2e][benchmark]") {
+  TempDir run;
+  auto r = benchmark(run.path(), "--benchmark 3 --benchmark-warmup 1");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("benchmark: 3 timed update(s) after 1 warm-up"));
+  CHECK_THAT(r.out, Contains("MFU"));
+  const std::string json = read_file(run.path() / "benchmark.json");
+  INFO(json);
+  CHECK(json_number(json, "steps") == 3);
+  CHECK(json_number(json, "tokens_per_s") > 0);
+  // Padding makes the padded throughput the larger one.
+  CHECK(json_number(json, "padded_tokens_per_s") > json_number(json, "tokens_per_s"));
+  CHECK(json_number(json, "median") > 0);
+  CHECK(json_number(json, "forward") > 0);
+  CHECK(json_number(json, "backward") > 0);
+  CHECK(json_number(json, "model_flops_per_step") > 1e9);
+  const double mfu = json_number(json, "mfu");
+  CHECK(mfu > 0);
+  CHECK(mfu <= 1.0);
+  CHECK(json_number(json, "first_loss") > json_number(json, "last_loss"));
+  CHECK_FALSE(std::filesystem::exists(run.path() / "checkpoints" / "checkpoint-00000004.safetensors"));
+}
+
+TEST_CASE("synthetic benchmark batches on 2 ranks: no padding, memory per rank", "[e2e][benchmark]") {
+  TempDir run;
+  auto r = benchmark(run.path(),
+                     "--benchmark 2 --benchmark-warmup 1 --synthetic --synthetic-length 16 "
+                     "--nproc-per-node 2");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string json = read_file(run.path() / "benchmark.json");
+  INFO(json);
+  CHECK(json_number(json, "ranks") == 2);
+  CHECK_THAT(json, Contains("\"synthetic\": true"));
+  CHECK(json_number(json, "tokens_per_s") == Approx(json_number(json, "padded_tokens_per_s")));
+  CHECK(std::regex_search(json, std::regex("\"peak_memory_mb\": \\[[0-9.]+, [0-9.]+\\]")));
+  // 1024 tokens / 16 = 64 sentences of 16 + 16 tokens, per rank, per step.
+  CHECK(json_number(json, "tokens_per_s") * json_number(json, "seconds") == Approx(2 * 2 * 64 * 32));
+}
+
+TEST_CASE("benchmark flags without --benchmark are a usage error", "[e2e][benchmark]") {
+  TempDir run;
+  auto r = benchmark(run.path(), "--synthetic");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Contains("--synthetic requires --benchmark"));
+}
+
+TEST_CASE("the PyTorch reference loop fed the dump computes the same losses",
+          "[e2e][benchmark][python]") {
+  if (kPython.empty()) {
+    WARN("skipped: no venv python (NMT_PYTHON)");
+    return;
+  }
+  for (const char* variant : {"--set model.norm=pre", "--set model.norm=post --set train.clip_norm=0.5"}) {
+    DYNAMIC_SECTION(variant) {
+      TempDir run;
+      const std::string dump = (run.path() / "dump.safetensors").string();
+      auto ours = benchmark(run.path(), std::string("--benchmark 3 --benchmark-warmup 1 "
+                                                    "--set model.dropout=0 --dump-batches ") +
+                                            dump + " " + variant);
+      INFO(ours.err);
+      REQUIRE(ours.exit_code == 0);
+      const std::string reference_json = (run.path() / "reference.json").string();
+      auto ref = run_command(kPython + " scripts/bench/reference_train.py " + dump +
+                             " --no-dropout --out " + reference_json);
+      INFO(ref.out << ref.err);
+      REQUIRE(ref.exit_code == 0);
+      const std::string a = read_file(run.path() / "benchmark.json");
+      const std::string b = read_file(reference_json);
+      // Same initial parameters, batches, loss and optimizer: the same per-token losses
+      // before and after 3 updates (float32 kernels may sum in another order).
+      CHECK(json_number(b, "first_loss") == Approx(json_number(a, "first_loss")).epsilon(1e-5));
+      CHECK(json_number(b, "last_loss") == Approx(json_number(a, "last_loss")).epsilon(1e-4));
+      CHECK(json_number(b, "model_flops_per_step") == Approx(json_number(a, "model_flops_per_step")));
+    }
+  }
+}
