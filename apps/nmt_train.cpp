@@ -124,9 +124,16 @@ int train_rank(const config::TrainCommand& command, config::RunConfig cfg,
   const bool benchmark = command.benchmark_steps > 0;
   // The checkpoint resumed from contributes its config (below --set), so read it first. A
   // benchmark always starts fresh.
+  // Under --resume auto a checkpoint of another model (one copied in, or a config changed
+  // since) is passed over for an older one that fits.
+  const auto other_model = [&cfg](const checkpoint::CheckpointData& data) {
+    const auto config = data.metadata.find("config");
+    if (config == data.metadata.end()) return std::optional<std::string>("no config in its metadata");
+    return config::model_difference(cfg, config::parse_stored_config(config->second, "checkpoint"));
+  };
   auto saved = benchmark ? std::nullopt
                          : train::find_resume_checkpoint(cfg.run_dir, cfg.checkpoint,
-                                                         resume_from(resume));
+                                                         resume_from(resume), other_model);
   if (saved) {
     sources.checkpoint_yaml = saved->second.meta("config");
     sources.checkpoint_name = saved->first.string();

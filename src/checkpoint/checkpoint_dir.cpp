@@ -162,16 +162,30 @@ void CheckpointDir::apply_retention(const std::filesystem::path& keep) const {
   }
 }
 
-std::optional<std::pair<std::filesystem::path, CheckpointData>> CheckpointDir::load_newest_valid()
-    const {
+std::optional<std::pair<std::filesystem::path, CheckpointData>> CheckpointDir::load_newest_valid(
+    const CheckpointFilter& reject) const {
+  std::optional<std::pair<std::filesystem::path, std::string>> first_rejected;
   for (const auto& file : list()) {
+    CheckpointData data;
     try {
-      CheckpointData data = load_checkpoint(file);
-      return std::make_pair(file, std::move(data));
+      data = load_checkpoint(file);
     } catch (const CheckpointError& e) {
       log::warn("checkpoint", "skipping {}: {}", file.string(), reason_of(e, file));
+      continue;
     }
+    if (reject) {
+      if (std::optional<std::string> why = reject(data)) {
+        log::warn("checkpoint", "skipping {}: {}", file.string(), *why);
+        if (!first_rejected) first_rejected.emplace(file, *why);
+        continue;
+      }
+    }
+    return std::make_pair(file, std::move(data));
   }
+  NMT_CHECK(!first_rejected, CheckpointError,
+            "{}: {}; no checkpoint in {} fits this run: resume from a file (--resume PATH), "
+            "start fresh in another run_dir, or pass --resume none to start over here",
+            first_rejected->first.string(), first_rejected->second, dir_.string());
   return std::nullopt;
 }
 

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -18,6 +20,10 @@ namespace nmt::checkpoint {
 /// Metadata key that ranks checkpoints, lower is better: the trainer writes the validation
 /// loss, or minus BLEU or chrF (train.best_metric).
 inline constexpr std::string_view kSelectionKey = "selection";
+
+/// Says why a checkpoint that loads and verifies still cannot be resumed from here (e.g. it
+/// is of another model), or nullopt when it can.
+using CheckpointFilter = std::function<std::optional<std::string>(const CheckpointData&)>;
 
 /// One run's checkpoint folder. Only one process (rank 0) may save into it at a time.
 class CheckpointDir {
@@ -36,9 +42,13 @@ class CheckpointDir {
   std::filesystem::path save(int64_t step, const CheckpointData& data);
   /// Checkpoint files, newest step first (temp files of interrupted saves are not listed).
   std::vector<std::filesystem::path> list() const;
-  /// The newest checkpoint that loads and verifies; each bad newer file is skipped with a
-  /// warning that says why. nullopt when there is none.
-  std::optional<std::pair<std::filesystem::path, CheckpointData>> load_newest_valid() const;
+  /// The newest checkpoint that loads, verifies and passes `reject` (when given); each newer
+  /// file that does not is skipped with a warning that names it and says why. nullopt when
+  /// there is none. When files load but `reject` refuses every one of them, throws
+  /// CheckpointError naming the newest and the reason: starting fresh next to another run's
+  /// checkpoints would mix two runs in one folder.
+  std::optional<std::pair<std::filesystem::path, CheckpointData>> load_newest_valid(
+      const CheckpointFilter& reject = {}) const;
   /// Path of the checkpoint with the lowest "selection", else the newest; nullopt when none.
   /// Files whose header cannot be read are passed over.
   std::optional<std::filesystem::path> best_or_last() const;

@@ -77,9 +77,37 @@ struct TensorEntry {
   uint64_t end = 0;
 };
 
+/// Adds the header's content to a checksum that has hashed the data section: the format, every
+/// metadata key and value but the checksum itself (in key order), then each tensor's name,
+/// dtype, shape and offsets (in header order). Strings end with a 0 byte, so that no two
+/// headers hash the same sequence of bytes.
+void hash_header(XxHash64& hash, std::string_view format,
+                 const std::map<std::string, std::string>& metadata,
+                 const std::vector<TensorEntry>& tensors) {
+  const auto text = [&](std::string_view s) {
+    hash.update(s.data(), s.size());
+    hash.update("", 1);
+  };
+  const auto number = [&](int64_t v) { hash.update(&v, sizeof(v)); };
+  text(format);
+  for (const auto& [key, value] : metadata) {
+    text(key);
+    text(value);
+  }
+  for (const TensorEntry& t : tensors) {
+    text(t.name);
+    number(static_cast<int64_t>(t.type));
+    number(static_cast<int64_t>(t.shape.size()));
+    for (int64_t d : t.shape) number(d);
+    number(static_cast<int64_t>(t.begin));
+    number(static_cast<int64_t>(t.end));
+  }
+}
+
 /// A parsed and checked header.
 struct Header {
   std::map<std::string, std::string> metadata;  ///< without the nmt.* keys
+  std::string format;                           ///< nmt.format
   std::string checksum;                         ///< nmt.checksum
   std::vector<TensorEntry> tensors;             ///< in header order
   uint64_t data_start = 0;                      ///< file offset of the data section
@@ -223,9 +251,10 @@ Header read_header(int fd, const std::filesystem::path& file) {
                 "{}: header: __metadata__ {}: expected a string, found {}", path,
                 json::quote(meta_key), json::kind_name(meta_value.kind));
       if (meta_key == kFormatKey) {
-        NMT_CHECK(meta_value.string == kFormatVersion, CheckpointError,
-                  "{}: unsupported checkpoint format {} (this build reads {})", path,
-                  json::quote(meta_value.string), kFormatVersion);
+        NMT_CHECK(meta_value.string == kFormatVersion || meta_value.string == kFormatVersion1,
+                  CheckpointError, "{}: unsupported checkpoint format {} (this build reads {} and {})",
+                  path, json::quote(meta_value.string), kFormatVersion1, kFormatVersion);
+        header.format = meta_value.string;
         has_format = true;
       } else if (meta_key == kChecksumKey) {
         header.checksum = meta_value.string;
@@ -384,6 +413,13 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
     if (bytes > 0) hash.update(p->cpu.const_data_ptr(), bytes);
   }
 
+  std::vector<TensorEntry> entries;
+  for (const PreparedTensor& p : prepared) {
+    entries.push_back({*p.name, p.cpu.scalar_type(),
+                       std::vector<int64_t>(p.cpu.sizes().begin(), p.cpu.sizes().end()), p.begin,
+                       p.end});
+  }
+  hash_header(hash, kFormatVersion, data.metadata, entries);
   std::map<std::string, std::string> metadata = data.metadata;
   metadata.emplace(kFormatKey, kFormatVersion);
   metadata.emplace(kChecksumKey, hex64(hash.digest()));
@@ -451,11 +487,13 @@ CheckpointData load_checkpoint(const std::filesystem::path& file) {
       done += piece;
     }
   }
+  const bool covers_header = header.format != kFormatVersion1;
+  if (covers_header) hash_header(hash, header.format, data.metadata, header.tensors);
   const std::string computed = hex64(hash.digest());
   NMT_CHECK(computed == header.checksum, CheckpointError,
-            "{}: checksum mismatch: the data hashes to {}, the header says {} (the file is "
+            "{}: checksum mismatch: the {} hashes to {}, the header says {} (the file is "
             "corrupt)",
-            file.string(), computed, header.checksum);
+            file.string(), covers_header ? "content" : "data", computed, header.checksum);
   return data;
 }
 

@@ -4,9 +4,11 @@
 // bytes of JSON header, then the tensors' raw bytes. It is data only (loading never runs
 // code, unlike a pickle) and Python reads it with safetensors.torch.load_file / safe_open.
 //
-// nmt-train adds two metadata keys: nmt.format ("nmt-checkpoint-1") and nmt.checksum (XXH64
-// of the data section, 16 hex digits), written by save_checkpoint and checked by
-// load_checkpoint; they describe the file, so CheckpointData never holds them.
+// nmt-train adds two metadata keys: nmt.format ("nmt-checkpoint-2") and nmt.checksum (XXH64, 16
+// hex digits, of the data section followed by the header's content: format, every other
+// metadata key and value, and each tensor's name, dtype, shape and offsets), written by
+// save_checkpoint and checked by load_checkpoint; they describe the file, so CheckpointData
+// never holds them. Format 1 files, whose checksum covers the data section only, still load.
 
 #include <filesystem>
 #include <map>
@@ -20,7 +22,10 @@
 namespace nmt::checkpoint {
 
 /// Value of the nmt.format metadata key this build writes and reads.
-inline constexpr std::string_view kFormatVersion = "nmt-checkpoint-1";
+inline constexpr std::string_view kFormatVersion = "nmt-checkpoint-2";
+/// The first format: its checksum covers the data section only (a flipped byte in the
+/// metadata went unnoticed). Read, never written.
+inline constexpr std::string_view kFormatVersion1 = "nmt-checkpoint-1";
 /// Metadata key of the format version (reserved: written by save_checkpoint).
 inline constexpr std::string_view kFormatKey = "nmt.format";
 /// Metadata key of the data checksum (reserved: written by save_checkpoint).

@@ -1,7 +1,9 @@
 #include "config/run_config.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -273,6 +275,41 @@ RunConfig parse_stored_config(const std::string& yaml, const std::string& origin
 std::string to_yaml(const RunConfig& config, bool with_docs) {
   RunConfig copy = config;
   return bind(copy).to_yaml(with_docs);
+}
+
+std::optional<std::string> model_difference(const RunConfig& here, const RunConfig& stored) {
+  // Compared as the YAML text of each key, so enums read as the user writes them.
+  const auto model_lines = [](const RunConfig& c) {
+    std::map<std::string, std::string> lines;
+    const std::string yaml = to_yaml(c, /*with_docs=*/false);
+    bool in_model = false;
+    size_t start = 0;
+    while (start < yaml.size()) {
+      const size_t end = std::min(yaml.find('\n', start), yaml.size());
+      const std::string line = yaml.substr(start, end - start);
+      start = end + 1;
+      if (!line.empty() && line[0] != ' ') in_model = line.rfind("model:", 0) == 0;
+      const size_t colon = line.find(':');
+      if (in_model && line.rfind("  ", 0) == 0 && colon != std::string::npos)
+        lines[line.substr(2, colon - 2)] = line.substr(std::min(colon + 2, line.size()));
+    }
+    return lines;
+  };
+  static const char* const kShape[] = {"encoder_layers", "decoder_layers", "d_model",
+                                       "heads",          "ffn_dim",        "norm",
+                                       "positions",      "max_positions",  "tie_embeddings",
+                                       "activation",     "scale_embeddings"};
+  const auto a = model_lines(here);
+  const auto b = model_lines(stored);
+  for (const char* key : kShape) {
+    const auto ia = a.find(key);
+    const auto ib = b.find(key);
+    const std::string va = ia == a.end() ? "?" : ia->second;
+    const std::string vb = ib == b.end() ? "?" : ib->second;
+    if (va != vb)
+      return fmt::format("model.{} is {} in the checkpoint but {} in this run's config", key, vb, va);
+  }
+  return std::nullopt;
 }
 
 std::string config_hash(const RunConfig& config) {

@@ -47,6 +47,13 @@ RunConfig load_run_config(const ConfigSources& sources);
 /// used where its training data may be absent). `origin` names the checkpoint in messages.
 RunConfig parse_stored_config(const std::string& yaml, const std::string& origin);
 
+/// The first difference in the model's shape (layers, widths, heads, norm position, position
+/// encoding, embedding tying, activation) between the config a run was started with and one
+/// stored in a checkpoint, as "model.d_model is 256 in the checkpoint but 512 in this run's
+/// config"; nullopt when they describe the same network. Dropout and other settings that do not change the network are
+/// not compared.
+std::optional<std::string> model_difference(const RunConfig& here, const RunConfig& stored);
+
 /// The configuration as YAML; with docs, each field carries its doc as a comment. Loading
 /// the text again gives the same configuration.
 std::string to_yaml(const RunConfig& config, bool with_docs = true);

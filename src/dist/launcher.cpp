@@ -346,6 +346,8 @@ Attempt run_attempt(const LaunchOptions& o, int port, int restart_count, SignalS
   };
   auto stop_all = [&](int sig) {
     signal_all(sig);
+    // A stopped worker (SIGSTOP, a debugger) acts on the signal only once continued.
+    signal_all(SIGCONT);
     if (!kill_at) kill_at = Clock::now() + o.stop_grace;
   };
   try {

@@ -6,8 +6,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <exception>
+#include <functional>
+#include <future>
 #include <optional>
+#include <thread>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -141,6 +145,7 @@ struct PendingOp::Impl {
   at::Tensor tensor;  // kept alive while the backend uses it
   std::string what;   // "rank 1: all_reduce_sum of 1024 float elements"
   std::chrono::milliseconds timeout;
+  std::function<std::string()> progress;  // the ranks' progress, for the error message
   bool waited = false;
 };
 
@@ -153,8 +158,8 @@ void PendingOp::wait() {
     impl_->work->wait(impl_->timeout);
   } catch (const std::exception& e) {
     impl_->waited = true;
-    NMT_THROW(DistError, "{} failed (timeout {}): {}", impl_->what, seconds(impl_->timeout),
-              reason(e));
+    NMT_THROW(DistError, "{} failed (timeout {}): {}{}", impl_->what, seconds(impl_->timeout),
+              reason(e), impl_->progress ? impl_->progress() : "");
   }
   impl_->waited = true;
 }
@@ -172,9 +177,61 @@ struct Communicator::Impl {
     return fmt::format("{}:{}", options.master_addr, options.master_port);
   }
   [[noreturn]] void fail(const std::string& op, const std::exception& e) const {
-    NMT_THROW(DistError, "rank {}: {} failed (timeout {}): {}", options.rank, op,
-              seconds(options.timeout), reason(e));
+    NMT_THROW(DistError, "rank {}: {} failed (timeout {}): {}{}", options.rank, op,
+              seconds(options.timeout), reason(e), progress_report());
   }
+  std::string progress_key(int rank) const { return fmt::format("nmt/progress/{}", rank); }
+  /// "; rank 1 last began step 101, the others 102" from the keys mark_progress writes, or
+  /// "" when no rank has marked progress. Asked on a helper thread with a deadline: the
+  /// store lives in rank 0, which may be the rank that stalled.
+  std::string progress_report() const {
+    if (!progress_marked) return "";
+    auto result = std::make_shared<std::promise<std::string>>();
+    std::future<std::string> answer = result->get_future();
+    std::thread([store = store, world = options.world_size, result, this_rank = options.rank,
+                 keys = [&] {
+                   std::vector<std::string> k;
+                   for (int r = 0; r < options.world_size; ++r) k.push_back(progress_key(r));
+                   return k;
+                 }()] {
+      try {
+        // Values are "<count>|<place>": the count orders the places every rank marks alike.
+        std::vector<int64_t> counts(static_cast<size_t>(world), -1);
+        std::vector<std::string> places(static_cast<size_t>(world));
+        for (int r = 0; r < world; ++r) {
+          if (!store->check({keys[static_cast<size_t>(r)]})) continue;
+          const std::vector<uint8_t> bytes = store->get(keys[static_cast<size_t>(r)]);
+          const std::string value(bytes.begin(), bytes.end());
+          const size_t bar = value.find('|');
+          counts[static_cast<size_t>(r)] = std::stoll(value.substr(0, bar));
+          places[static_cast<size_t>(r)] = value.substr(bar + 1);
+        }
+        const auto newest = std::max_element(counts.begin(), counts.end()) - counts.begin();
+        std::vector<std::string> behind;
+        for (int r = 0; r < world; ++r) {
+          const size_t i = static_cast<size_t>(r);
+          if (counts[i] == counts[static_cast<size_t>(newest)]) continue;
+          behind.push_back(counts[i] < 0 ? fmt::format("rank {} has not started", r)
+                                         : fmt::format("rank {} is at '{}'", r, places[i]));
+        }
+        result->set_value(
+            behind.empty()
+                ? fmt::format("; every rank got to '{}', so the hang is inside this collective",
+                              places[static_cast<size_t>(newest)])
+                : fmt::format("; behind: {}; the others are at '{}' (this is rank {})",
+                              fmt::join(behind, ", "), places[static_cast<size_t>(newest)],
+                              this_rank));
+      } catch (const std::exception&) {
+        result->set_value("; the ranks' progress is unknown: the store at rank 0 does not answer");
+      }
+    }).detach();
+    if (answer.wait_for(std::chrono::seconds(3)) != std::future_status::ready)
+      return "; the ranks' progress is unknown: the store at rank 0 does not answer (rank 0 may "
+             "be the one that stalled)";
+    return answer.get();
+  }
+  bool progress_marked = false;
+  int64_t progress_count = 0;  // places marked so far
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& op) const {
     try {
       work->wait(options.timeout);
@@ -323,6 +380,7 @@ std::shared_ptr<PendingOp> Communicator::all_reduce_sum_async(at::Tensor& flat) 
   auto op = std::make_unique<PendingOp::Impl>();
   op->tensor = flat;
   op->timeout = m.options.timeout;
+  if (m.progress_marked) op->progress = [&m] { return m.progress_report(); };
   op->what = fmt::format("rank {}: all_reduce_sum of {} {} elements", m.options.rank,
                          flat.numel(), c10::toString(flat.scalar_type()));
   std::vector<at::Tensor> one{flat};
@@ -373,6 +431,16 @@ std::vector<std::string> Communicator::all_gather_strings(const std::string& min
     m.fail(fmt::format("all_gather_strings #{} through the store at {}", call, m.where()), e);
   }
   return all;
+}
+
+void Communicator::mark_progress(const std::string& place) {
+  Impl& m = *impl_;
+  try {
+    m.store->set(m.progress_key(m.options.rank), fmt::format("{}|{}", m.progress_count++, place));
+  } catch (const std::exception& e) {
+    m.fail(fmt::format("recording progress ('{}') in the store at {}", place, m.where()), e);
+  }
+  m.progress_marked = true;
 }
 
 void Communicator::barrier() {

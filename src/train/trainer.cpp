@@ -526,6 +526,8 @@ class TrainerImpl {
   /// last batch.
   int64_t train_update(const std::function<data::BatchTensors()>& next_batch, Interval& interval) {
     model_->train();
+    // Peers name this rank if it stalls: a failed collective reports who is behind.
+    if (comm()) comm()->mark_progress(fmt::format("began step {}", step_ + 1));
     optimizer_->zero_grad();
     int64_t update_tokens = 0;
     int64_t epoch = iterator_.epoch;
@@ -566,6 +568,7 @@ class TrainerImpl {
       interval.loss_sum.add_(sums.loss.detach());
       interval.nll_sum.add_(sums.nll);
     }
+    if (comm()) comm()->mark_progress(fmt::format("step {}: backward done", step_ + 1));
     auto t0 = Clock::now();
     if (reducer_) {
       reducer_->finalize();  // .grad is now the sum over all ranks
@@ -941,14 +944,14 @@ BenchmarkResult Trainer::benchmark(const BenchmarkOptions& options) {
 
 std::optional<std::pair<std::filesystem::path, checkpoint::CheckpointData>> find_resume_checkpoint(
     const std::filesystem::path& run_dir, const checkpoint::CheckpointOptions& options,
-    const ResumeFrom& from) {
+    const ResumeFrom& from, const checkpoint::CheckpointFilter& reject) {
   switch (from.mode) {
     case ResumeFrom::Mode::kNone:
       return std::nullopt;
     case ResumeFrom::Mode::kPath:
       return std::make_pair(from.path, checkpoint::load_checkpoint(from.path));
     case ResumeFrom::Mode::kAuto:
-      return checkpoint::CheckpointDir(run_dir / "checkpoints", options).load_newest_valid();
+      return checkpoint::CheckpointDir(run_dir / "checkpoints", options).load_newest_valid(reject);
   }
   return std::nullopt;
 }

@@ -12,6 +12,7 @@
 #include <c10/core/Device.h>
 
 #include "amp/amp_options.h"
+#include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/checkpoint_options.h"
 #include "data/data_options.h"
@@ -96,7 +97,7 @@ class Trainer {
 /// (bad newer files are skipped with a warning), or the given file (which must load).
 std::optional<std::pair<std::filesystem::path, checkpoint::CheckpointData>> find_resume_checkpoint(
     const std::filesystem::path& run_dir, const checkpoint::CheckpointOptions& options,
-    const ResumeFrom& from);
+    const ResumeFrom& from, const checkpoint::CheckpointFilter& reject = {});
 
 /// Installs SIGINT/SIGTERM handlers that ask the running loop to stop after the current update
 /// (a second signal ends the process at once).

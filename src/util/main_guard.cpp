@@ -1,5 +1,6 @@
 #include "util/main_guard.h"
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -26,6 +27,9 @@ void report(std::string_view program, std::string_view kind, std::string_view me
 }  // namespace
 
 int run_main(std::string_view program, const std::function<int()>& body) {
+  // A write past the file-size limit (ulimit -f) would kill the process with SIGXFSZ; ignored,
+  // it fails with EFBIG instead, which the writer reports, and what was saved before stays.
+  std::signal(SIGXFSZ, SIG_IGN);
   int code = 1;
   try {
     code = body();

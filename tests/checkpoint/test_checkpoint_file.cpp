@@ -274,6 +274,17 @@ TEST_CASE("damaged files are refused with the reason", "[checkpoint]") {
   const auto flipped_header = copy("flipped_header.safetensors");
   nmt::test::flip_byte(flipped_header, 9);  // inside the JSON
   check_load_fails(flipped_header, "not a checkpoint: the header is not valid JSON");
+  // A changed metadata value that keeps the JSON valid: the checksum covers the header too.
+  const auto flipped_value = copy("flipped_value.safetensors");
+  {
+    const std::string bytes = nmt::test::read_file(flipped_value);
+    const size_t at = bytes.find("\"step\":\"");
+    REQUIRE(at != std::string::npos);
+    std::fstream f(flipped_value, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(at + 8));
+    f.put('9');
+  }
+  check_load_fails(flipped_value, "checksum mismatch: the content hashes to");
   const auto appended = copy("appended.safetensors");
   std::ofstream(appended, std::ios::app | std::ios::binary) << "xyz";
   check_load_fails(appended,
@@ -293,9 +304,10 @@ TEST_CASE("headers that lie about their tensors are refused", "[checkpoint]") {
                 "{\"t\":{\"dtype\":\"F32\",\"shape\":[6],\"data_offsets\":[0,24]}}", data),
       "not an nmt-train checkpoint: a safetensors file without nmt.format in its metadata");
   check_load_fails(
-      write_raw(dir, "v2.safetensors", "{\"__metadata__\":{\"nmt.format\":\"nmt-checkpoint-2\"}}",
+      write_raw(dir, "v3.safetensors", "{\"__metadata__\":{\"nmt.format\":\"nmt-checkpoint-3\"}}",
                 ""),
-      "unsupported checkpoint format \"nmt-checkpoint-2\" (this build reads nmt-checkpoint-1)");
+      "unsupported checkpoint format \"nmt-checkpoint-3\" (this build reads nmt-checkpoint-1 and "
+      "nmt-checkpoint-2)");
   check_load_fails(
       write_raw(
           dir, "size.safetensors",
@@ -481,5 +493,5 @@ with safe_open(sys.argv[1], framework="pt") as f:
   CHECK_THAT(r.out, Contains("scalar float32 [] [3.25]"));
   CHECK_THAT(r.out, Contains("empty float32 [0, 4] []"));
   CHECK_THAT(r.out, Contains("transposed float32 [3, 2] [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]"));
-  CHECK_THAT(r.out, Contains("meta 42 True nmt-checkpoint-1"));
+  CHECK_THAT(r.out, Contains("meta 42 True nmt-checkpoint-2"));
 }

@@ -138,3 +138,20 @@ TEST_CASE("config hash follows what the run computes, not where it writes", "[co
   CHECK(nmt::config::config_hash(a) != nmt::config::config_hash(b));
   CHECK(nmt::config::config_hash(a).size() == 16);
 }
+
+TEST_CASE("model_difference names the first shape key that differs, ignores dropout",
+          "[config]") {
+  const nmt::config::RunConfig base = load_run_config({NMT_SOURCE_DIR "/configs/tiny.yaml"});
+  nmt::config::RunConfig other = base;
+  CHECK_FALSE(nmt::config::model_difference(base, other));
+  other.model.dropout = 0.3;
+  other.train.lr = 1.0;
+  CHECK_FALSE(nmt::config::model_difference(base, other));
+  other.model.ffn_dim = 256;
+  CHECK(nmt::config::model_difference(base, other) ==
+        std::string("model.ffn_dim is 256 in the checkpoint but 512 in this run's config"));
+  other = base;
+  other.model.norm = nmt::model::NormPosition::kPost;
+  CHECK(nmt::config::model_difference(base, other) ==
+        std::string("model.norm is post in the checkpoint but pre in this run's config"));
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Kill-and-resume trials: a crash must cost at most the steps since the last checkpoint, and
+# nothing else. Each trial trains the tiny config with 2 CPU ranks, kills one rank with
+# SIGKILL at a random moment (even trials: a random rank at a random time; odd trials: rank 0,
+# the checkpoint writer, while a checkpoint is being written), reruns the same command with
+# --resume auto until it finishes, and compares the final parameters with an uninterrupted
+# run bit for bit (nmt-ckpt diff --atol 0).
+#
+#   scripts/fault/kill-resume.sh [TRIALS] [STEPS]     (defaults 20 and 24)
+#
+# Exit code 0 when every trial matched. SEED (default: the time) makes the kill times repeatable.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$repo"
+trials=${1:-20}
+steps=${2:-24}
+train=${NMT_TRAIN:-build/nmt-train}
+ckpt=${NMT_CKPT:-build/nmt-ckpt}
+python=${NMT_PYTHON:-$HOME/.cache/nmt-train/torch-2.11.0/venv/bin/python}
+[[ -x $train && -x $ckpt ]] || { echo "kill-resume.sh: build first (scripts/test.sh)" >&2; exit 1; }
+command -v "$python" > /dev/null || python=python3
+seed=${SEED:-$(date +%s)}
+RANDOM=$seed
+work=$(mktemp -d)
+trap 'pkill -KILL -f "run_dir=$work/" 2> /dev/null || true; rm -rf "$work"' EXIT
+
+$train --config configs/tiny.yaml --dry-run --log-level warn --set data.vocab_size=1000 \
+  --set run_dir="$work/vocab" > /dev/null
+# Checkpoints every 2 steps, so that kills often land in or near a write.
+run_args() {  # run_dir
+  echo --config configs/tiny.yaml --nproc-per-node 2 --set run_dir="$1" \
+    --set data.spm_model="$work/vocab/vocab/joint.model" --set data.max_tokens=1024 \
+    --set train.max_steps="$steps" --set train.log_every=4 --set train.valid_every=0 \
+    --set train.threads=1 --set checkpoint.every_steps=2 --set checkpoint.keep_last=2 \
+    --resume auto
+}
+final_checkpoint() { printf '%s/checkpoints/checkpoint-%08d.safetensors' "$1" "$steps"; }
+
+start=$(date +%s.%N)
+# shellcheck disable=SC2046
+$train $(run_args "$work/reference") > "$work/reference.log" 2>&1 ||
+  { cat "$work/reference.log" >&2; exit 1; }
+duration=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+echo "[kill-resume] uninterrupted run: $steps steps in $duration s; seed $seed"
+# A fraction (percent) of the uninterrupted run's duration, in seconds.
+fraction() { awk -v d="$duration" -v p="$1" 'BEGIN { printf "%.2f", d * p / 100 }'; }
+
+# Waits until a checkpoint temp file exists in $1, then SIGKILLs pid $2 at once (Python
+# polls the folder in a tight loop: a tiny checkpoint takes tens of milliseconds to write).
+kill_during_write() {
+  "$python" - "$1" "$2" <<'PY'
+import os, signal, sys, time
+folder, pid = sys.argv[1], int(sys.argv[2])
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    try:
+        if any(".tmp-" in name for name in os.listdir(folder)):
+            os.kill(pid, signal.SIGKILL)
+            print("killed during a checkpoint write")
+            sys.exit(0)
+    except FileNotFoundError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        print("the run ended before a write was caught")
+        sys.exit(0)
+PY
+}
+
+passed=0
+for trial in $(seq 1 "$trials"); do
+  dir="$work/trial-$trial"
+  log="$dir.log"
+  # shellcheck disable=SC2046
+  $train $(run_args "$dir") > "$log" 2>&1 &
+  launcher=$!
+  # Wait for both workers.
+  workers=()
+  for _ in $(seq 1 200); do
+    mapfile -t workers < <(pgrep -P "$launcher" || true)
+    (( ${#workers[@]} == 2 )) && break
+    sleep 0.05
+  done
+  if (( trial % 2 )); then
+    victim=${workers[RANDOM % 2]}
+    # A random moment between startup and the end of an uninterrupted run.
+    delay=$(fraction $((20 + RANDOM % 75)))
+    sleep "$delay"
+    kill -KILL "$victim" 2> /dev/null && how="killed a rank after ${delay} s" ||
+      how="the run ended before the kill"
+  else
+    # Rank 0 is the worker whose environment says RANK=0.
+    victim=""
+    for pid in "${workers[@]}"; do
+      tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null | grep -qx 'RANK=0' && victim=$pid
+    done
+    # Skip a random number of writes first, so kills spread over the run.
+    sleep "$(fraction $((RANDOM % 60)))"
+    how=$(kill_during_write "$dir/checkpoints" "$victim")
+  fi
+  first_exit=0
+  wait "$launcher" || first_exit=$?
+  reruns=0
+  until [[ -f $(final_checkpoint "$dir") ]]; do
+    (( reruns < 3 )) || { echo "[kill-resume] trial $trial: no final checkpoint after $reruns reruns" >&2; break; }
+    reruns=$((reruns + 1))
+    # shellcheck disable=SC2046
+    $train $(run_args "$dir") >> "$log" 2>&1 || true
+  done
+  resumed=$(grep -o 'resumed from [^ ]* at step [0-9]*' "$log" | head -n 1 | sed 's/.* //')
+  if [[ -f $(final_checkpoint "$dir") ]] &&
+     $ckpt diff --atol 0 "$(final_checkpoint "$work/reference")" "$(final_checkpoint "$dir")" > "$dir.diff" 2>&1; then
+    passed=$((passed + 1))
+    verdict=identical
+  else
+    verdict="DIFFERENT (log: $log)"
+    cp "$log" "/tmp/kill-resume-trial-$trial.log" 2> /dev/null || true
+  fi
+  echo "[kill-resume] trial $trial: $how; first run exit $first_exit; resumed at step ${resumed:-0 (fresh)}; final parameters $verdict"
+done
+echo "[kill-resume] $passed of $trials trials ended with parameters identical to the uninterrupted run"
+(( passed == trials ))
