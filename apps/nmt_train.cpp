@@ -151,10 +151,12 @@ int train_rank(const config::TrainCommand& command, config::RunConfig cfg,
   log::info("train", "device {}, {} intra-op thread(s), amp {}", device.str(), threads,
             amp::mode_name(cfg.amp.mode));
   std::shared_ptr<dist::Communicator> communicator;
-  if (worker.world_size > 1) {
+  // dist.backend nccl asked for by name takes the process-group path even for one rank, so a
+  // single GPU can check it.
+  if (worker.world_size > 1 || cfg.dist.backend == dist::Backend::kNccl) {
     dist::CommunicatorOptions options;
     options.master_addr = worker.master_addr;
-    options.master_port = worker.master_port;
+    options.master_port = worker.master_port > 0 ? worker.master_port : dist::find_free_port();
     options.rank = worker.rank;
     options.world_size = worker.world_size;
     options.agent_store = worker.agent_store;

@@ -25,7 +25,7 @@ work=$(mktemp -d)
 trap 'pkill -KILL -f "run_dir=$work/" 2> /dev/null || true; rm -rf "$work"' EXIT
 
 $train --config configs/tiny.yaml --dry-run --log-level warn --set data.vocab_size=1000 \
-  --set run_dir="$work/vocab" > /dev/null
+  --set run_dir="$work/vocab" > "$work/vocab.log" 2>&1 || { cat "$work/vocab.log" >&2; exit 1; }
 # Checkpoints every 2 steps, so that kills often land in or near a write.
 run_args() {  # run_dir
   echo --config configs/tiny.yaml --nproc-per-node 2 --set run_dir="$1" \
@@ -75,11 +75,20 @@ for trial in $(seq 1 "$trials"); do
   # shellcheck disable=SC2046
   $train $(run_args "$dir") > "$log" 2>&1 &
   launcher=$!
-  # Wait for both workers.
+  # Wait for both workers to run nmt-train (a child found just after fork has not yet exec'd
+  # it with its RANK), and note which one is rank 0, the checkpoint writer.
   workers=()
-  for _ in $(seq 1 200); do
+  rank0=""
+  for _ in $(seq 1 400); do
     mapfile -t workers < <(pgrep -P "$launcher" || true)
-    (( ${#workers[@]} == 2 )) && break
+    rank0=""
+    ranked=0
+    for pid in "${workers[@]}"; do
+      env_of=$(tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null || true)
+      grep -q '^RANK=' <<< "$env_of" && ranked=$((ranked + 1))
+      grep -qx 'RANK=0' <<< "$env_of" && rank0=$pid
+    done
+    (( ranked == 2 )) && [[ -n $rank0 ]] && break
     sleep 0.05
   done
   if (( trial % 2 )); then
@@ -90,14 +99,13 @@ for trial in $(seq 1 "$trials"); do
     kill -KILL "$victim" 2> /dev/null && how="killed a rank after ${delay} s" ||
       how="the run ended before the kill"
   else
-    # Rank 0 is the worker whose environment says RANK=0.
-    victim=""
-    for pid in "${workers[@]}"; do
-      tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null | grep -qx 'RANK=0' && victim=$pid
-    done
     # Skip a random number of writes first, so kills spread over the run.
     sleep "$(fraction $((RANDOM % 60)))"
-    how=$(kill_during_write "$dir/checkpoints" "$victim")
+    if [[ -n $rank0 ]]; then
+      how=$(kill_during_write "$dir/checkpoints" "$rank0" || echo "the write watcher failed")
+    else
+      how="rank 0 was not found"
+    fi
   fi
   first_exit=0
   wait "$launcher" || first_exit=$?

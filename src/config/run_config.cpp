@@ -73,6 +73,11 @@ Schema bind(RunConfig& c) {
             "padded tokens per batch per rank (sentences x longest sentence)");
   s.integer("data.max_sentences", &d.max_sentences, 0, kIntMax,
             "sentences per batch per rank; 0: no limit");
+  s.choice("data.batching", &d.batching,
+           {{"tokens", data::Batching::kTokens}, {"sentences", data::Batching::kSentences}},
+           "tokens: batches of max_tokens padded tokens from length-sorted buckets, balanced "
+           "across ranks; sentences: a fixed sentence count in corpus order with the same mean "
+           "padded tokens (the naive way, for comparison runs only)");
   s.real("data.batch_overhead", &d.batch_overhead, 0, 100,
          "fixed cost of one batch as a fraction of max_tokens, traded against padding when "
          "cutting batches: higher gives fewer, fuller batches with more padding");

@@ -211,6 +211,7 @@ EpochPlan BatchPlanner::plan_epoch(int64_t epoch) const {
   EpochPlan plan;
   plan.epoch = epoch;
   plan.steps = balance(cut_batches(order), stream);
+  if (options_.batching == Batching::kSentences) return plan_naive(plan);
   return plan;
 }
 

@@ -24,6 +24,8 @@ struct BatchPlanOptions {
   int64_t world_size = 1;       ///< ranks: batches per step
   int64_t accumulation = 1;     ///< steps per optimizer update (update_freq)
   uint64_t seed = 1;            ///< seed of the shuffles
+  /// kSentences: plan_epoch returns plan_naive of the token plan (for comparison runs).
+  Batching batching = Batching::kTokens;
 };
 
 /// One rank's batch: pairs of the TokenCache and its padded shape.

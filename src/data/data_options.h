@@ -8,6 +8,11 @@ namespace nmt::data {
 
 /// SentencePiece model type.
 enum class SubwordModel { kUnigram, kBpe };
+/// How batches are formed.
+enum class Batching {
+  kTokens,     ///< by padded tokens from length-sorted buckets, balanced across ranks
+  kSentences,  ///< a fixed sentence count in corpus order (the naive way; for comparison)
+};
 /// What to do with a corpus line that is not valid UTF-8.
 enum class InvalidUtf8Policy { kError, kSkip };
 
@@ -27,6 +32,7 @@ struct DataOptions {
   InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kError;  ///< invalid UTF-8 handling
   int64_t max_tokens = 4096;            ///< padded tokens per batch per rank (batch x longest)
   int64_t max_sentences = 0;            ///< sentences per batch per rank; 0: no limit
+  Batching batching = Batching::kTokens;  ///< sentences: naive batches of the same mean size
   double batch_overhead = 0.25;         ///< fixed cost of a batch (fraction of max_tokens):
                                         ///< higher gives fewer, fuller batches, more padding
   int64_t update_freq = 1;              ///< batches accumulated per optimizer update

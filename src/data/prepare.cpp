@@ -60,6 +60,7 @@ BatchPlanOptions plan_options(const DataOptions& options, int64_t world_size, ui
   p.world_size = world_size;
   p.accumulation = resolve_update_freq(options, world_size);
   p.seed = seed;
+  p.batching = options.batching;
   return p;
 }
 

@@ -273,8 +273,10 @@ void validate(const CommunicatorOptions& o) {
               o.device.str(), count);
 #endif
   } else {
-    NMT_CHECK(o.device.is_cpu(), DistError,
-              "rank {}: the Gloo backend here works on CPU tensors, found device {}", o.rank,
+    // Gloo sums CUDA tensors too (through host memory): 2 ranks can share one GPU, which NCCL
+    // refuses.
+    NMT_CHECK(o.device.is_cpu() || o.device.is_cuda(), DistError,
+              "rank {}: the Gloo backend works on CPU or CUDA tensors, found device {}", o.rank,
               o.device.str());
   }
 }

@@ -296,8 +296,11 @@ class TrainerImpl {
     checkpoint::CheckpointData params;
     for (const auto& item : model_->named_parameters())
       params.tensors.emplace_back("model." + item.key(), item.value().detach().cpu());
-    log::info("train", "parameter hash {:016x} at step {}", checkpoint::model_parameter_hash(params),
-              step_);
+    const double peak_mb =
+        double(s_.device.is_cuda() ? dist::peak_cuda_memory_bytes(s_.device.index())
+                                   : dist::peak_host_memory_bytes()) / (1 << 20);
+    log::info("train", "parameter hash {:016x} at step {}; peak memory {:.0f} MiB",
+              checkpoint::model_parameter_hash(params), step_, peak_mb);
     summary.steps = step_;
     summary.epoch = epoch;
     summary.last_valid_loss = last_valid_loss_;

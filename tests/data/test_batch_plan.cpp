@@ -49,14 +49,16 @@ TEST_CASE("batches respect the padded-token budget and cover every pair once", "
   }
 }
 
+/// Every batch's pairs, in plan order.
+std::vector<std::vector<uint32_t>> pairs_of(const EpochPlan& plan) {
+  std::vector<std::vector<uint32_t>> out;
+  for (const auto& step : plan.steps)
+    for (const auto& batch : step.batches) out.push_back(batch.pairs);
+  return out;
+}
+
 TEST_CASE("the same seed gives the same plan, epochs and seeds differ", "[data]") {
   const auto& cache = nmt::test::small_corpus().cache();
-  auto pairs_of = [](const EpochPlan& plan) {
-    std::vector<std::vector<uint32_t>> out;
-    for (const auto& step : plan.steps)
-      for (const auto& batch : step.batches) out.push_back(batch.pairs);
-    return out;
-  };
   const BatchPlanner a(cache, options_for(4)), b(cache, options_for(4));
   CHECK(pairs_of(a.plan_epoch(3)) == pairs_of(b.plan_epoch(3)));
   CHECK(pairs_of(a.plan_epoch(3)) != pairs_of(a.plan_epoch(4)));
@@ -83,6 +85,18 @@ TEST_CASE("ranks get near-equal padded tokens, far better than sentence-count ba
     CHECK(ours.mean_batch_fill > 0.7);
     CHECK(ours.mean_batch_fill <= 1.0);
   }
+}
+
+TEST_CASE("batching by sentences plans the naive batches, for comparison runs", "[data]") {
+  const auto& cache = nmt::test::small_corpus().cache();
+  BatchPlanOptions options = options_for(2, 2048);
+  const BatchPlanner tokens(cache, options);
+  options.batching = nmt::data::Batching::kSentences;
+  const BatchPlanner sentences(cache, options);
+  const EpochPlan naive = sentences.plan_epoch(1);
+  CHECK(pairs_of(naive) == pairs_of(tokens.plan_naive(tokens.plan_epoch(1))));
+  CHECK(naive.stats(2048).sentences == cache.size());
+  CHECK(naive.stats(2048).padding_efficiency < tokens.plan_epoch(1).stats(2048).padding_efficiency);
 }
 
 TEST_CASE("global target tokens of a step sum every rank's batch", "[data]") {

@@ -267,6 +267,8 @@ TEST_CASE("every malformed input gives one clear error line and leaves existing 
       {"non-numeric worker count", base + "--nproc-per-node abc", "dist.nproc_per_node"},
       {"node rank beyond the nodes", base + "--nnodes 2 --node-rank 2",
        "--node-rank 2 is not below --nnodes 2"},
+      {"NCCL without a GPU", base + "--set dist.backend=nccl",
+       "dist.backend nccl needs CUDA devices"},
       {"RANK not below WORLD_SIZE",
        "RANK=5 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555 " + base,
        "RANK=5 is not below WORLD_SIZE=2"},

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The GPU run, in one go, on a box with nvcc, CMake, ninja and a CUDA PyTorch (LibTorch from
+# torch.utils.cmake_prefix_path, NCCL from its nvidia wheels) but no package registry:
+#   1. unpacks the .debs of scripts/gpu/pack-deps.sh (gpu-deps/) into a private prefix
+#      (dpkg-deb -x, never into /) and builds the project against the box's torch;
+#   2. runs the test suite ([cuda] tests included: they run where a GPU is visible);
+#   3. trains the base config on the shipped corpus in bf16 and fp16 (loss, NaN, loss scale);
+#   4. NCCL with world size 1 through the real code path; 2 ranks on the one GPU with Gloo
+#      (identical parameters, per-rank peak memory with token-balanced and with naive
+#      sentence-count batches: the seed's problem, measured);
+#   5. benchmark and MFU of base and big in bf16 and fp16 next to the PyTorch reference loop.
+# Every step's log and JSON go to OUTDIR, with summary.md and results.json; a failed step is
+# recorded and the next one still runs. Aimed at ~8 minutes on 16 cores.
+#
+#   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist bench; default all)
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$repo"
+out=${1:?usage: scripts/gpu/check.sh OUTDIR [STEP...]}
+shift
+steps=("$@")
+(( ${#steps[@]} )) || steps=(build test train dist bench)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+python=${PYTHON:-python3}
+jobs=$(nproc)
+build=build-gpu
+start_all=$(date +%s)
+results=()
+
+# Runs one step: name, then the command; its output goes to $out/<name>.log.
+step() {
+  local name=$1; shift
+  local t0=$(date +%s) status=0
+  echo "[check] $name ..." >&2
+  "$@" > "$out/$name.log" 2>&1 || status=$?
+  local seconds=$(( $(date +%s) - t0 ))
+  results+=("{\"step\": \"$name\", \"exit\": $status, \"seconds\": $seconds}")
+  echo "[check] $name: exit $status in ${seconds} s" >&2
+  return $status
+}
+wants() { [[ " ${steps[*]} " == *" $1 "* ]]; }
+
+# --- 0. The machine ----------------------------------------------------------------------------
+{
+  date -u
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1
+  nvcc --version 2>&1 | tail -n 2
+  "$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())' 2>&1
+  cmake --version | head -n 1; ninja --version; echo "cores $jobs"; ldd --version | head -n 1
+} > "$out/machine.txt" 2>&1
+
+# --- 1. Build ----------------------------------------------------------------------------------
+prefix=$(mktemp -d /tmp/nmt-deps.XXXXXX)
+export PKG_CONFIG_SYSROOT_DIR=$prefix
+export PKG_CONFIG_LIBDIR=$prefix/usr/lib/x86_64-linux-gnu/pkgconfig:$prefix/usr/share/pkgconfig
+export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+build_project() {
+  ls gpu-deps/*.deb > /dev/null || { echo "no gpu-deps/*.deb: run scripts/gpu/pack-deps.sh and carry gpu-deps"; return 1; }
+  for deb in gpu-deps/*.deb; do dpkg-deb -x "$deb" "$prefix" || return 1; done
+  local torch_prefix
+  torch_prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)') || return 1
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr" \
+    -DPKG_CONFIG_EXECUTABLE="$prefix/usr/bin/pkgconf" \
+    -DTORCH_CUDA_ARCH_LIST=9.0 -DNMT_PYTHON="$(command -v "$python")" || return 1
+  cmake --build "$build" -j "$jobs"
+}
+if wants build; then
+  step build build_project || { echo "[check] the build failed; see $out/build.log" >&2; }
+fi
+train=$build/nmt-train
+have_binary() { [[ -x $train ]]; }
+
+# --- 2. Tests ----------------------------------------------------------------------------------
+if wants test && have_binary; then
+  step test ctest --test-dir "$build" -j "$((jobs / 2))" --timeout 300 --output-on-failure
+  # The [cuda] cases alone, to show that they ran here rather than skipped.
+  for t in test_model test_decode test_dist test_amp; do
+    [[ -x $build/tests/$t ]] && "$build/tests/$t" "[cuda]" -s -r compact >> "$out/test-cuda.log" 2>&1
+  done
+fi
+
+# --- 3. bf16 and fp16 training of the base config on the shipped corpus -------------------------
+common=(--set data.vocab_size=8000 --set train.valid_every=100 --set train.log_every=20
+        --set checkpoint.every_steps=100000 --set train.warmup_steps=100 --set train.lr=0.001)
+if wants train && have_binary; then
+  "$train" --config configs/transformer-base.yaml --dry-run --log-level warn --set data.vocab_size=8000 \
+    --set run_dir="$out/vocab" > /dev/null 2>&1
+  common+=(--set data.spm_model="$out/vocab/vocab/joint.model")
+  for amp in bf16 fp16; do
+    step "train-$amp" "$train" --config configs/transformer-base.yaml --set run_dir="$out/train-$amp" \
+      "${common[@]}" --set amp.mode=$amp --set train.max_steps=300 --set data.max_tokens=8192
+  done
+fi
+
+# --- 4. Distributed on one GPU --------------------------------------------------------------
+if wants dist && have_binary; then
+  dist=(--config configs/transformer-base.yaml "${common[@]}" --set amp.mode=bf16
+        --set train.max_steps=40 --set model.dropout=0 --set data.max_tokens=8192)
+  step nccl-world1 "$train" "${dist[@]}" --set run_dir="$out/nccl-world1" --set dist.backend=nccl
+  step gloo-2ranks "$train" "${dist[@]}" --set run_dir="$out/gloo-2ranks" --nproc-per-node 2 \
+    --set dist.backend=gloo
+  step gloo-2ranks-naive "$train" "${dist[@]}" --set run_dir="$out/gloo-2ranks-naive" \
+    --nproc-per-node 2 --set dist.backend=gloo --set data.batching=sentences
+fi
+
+# --- 5. Benchmarks next to the reference loop ------------------------------------------------
+if wants bench && have_binary; then
+  step bench env DEVICE=cuda NMT_TRAIN="$train" NMT_PYTHON="$python" OUT="$out/bench" \
+    scripts/bench/compare.sh 2 20
+fi
+
+# --- Summary -----------------------------------------------------------------------------------
+{
+  echo "[$(IFS=,; echo "${results[*]}")]"
+} > "$out/results.json"
+"$python" - "$out" <<'PY' > "$out/summary.md" 2>&1
+import json, os, re, sys
+out = sys.argv[1]
+print("# GPU check\n")
+print("```\n" + open(os.path.join(out, "machine.txt")).read().strip() + "\n```\n")
+for r in json.load(open(os.path.join(out, "results.json"))):
+    print(f"- {r['step']}: exit {r['exit']} in {r['seconds']} s")
+def metrics(name):
+    path = os.path.join(out, name, "metrics.jsonl")
+    return [json.loads(l) for l in open(path)] if os.path.exists(path) else []
+for amp in ("bf16", "fp16"):
+    rows = [r for r in metrics(f"train-{amp}") if r["type"] == "train"]
+    if rows:
+        losses = [r["loss"] for r in rows]
+        scales = sorted({r["loss_scale"] for r in rows})
+        print(f"\n{amp}: loss {losses[0]:.3f} -> {losses[-1]:.3f} over {rows[-1]['step']} steps; "
+              f"NaN: {any(l is None for l in losses)}; loss scales seen {scales}; "
+              f"skipped updates {rows[-1]['skipped_updates']}; "
+              f"{rows[-1]['tokens_per_s']:.0f} tok/s; peak {rows[-1]['peak_memory_mb']:.0f} MiB")
+for name in ("gloo-2ranks", "gloo-2ranks-naive"):
+    log = os.path.join(out, name + ".log")
+    if os.path.exists(log):
+        text = open(log).read()
+        hashes = set(re.findall(r"parameter hash ([0-9a-f]{16})", text))
+        peaks = re.findall(r"\[rank (\d)\].*\| (\d+) MiB \|", text)
+        last = {}
+        for rank, mb in peaks:
+            last[rank] = int(mb)
+        spread = (max(last.values()) / min(last.values()) - 1) * 100 if len(last) == 2 else float("nan")
+        print(f"\n{name}: parameter hashes {sorted(hashes)}; peak MiB per rank {last} "
+              f"(spread {spread:.1f}%)")
+bench = os.path.join(out, "bench.log")
+if os.path.exists(bench):
+    print("\n```\n" + open(bench).read().strip() + "\n```")
+PY
+echo "[check] done in $(( $(date +%s) - start_all )) s; $out/summary.md" >&2
+cat "$out/summary.md" >&2
