@@ -66,7 +66,9 @@ class ModelConfig:
 
     @staticmethod
     def from_metadata(meta, no_dropout=False):
-        dropout = lambda key: 0.0 if no_dropout else float(meta[key])  # noqa: E731
+        def dropout(key):
+            return 0.0 if no_dropout else float(meta[key])
+
         return ModelConfig(
             encoder_layers=int(meta["model.encoder_layers"]),
             decoder_layers=int(meta["model.decoder_layers"]),
@@ -187,7 +189,8 @@ class InputEmbedding(nn.Module):
         self.tokens = tokens  # may be shared with another InputEmbedding (tie_embeddings)
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
         self.dropout = cfg.dropout
-        if cfg.positions == "learned":
+        self.learned_positions = cfg.positions == "learned"
+        if self.learned_positions:
             self.positions = nn.Embedding(cfg.max_positions, cfg.d_model)
             nn.init.normal_(self.positions.weight, 0.0, cfg.d_model**-0.5)
         else:
@@ -201,7 +204,7 @@ class InputEmbedding(nn.Module):
         x = self.tokens(ids)
         if self.scale != 1.0:
             x = x * self.scale
-        if hasattr(self, "positions"):
+        if self.learned_positions:
             x = x + self.positions.weight[:length]
         else:
             x = x + self.sinusoid[:length]
@@ -561,7 +564,8 @@ class Trainer:
         tensor: reading it would synchronize)."""
         self.optimizer.zero_grad(set_to_none=True)
         # The gradient is of the loss per target token of the whole update, however it is split
-        # into micro-batches.
+        # into micro-batches. Dividing before backward also keeps fp16 gradients in range:
+        # GradScaler's init_scale of 2^16 is sized for a mean loss, not a sum over tokens.
         divisor = float(max(global_tgt_tokens, 1))
         total = None
         for batch in batches:
@@ -630,7 +634,7 @@ def peak_memory_mb(device):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def build_report(args_device, tcfg, bench, model, batches, measured, peak, method, memory_mb):
+def build_report(device, tcfg, bench, model, batches, measured, peak, method, memory_mb):
     step_seconds, seconds, phases, first_loss, last_loss = measured
     timed = batches[bench.warmup * bench.update_freq :]
     n = bench.steps
@@ -642,7 +646,7 @@ def build_report(args_device, tcfg, bench, model, batches, measured, peak, metho
     return {
         "ranks": 1,
         "threads_per_rank": torch.get_num_threads(),
-        "device": str(args_device),
+        "device": str(device),
         "amp": tcfg.amp,
         "synthetic": bench.synthetic,
         "warmup_steps": bench.warmup,
@@ -664,6 +668,17 @@ def build_report(args_device, tcfg, bench, model, batches, measured, peak, metho
         "first_loss": first_loss,
         "last_loss": last_loss,
     }
+
+
+def json_safe(value):
+    """NaN and infinities as null (as the C++ report writes them): JSON has no such numbers."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def print_summary(r):
@@ -693,7 +708,9 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(
         description="Plain-PyTorch reference training loop on the batches and initial "
         "parameters that `nmt-train --benchmark N --dump-batches DUMP` wrote; writes a report "
-        "with the keys of the C++ benchmark.json.",
+        "with the keys of the C++ benchmark.json, plus flopcounter_batch0 (FlopCounterMode's "
+        "count for one forward + backward of batch 0), ours_batch0 (the C++ formula's) and "
+        "implementation.",
     )
     p.add_argument("dump", help="the safetensors file written by --dump-batches")
     p.add_argument("--out", required=True, help="where to write the JSON report")
@@ -703,7 +720,9 @@ def parse_args(argv=None):
         default=None,
         help="intra-op threads (torch.set_num_threads); default: the C++ run's, from the dump",
     )
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="default: cpu")
+    p.add_argument(
+        "--device", choices=["cpu", "cuda"], default="cpu", help="cpu (default) or cuda (cuda:0)"
+    )
     p.add_argument(
         "--no-dropout",
         action="store_true",
@@ -736,8 +755,10 @@ def main(argv=None):
         model.load_state_dict(state_dict_from_dump(model, dumped), strict=True)
     model.to(device)
     batches = prepare_batches(raw_batches, mcfg.pad_id, device)
-    if bench.update_freq == 1 and [b.tgt_tokens for b in batches] != bench.batch_tokens:
-        print("note: batch_global_tgt_tokens differ from this process's counts", file=sys.stderr)
+    if sum(b.tgt_tokens for b in batches) != sum(bench.batch_tokens):
+        # A multi-rank dump holds rank 0's batches; the divisor stays the global count.
+        print("note: the dump's global target tokens differ from its batches' (a multi-rank "
+              "run?); gradients are divided by the global counts", file=sys.stderr)
 
     trainer = Trainer(model, mcfg, tcfg, device)
     measured = run_benchmark(trainer, batches, bench)
@@ -747,7 +768,7 @@ def main(argv=None):
     report["ours_batch0"] = bench.batch_flops[0]
     report["implementation"] = "pytorch-reference"
     with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
+        json.dump(json_safe(report), f, indent=2, allow_nan=False)
         f.write("\n")
     print_summary(report)
 
