@@ -138,6 +138,14 @@ class TrainerImpl {
         data.train.cache, data::plan_options(s_.data, s_.world_size,
                                              static_cast<uint64_t>(s_.train.seed)));
     update_freq_ = data::resolve_update_freq(s_.data, s_.world_size);
+    // The loss is a sum over tokens, so its weight gradients are about as many times larger
+    // than a mean loss's as an update has target tokens. Under fp16 loss scaling that would
+    // overflow half precision until the scale had fallen by that factor, skipping the first
+    // ~log2(tokens) updates; so the summed loss is divided by a fixed bound of the update's
+    // target tokens before scaling, and unscaling multiplies it back. Exact up to rounding;
+    // without fp16 the loss is left as it is.
+    if (scaler_->enabled())
+      loss_normalizer_ = double(s_.data.max_tokens) * double(s_.world_size) * double(update_freq_);
     if (s_.train.valid_translate && data.valid) {
       data::LineReader reader(s_.data.valid_tgt);
       for (std::string line; reader.next(&line);) valid_references_.push_back(line);
@@ -563,7 +571,7 @@ class TrainerImpl {
       }
       sync_for_timing();
       auto t1 = Clock::now();
-      scaler_->scale(sums.loss).backward();
+      scaler_->scale(loss_normalizer_ == 1.0 ? sums.loss : sums.loss / loss_normalizer_).backward();
       sync_for_timing();
       auto t2 = Clock::now();
       interval.forward_s += std::chrono::duration<double>(t1 - t0).count();
@@ -589,7 +597,7 @@ class TrainerImpl {
     // Loss is a sum over tokens: dividing by the update's global target-token count makes the
     // result independent of how tokens are split across ranks and accumulation steps.
     const at::Tensor divisor =
-        at::full({}, static_cast<double>(std::max<int64_t>(1, update_tokens)),
+        at::full({}, static_cast<double>(std::max<int64_t>(1, update_tokens)) / loss_normalizer_,
                  at::TensorOptions().dtype(at::kFloat).device(s_.device));
     scaler_->unscale_(grads, divisor);
     last_grad_norm_ = clip_grad_norm_(grads, s_.train.clip_norm);
@@ -924,7 +932,8 @@ class TrainerImpl {
   std::optional<double> last_valid_loss_;
   std::vector<std::string> valid_references_;  ///< validation target lines, for BLEU
   int64_t skipped_logged_ = 0;
-  bool sync_phases_ = false;  ///< benchmark mode: wait for the device after each phase
+  bool sync_phases_ = false;
+  double loss_normalizer_ = 1.0;  ///< fp16: the summed loss is divided by it before scaling  ///< benchmark mode: wait for the device after each phase
   std::filesystem::path last_checkpoint_;
 
   friend class Trainer;

@@ -187,3 +187,17 @@ TEST_CASE("early stopping after patience validations survives a resume", "[e2e][
   CHECK(std::filesystem::exists(checkpoint_path(run.path(), 6)));
   CHECK_FALSE(std::filesystem::exists(checkpoint_path(run.path(), 8)));
 }
+
+TEST_CASE("fp16 loss scaling does not overflow the first updates of a token-summed loss",
+          "[e2e][train]") {
+  // The loss is a sum over the update's target tokens: scaled by the initial 65536 as it is,
+  // its weight gradients overflow half precision and the first updates were all skipped.
+  TempDir run;
+  auto r = train(run.path(), "--set amp.mode=fp16 --set train.max_steps=8");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto skipped = metric(run.path(), "train", "skipped_updates");
+  REQUIRE(skipped.size() == 2);
+  CHECK(skipped.back() == 0);
+  CHECK(metric(run.path(), "train", "loss_scale").back() == 65536);
+}
