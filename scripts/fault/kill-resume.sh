@@ -116,7 +116,7 @@ for trial in $(seq 1 "$trials"); do
     # shellcheck disable=SC2046
     $train $(run_args "$dir") >> "$log" 2>&1 || true
   done
-  resumed=$(grep -o 'resumed from [^ ]* at step [0-9]*' "$log" | head -n 1 | sed 's/.* //')
+  resumed=$(grep -o 'resumed from [^ ]* at step [0-9]*' "$log" | head -n 1 | sed 's/.* //' || true)
   if [[ -f $(final_checkpoint "$dir") ]] &&
      $ckpt diff --atol 0 "$(final_checkpoint "$work/reference")" "$(final_checkpoint "$dir")" > "$dir.diff" 2>&1; then
     passed=$((passed + 1))
