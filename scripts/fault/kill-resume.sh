@@ -23,6 +23,9 @@ seed=${SEED:-$(date +%s)}
 RANDOM=$seed
 work=$(mktemp -d)
 trap 'pkill -KILL -f "run_dir=$work/" 2> /dev/null || true; rm -rf "$work"' EXIT
+# Private copies of the binaries: a rebuild during the trials must not change the numbers.
+cp "$train" "$work/nmt-train" && cp "$ckpt" "$work/nmt-ckpt"
+train=$work/nmt-train ckpt=$work/nmt-ckpt
 
 $train --config configs/tiny.yaml --dry-run --log-level warn --set data.vocab_size=1000 \
   --set run_dir="$work/vocab" > "$work/vocab.log" 2>&1 || { cat "$work/vocab.log" >&2; exit 1; }

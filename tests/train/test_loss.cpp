@@ -99,3 +99,32 @@ TEST_CASE("half-precision logits are reduced in float32", "[train][loss]") {
   const LossSums f = label_smoothed_cross_entropy(logits.to(at::kFloat), target, 0.1, kPad);
   CHECK(s.loss.item<double>() == Approx(f.loss.item<double>()).epsilon(1e-6));
 }
+
+TEST_CASE("the gradient computed with the loss equals autograd's through log_softmax",
+          "[train][loss]") {
+  torch::manual_seed(8);
+  for (double eps : {0.0, 0.1}) {
+    INFO("epsilon " << eps);
+    at::Tensor logits = at::randn({3, 4, 13}).requires_grad_(true);
+    at::Tensor target = at::randint(2, 13, {3, 4}, at::kLong);
+    target[1][3] = kPad;
+    target[2][0] = kPad;
+    const LossSums s = label_smoothed_cross_entropy(logits, target, eps, kPad);
+    (s.loss * 0.37).backward();
+    // The textbook composite, differentiated by autograd.
+    at::Tensor same = logits.detach().clone().requires_grad_(true);
+    const at::Tensor lp = at::log_softmax(same, -1);
+    const at::Tensor keep = target.ne(kPad);
+    const at::Tensor nll = -lp.gather(-1, at::where(keep, target, at::zeros_like(target)).unsqueeze(-1)).squeeze(-1);
+    const at::Tensor smooth = -lp.sum(-1);
+    const at::Tensor loss = ((1 - eps) * nll + eps / 13.0 * smooth).masked_fill(keep.logical_not(), 0.0).sum();
+    (loss * 0.37).backward();
+    CHECK(s.loss.item<double>() == Approx(loss.item<double>()).epsilon(1e-6));
+    CHECK(at::allclose(logits.grad(), same.grad(), 1e-5, 1e-7));
+    CHECK(logits.grad()[1][3].abs().sum().item<double>() == 0.0);
+  }
+  // bfloat16 logits get a bfloat16 gradient.
+  at::Tensor half = at::randn({2, 3, 7}).to(at::kBFloat16).requires_grad_(true);
+  label_smoothed_cross_entropy(half, at::randint(2, 7, {2, 3}, at::kLong), 0.1, kPad).loss.backward();
+  CHECK(half.grad().scalar_type() == at::kBFloat16);
+}
