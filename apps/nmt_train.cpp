@@ -16,6 +16,7 @@
 #include "data/batch_plan.h"
 #include "data/prepare.h"
 #include "dist/device.h"
+#include "dist/host_allocator.h"
 #include "dist/launcher.h"
 #include "dist/process_group.h"
 #include "dist/worker_env.h"
@@ -144,6 +145,7 @@ int train_rank(const config::TrainCommand& command, config::RunConfig cfg,
                           ? static_cast<int>(cfg.train.threads)
                           : std::max(1, devices.cpu_cores / static_cast<int>(local));
   at::set_num_threads(threads);
+  if (cfg.train.cache_host_memory) dist::install_caching_host_allocator();
   const bool gpu = devices.cuda_devices > 0;
   const c10::Device device = gpu ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(
                                                               worker.local_rank % devices.cuda_devices))

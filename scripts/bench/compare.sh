@@ -48,7 +48,7 @@ config_file() {
 vocab_dir="$out/vocab"
 if [[ ! -f $vocab_dir/vocab/joint.model ]]; then
   $train --config configs/tiny.yaml --dry-run --log-level warn --set data.vocab_size=8000 \
-    --set run_dir="$vocab_dir" > /dev/null
+    --set run_dir="$vocab_dir" > "$out/vocab.log" 2>&1 || { cat "$out/vocab.log" >&2; exit 1; }
 fi
 common=(--set data.spm_model="$vocab_dir/vocab/joint.model" --log-level warn)
 [[ $device == cpu ]] && common+=(--set train.threads="$threads")
@@ -63,6 +63,7 @@ ours() {  # name config amp steps extra...
 }
 
 reference() {  # name dump
+  mkdir -p "$out/$1"
   "$python" scripts/bench/reference_train.py "$2" --out "$out/$1/benchmark.json" \
     --device "$device" ${THREADS:+--threads "$threads"} > "$out/$1.log" 2>&1 ||
     { cat "$out/$1.log" >&2; exit 1; }

@@ -123,6 +123,9 @@ Schema bind(RunConfig& c) {
             "stop after this many validations without improvement of best_metric; 0: never");
   s.integer("train.threads", &t.threads, 0, 4096,
             "intra-op CPU threads per worker; 0: cores / local workers");
+  s.boolean("train.cache_host_memory", &t.cache_host_memory,
+            "keep freed CPU tensor memory of 1 MiB and more for reuse (up to a quarter of RAM) "
+            "instead of returning it to the system, which page-faults it in again every step");
 
   amp::AmpOptions& a = c.amp;
   s.choice("amp.mode", &a.mode,
@@ -330,6 +333,7 @@ std::string config_hash(const RunConfig& config) {
   copy.data.prefetch = 0;
   copy.train.log_every = 0;
   copy.train.threads = 0;
+  copy.train.cache_host_memory = true;
   const std::string text = bind(copy).to_yaml(false);
   uint64_t hash = 1469598103934665603ull;  // FNV-1a 64
   for (unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ull;

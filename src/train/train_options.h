@@ -32,6 +32,7 @@ struct TrainOptions {
   BestMetric best_metric = BestMetric::kLoss;  ///< ranks checkpoints (bleu/chrf need valid_translate)
   int64_t patience = 0;                 ///< stop after this many validations without improvement; 0: never
   int64_t threads = 0;                  ///< intra-op CPU threads per worker; 0: cores / workers
+  bool cache_host_memory = true;        ///< reuse freed CPU tensor memory (dist/host_allocator.h)
 };
 
 }  // namespace nmt::train
