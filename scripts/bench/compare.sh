@@ -5,7 +5,7 @@
 # alike. Prints a table of medians and the ratio ours / reference, then the 2-rank scaling of
 # the base config (equal per-rank batch).
 #
-#   scripts/bench/compare.sh [REPS] [STEPS]     (defaults 3 and 10; base runs STEPS/2)
+#   scripts/bench/compare.sh [REPS] [STEPS]     (defaults 3 and 10; base and big run STEPS/2)
 #
 # Environment: DEVICE=cuda runs both on the GPU (bf16 and fp16 for base and big there);
 # THREADS (default: all cores) intra-op threads on CPU; CONFIGS (default "tiny base" on CPU,
@@ -23,9 +23,8 @@ out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 [[ -x $train ]] || { echo "compare.sh: $train not built (run scripts/test.sh or cmake --build build)" >&2; exit 1; }
 "$python" -c "import torch, safetensors" 2>/dev/null || { echo "compare.sh: $python lacks torch/safetensors (run scripts/setup.sh)" >&2; exit 1; }
-# OpenMP workers that spin while waiting fight the other side's (and our prefetch thread) for
-# the cores; both sides run under the same setting.
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+# Both sides run under the same environment: OMP_WAIT_POLICY, if set, reaches both (PASSIVE
+# keeps idle OpenMP workers from spinning, which helps where other pools compete for the cores).
 
 if [[ $device == cuda ]]; then
   configs=${CONFIGS:-"base big"}
@@ -119,7 +118,7 @@ def median(key, runs, sub=None):
     return statistics.median(r[key][sub] if sub else r[key] for r in runs)
 first = load(f"{rows[0]}-ours-1")
 print(f"device {first['device']}, {first['threads_per_rank']} thread(s), "
-      f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')}, medians of {reps} repetition(s)\n")
+      f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}, medians of {reps} repetition(s)\n")
 print(f"{'config':<12}{'ours tok/s':>11}{'ref tok/s':>11}{'ratio':>7}{'ours step s':>13}"
       f"{'ref step s':>12}{'ours MFU':>10}{'ref MFU':>9}")
 for row in rows:

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <unordered_map>
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -17,15 +18,6 @@ namespace {
 
 constexpr size_t kAlignment = 64;         // as c10's CPU allocator (AVX-512 loads)
 constexpr size_t kGranularity = 1 << 16;  // sizes are rounded up to 64 KiB
-
-class CachingHostAllocator;
-
-/// What a handed-out block's DataPtr carries to its deleter.
-struct Block {
-  void* ptr;
-  size_t size;
-  CachingHostAllocator* owner;
-};
 
 class CachingHostAllocator final : public c10::Allocator {
  public:
@@ -41,12 +33,13 @@ class CachingHostAllocator final : public c10::Allocator {
   }
 
   c10::DataPtr allocate(size_t n) override {
-    if (n < options_.min_cached_bytes) return system_->allocate(n);
-    const size_t size = (n + kGranularity - 1) / kGranularity * kGranularity;
-    Block* block = take(size);
-    if (block == nullptr) block = fresh(size);
-    return {block->ptr, block, &release, c10::Device(c10::kCPU)};
+    // The context is the pointer itself ("simple" data pointers), so that raw_allocate and
+    // raw_deallocate, which some kernels use for scratch space, work too.
+    void* ptr = n < options_.min_cached_bytes ? system_->raw_allocate(n) : take_or_fresh(n);
+    return {ptr, ptr, &release, c10::Device(c10::kCPU)};
   }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
@@ -57,21 +50,25 @@ class CachingHostAllocator final : public c10::Allocator {
     return stats_;
   }
 
- private:
-  /// The smallest free block of at least `size` bytes and at most 25% more, or null.
-  Block* take(size_t size) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_.lower_bound(size);
-    if (it == free_.end() || it->first > size + size / 4) return nullptr;
-    Block* block = new Block{it->second, it->first, this};
-    free_.erase(it);
-    stats_.cached_bytes -= static_cast<int64_t>(block->size);
-    stats_.in_use_bytes += static_cast<int64_t>(block->size);
-    ++stats_.reused;
-    return block;
-  }
+  static CachingHostAllocator* instance;
 
-  Block* fresh(size_t size) {
+ private:
+  /// A cached block of at least n bytes (the smallest, at most 25% larger) or a fresh one.
+  void* take_or_fresh(size_t n) {
+    const size_t size = (n + kGranularity - 1) / kGranularity * kGranularity;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.lower_bound(size);
+      if (it != free_.end() && it->first <= size + size / 4) {
+        void* ptr = it->second;
+        in_use_.emplace(ptr, it->first);
+        stats_.cached_bytes -= static_cast<int64_t>(it->first);
+        stats_.in_use_bytes += static_cast<int64_t>(it->first);
+        ++stats_.reused;
+        free_.erase(it);
+        return ptr;
+      }
+    }
     void* ptr = std::aligned_alloc(kAlignment, size);
     if (ptr == nullptr) {
       // The cache may hold what the system lacks: give it all back and try once more.
@@ -81,23 +78,32 @@ class CachingHostAllocator final : public c10::Allocator {
     TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "host memory: cannot allocate ", size,
                      " bytes");
     std::lock_guard<std::mutex> lock(mutex_);
+    in_use_.emplace(ptr, size);
     stats_.in_use_bytes += static_cast<int64_t>(size);
     ++stats_.fresh;
-    return new Block{ptr, size, this};
+    return ptr;
   }
 
-  static void release(void* context) {
-    Block* block = static_cast<Block*>(context);
-    block->owner->put(block->ptr, block->size);
-    delete block;
+  static void release(void* ptr) {
+    if (ptr != nullptr) instance->put(ptr);
   }
 
-  void put(void* ptr, size_t size) {
+  /// Caches a block of ours; hands any other pointer back to the system allocator.
+  void put(void* ptr) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      free_.emplace(size, ptr);
-      stats_.cached_bytes += static_cast<int64_t>(size);
-      stats_.in_use_bytes -= static_cast<int64_t>(size);
+      auto it = in_use_.find(ptr);
+      if (it != in_use_.end()) {
+        free_.emplace(it->second, ptr);
+        stats_.cached_bytes += static_cast<int64_t>(it->second);
+        stats_.in_use_bytes -= static_cast<int64_t>(it->second);
+        in_use_.erase(it);
+        ptr = nullptr;
+      }
+    }
+    if (ptr != nullptr) {
+      system_->raw_deallocate(ptr);
+      return;
     }
     trim(options_.max_cached_bytes);
   }
@@ -116,11 +122,13 @@ class CachingHostAllocator final : public c10::Allocator {
   c10::Allocator* system_;
   HostAllocatorOptions options_;
   std::mutex mutex_;
-  std::multimap<size_t, void*> free_;  ///< free blocks by size
+  std::multimap<size_t, void*> free_;            ///< free blocks by size
+  std::unordered_map<void*, size_t> in_use_;     ///< handed-out blocks and their sizes
   HostAllocatorStats stats_;
 };
 
-CachingHostAllocator* g_allocator = nullptr;
+CachingHostAllocator* CachingHostAllocator::instance = nullptr;
+
 std::once_flag g_installed;
 
 }  // namespace
@@ -128,14 +136,16 @@ std::once_flag g_installed;
 void install_caching_host_allocator(const HostAllocatorOptions& options) {
   std::call_once(g_installed, [&] {
     // Never destroyed: tensors freed during static destruction still find it.
-    g_allocator = new CachingHostAllocator(c10::GetDefaultCPUAllocator(), options);
+    CachingHostAllocator::instance =
+        new CachingHostAllocator(c10::GetDefaultCPUAllocator(), options);
     // Priority above the default's, so that nothing replaces it by accident.
-    c10::SetCPUAllocator(g_allocator, /*priority=*/1);
+    c10::SetCPUAllocator(CachingHostAllocator::instance, /*priority=*/1);
   });
 }
 
 HostAllocatorStats host_allocator_stats() {
-  return g_allocator ? g_allocator->stats() : HostAllocatorStats{};
+  return CachingHostAllocator::instance ? CachingHostAllocator::instance->stats()
+                                        : HostAllocatorStats{};
 }
 
 }  // namespace nmt::dist

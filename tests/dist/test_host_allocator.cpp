@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <c10/core/CPUAllocator.h>
+
 #include "dist/host_allocator.h"
 
 using nmt::dist::host_allocator_stats;
@@ -37,4 +39,19 @@ TEST_CASE("the caching host allocator reuses freed large blocks, not small ones"
   const at::Tensor values = at::arange(1 << 20, at::kFloat);
   CHECK(values[12345].item<float>() == 12345.0f);
   CHECK(small.sum().item<float>() == 1000.0f);
+}
+
+TEST_CASE("raw allocations through the caching host allocator round-trip", "[dist][allocator]") {
+  // Kernels such as bfloat16 matrix products take scratch space with raw_allocate.
+  nmt::dist::install_caching_host_allocator();
+  c10::Allocator* allocator = c10::GetCPUAllocator();
+  for (size_t bytes : {size_t{100}, size_t{3} << 20}) {
+    void* p = allocator->raw_allocate(bytes);
+    REQUIRE(p != nullptr);
+    static_cast<char*>(p)[bytes - 1] = 7;
+    allocator->raw_deallocate(p);
+  }
+  const at::Tensor a = at::randn({300, 300}).to(at::kBFloat16);
+  const at::Tensor product = at::mm(a, a);
+  CHECK(product.size(0) == 300);
 }
