@@ -1,10 +1,19 @@
 #include "model/attention.h"
 
+#include <limits>
+#include <optional>
+
 #include <torch/nn/init.h>
 
 #include "util/error.h"
 
 namespace nmt::model {
+namespace {
+
+/// Longest key sequence for which half-precision CPU attention takes the math path.
+constexpr int64_t kMathAttentionMaxKeys = 192;
+
+}  // namespace
 
 void init_projection(torch::nn::Linear& linear) {
   torch::nn::init::xavier_uniform_(linear->weight);
@@ -50,8 +59,26 @@ at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const KeyValu
   const double dropout = is_training() ? options_.dropout() : 0.0;
   const std::optional<at::Tensor> attn_mask =
       mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt;
-  const at::Tensor context =
-      at::scaled_dot_product_attention(q, kv.key, kv.value, attn_mask, dropout, causal);
+  // LibTorch's CPU flash-attention kernel is slow in half precision for the short sequences of
+  // translation, its backward above all: up to about 200 keys the plain math path (matmul,
+  // softmax, matmul) is faster, up to 2x at 32 to 64 keys (docs/performance.md). In float32,
+  // on GPUs and for long sequences, SDPA picks its kernel as usual.
+  const bool math_path = q.is_cpu() && at::isReducedFloatingType(q.scalar_type()) &&
+                         kv.key.size(2) <= kMathAttentionMaxKeys;
+  at::Tensor context;
+  if (math_path) {
+    // The math op takes an additive mask: a boolean one would be misread (SDPA's front end
+    // converts it the same way before choosing a kernel).
+    std::optional<at::Tensor> additive;
+    if (attn_mask) {
+      additive = at::zeros(attn_mask->sizes(), q.options())
+                     .masked_fill_(attn_mask->logical_not(), -std::numeric_limits<double>::infinity());
+    }
+    context = std::get<0>(
+        at::_scaled_dot_product_attention_math(q, kv.key, kv.value, additive, dropout, causal));
+  } else {
+    context = at::scaled_dot_product_attention(q, kv.key, kv.value, attn_mask, dropout, causal);
+  }
   // [B, heads, T, d_head] -> [B, T, d].
   return out_proj_(context.transpose(1, 2).reshape({query.size(0), query.size(1), -1}));
 }

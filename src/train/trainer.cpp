@@ -600,7 +600,10 @@ class TrainerImpl {
         at::full({}, static_cast<double>(std::max<int64_t>(1, update_tokens)) / loss_normalizer_,
                  at::TensorOptions().dtype(at::kFloat).device(s_.device));
     scaler_->unscale_(grads, divisor);
-    last_grad_norm_ = clip_grad_norm_(grads, s_.train.clip_norm);
+    // The norm is needed to clip, else only for the log line: skip the pass over every
+    // gradient when neither wants it.
+    if (s_.train.clip_norm > 0 || (step_ + 1) % s_.train.log_every == 0)
+      last_grad_norm_ = clip_grad_norm_(grads, s_.train.clip_norm);
     optimizer_->step(learning_rate(s_.train, step_ + 1), &scaler_->found_inf());
     scaler_->update();
     sync_for_timing();

@@ -117,6 +117,26 @@ TEST_CASE("attention ignores the content of masked keys", "[model]") {
   CHECK_FALSE(at::allclose(attn(query, memory)[1], after[1], 0.0, 1e-3));
 }
 
+TEST_CASE("half-precision CPU attention (the math path) matches float32 SDPA", "[model]") {
+  torch::manual_seed(4);
+  nmt::model::MultiheadAttention attn(nmt::model::MultiheadAttentionOptions(16, 4));
+  attn->eval();
+  const at::Tensor query = at::randn({3, 5, 16});
+  const at::Tensor memory = at::randn({3, 7, 16});
+  const at::Tensor mask =
+      at::tensor({1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0})
+          .to(at::kBool)
+          .view({3, 1, 1, 7});
+  const at::Tensor full = attn(query, memory, mask);
+  const at::Tensor causal = attn(query, query, at::Tensor(), /*causal=*/true);
+  attn->to(at::kBFloat16);
+  const at::Tensor half = attn(query.to(at::kBFloat16), memory.to(at::kBFloat16), mask);
+  const at::Tensor half_causal =
+      attn(query.to(at::kBFloat16), query.to(at::kBFloat16), at::Tensor(), /*causal=*/true);
+  CHECK(at::allclose(half.to(at::kFloat), full, 3e-2, 3e-2));
+  CHECK(at::allclose(half_causal.to(at::kFloat), causal, 3e-2, 3e-2));
+}
+
 TEST_CASE("source padding is invisible to every real position", "[model]") {
   for (const auto& [name, o] : variants()) {
     INFO(name);
