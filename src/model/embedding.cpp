@@ -5,6 +5,7 @@
 
 #include <torch/nn/init.h>
 
+#include "model/dropout.h"
 #include "util/error.h"
 
 namespace nmt::model {
@@ -73,7 +74,7 @@ at::Tensor InputEmbeddingImpl::forward(const at::Tensor& ids, int64_t start_posi
   } else {
     x = x + sinusoid_.slice(0, start_position, end);
   }
-  return at::dropout(x, options_.dropout(), is_training());
+  return model::dropout(x, options_.dropout(), is_training());
 }
 
 }  // namespace nmt::model

@@ -1,5 +1,7 @@
 #include "model/layers.h"
 
+#include "model/dropout.h"
+
 namespace nmt::model {
 namespace {
 
@@ -16,8 +18,8 @@ torch::nn::LayerNorm make_norm(const LayerOptions& o) {
 template <typename F>
 at::Tensor residual(const LayerOptions& o, bool training, torch::nn::LayerNorm& norm,
                     const at::Tensor& x, F&& f) {
-  if (o.norm() == NormPosition::kPre) return x + at::dropout(f(norm(x)), o.dropout(), training);
-  return norm(x + at::dropout(f(x), o.dropout(), training));
+  if (o.norm() == NormPosition::kPre) return x + model::dropout(f(norm(x)), o.dropout(), training);
+  return norm(x + model::dropout(f(x), o.dropout(), training));
 }
 
 }  // namespace
@@ -32,7 +34,7 @@ FeedForwardImpl::FeedForwardImpl(const LayerOptions& options) : options_(options
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
   at::Tensor h = fc1_(x);
   h = options_.activation() == Activation::kGelu ? at::gelu(h) : at::relu(h);
-  return fc2_(at::dropout(h, options_.activation_dropout(), is_training()));
+  return fc2_(model::dropout(h, options_.activation_dropout(), is_training()));
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const LayerOptions& options) : options_(options) {
