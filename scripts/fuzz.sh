@@ -50,9 +50,9 @@ run() {  # target
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$out/crash-$target-" > "$log" 2>&1 || status=$?
   local execs
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1 || true)
   local crashes
-  crashes=$(ls "$out"/crash-"$target"-* 2> /dev/null | wc -l)
+  crashes=$(find "$out" -maxdepth 1 -name "crash-$target-*" | wc -l)
   echo "[fuzz] $target: ${execs:-?} executions in $seconds s, $(ls "$corpus" | wc -l) corpus inputs, $crashes crash file(s), exit $status (log $log)"
   (( status == 0 ))
 }
