@@ -112,7 +112,7 @@ TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
   CHECK(parameter_hash(run.path(), 1) == parameter_hash(run.path(), 0));
 }
 
-TEST_CASE("a killed worker stops the launcher, naming the rank; a rerun resumes", "[e2e][dist]") {
+TEST_CASE("a killed worker stops the launcher naming the rank, and a rerun resumes", "[e2e][dist]") {
   TempDir run;
   // Train in the background, kill -9 rank 1 once a checkpoint exists, time the launcher's exit.
   const std::string script =
