@@ -135,17 +135,21 @@ for amp in ("bf16", "fp16"):
               f"skipped updates {rows[-1]['skipped_updates']}; "
               f"{rows[-1]['tokens_per_s']:.0f} tok/s; peak {rows[-1]['peak_memory_mb']:.0f} MiB")
 for name in ("gloo-2ranks", "gloo-2ranks-naive"):
-    log = os.path.join(out, name + ".log")
-    if os.path.exists(log):
-        text = open(log).read()
-        hashes = set(re.findall(r"parameter hash ([0-9a-f]{16})", text))
-        peaks = re.findall(r"\[rank (\d)\].*\| (\d+) MiB \|", text)
-        last = {}
-        for rank, mb in peaks:
-            last[rank] = int(mb)
-        spread = (max(last.values()) / min(last.values()) - 1) * 100 if len(last) == 2 else float("nan")
-        print(f"\n{name}: parameter hashes {sorted(hashes)}; peak MiB per rank {last} "
-              f"(spread {spread:.1f}%)")
+    # Every rank's last line in its own log: "parameter hash H at step N; peak memory M MiB"
+    # (on the console, ranks other than 0 show warnings and errors only).
+    last = {}
+    for rank in (0, 1):
+        log = os.path.join(out, name, "logs", f"rank{rank}.log")
+        if os.path.exists(log):
+            found = re.findall(r"parameter hash ([0-9a-f]{16}) at step \d+; peak memory (\d+) MiB",
+                               open(log).read())
+            if found:
+                last[rank] = found[-1]
+    if last:
+        hashes = sorted({h for h, _ in last.values()})
+        peaks = {rank: int(mb) for rank, (_, mb) in last.items()}
+        spread = (max(peaks.values()) / min(peaks.values()) - 1) * 100 if len(peaks) == 2 else float("nan")
+        print(f"\n{name}: parameter hashes {hashes}; peak MiB per rank {peaks} (spread {spread:.1f}%)")
 bench = os.path.join(out, "bench.log")
 if os.path.exists(bench):
     print("\n```\n" + open(bench).read().strip() + "\n```")

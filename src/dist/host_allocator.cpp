@@ -98,19 +98,19 @@ class CachingHostAllocator final : public c10::Allocator {
         stats_.cached_bytes += static_cast<int64_t>(it->second);
         stats_.in_use_bytes -= static_cast<int64_t>(it->second);
         in_use_.erase(it);
-        ptr = nullptr;
+        trim_locked(options_.max_cached_bytes);
+        return;
       }
     }
-    if (ptr != nullptr) {
-      system_->raw_deallocate(ptr);
-      return;
-    }
-    trim(options_.max_cached_bytes);
+    system_->raw_deallocate(ptr);
   }
 
   /// Frees the largest cached blocks until at most `limit` bytes are cached.
   void trim(size_t limit) {
     std::lock_guard<std::mutex> lock(mutex_);
+    trim_locked(limit);
+  }
+  void trim_locked(size_t limit) {
     while (!free_.empty() && static_cast<size_t>(stats_.cached_bytes) > limit) {
       auto largest = std::prev(free_.end());
       std::free(largest->second);

@@ -181,8 +181,8 @@ struct Communicator::Impl {
               seconds(options.timeout), reason(e), progress_report());
   }
   std::string progress_key(int rank) const { return fmt::format("nmt/progress/{}", rank); }
-  /// "; rank 1 last began step 101, the others 102" from the keys mark_progress writes, or
-  /// "" when no rank has marked progress. Asked on a helper thread with a deadline: the
+  /// "; behind: rank 1 is at 'step 100: ...'; the others are at ..." from the keys
+  /// mark_progress writes, or "" when no rank has marked progress. Asked on a helper thread with a deadline: the
   /// store lives in rank 0, which may be the rank that stalled.
   std::string progress_report() const {
     if (!progress_marked) return "";

@@ -84,11 +84,11 @@ class Communicator {
   std::vector<std::string> all_gather_strings(const std::string& mine);
   /// Returns once every rank has called it.
   void barrier();
-  /// Records in the store where this rank is, e.g. "began step 101". Every rank marks the same
-  /// sequence of places; when a collective fails, the error then says which ranks are behind
-  /// ("rank 1 is at 'began step 101', the others at 'step 101: backward done'"), so that a
-  /// stalled or dead rank is named by its peers. One small store write: mark a few places per
-  /// update, not every collective.
+  /// Records in the store where this rank is, e.g. "step 101: backward done". Every rank
+  /// marks the same sequence of places; when a collective fails, the error then says which
+  /// ranks are behind ("rank 1 is at 'step 100: backward done', the others at 'step 101:
+  /// ...'"), so that a stalled or dead rank is named by its peers. One small store write: mark
+  /// once or twice per update, not every collective.
   void mark_progress(const std::string& place);
 
  private:

@@ -171,6 +171,13 @@ class TrainerImpl {
 
   dist::Communicator* comm() const { return s_.communicator.get(); }
 
+  /// Peak memory of this rank so far (MiB): allocated on its GPU, or resident on the host.
+  double peak_memory_mb() const {
+    return double(s_.device.is_cuda() ? dist::peak_cuda_memory_bytes(s_.device.index())
+                                      : dist::peak_host_memory_bytes()) /
+           (1 << 20);
+  }
+
   /// Refuses to train together unless every rank has the same config, vocabulary and model.
   void check_ranks_agree() {
     const std::string mine = fmt::format("config {} | vocabulary {} | {} parameters",
@@ -304,9 +311,7 @@ class TrainerImpl {
     checkpoint::CheckpointData params;
     for (const auto& item : model_->named_parameters())
       params.tensors.emplace_back("model." + item.key(), item.value().detach().cpu());
-    const double peak_mb =
-        double(s_.device.is_cuda() ? dist::peak_cuda_memory_bytes(s_.device.index())
-                                   : dist::peak_host_memory_bytes()) / (1 << 20);
+    const double peak_mb = peak_memory_mb();
     log::info("train", "parameter hash {:016x} at step {}; peak memory {:.0f} MiB",
               checkpoint::model_parameter_hash(params), step_, peak_mb);
     summary.steps = step_;
@@ -411,9 +416,7 @@ class TrainerImpl {
     const int64_t world = s_.world_size;
     std::vector<double> packed = {timed.src_tokens + 0.0, timed.tgt_tokens + 0.0,
                                   timed.padded_tokens + 0.0, timed.flops, peak};
-    const double my_memory =
-        double(s_.device.is_cuda() ? dist::peak_cuda_memory_bytes(s_.device.index())
-                                   : dist::peak_host_memory_bytes()) / (1 << 20);
+    const double my_memory = peak_memory_mb();
     for (int64_t rank = 0; rank < world; ++rank) packed.push_back(rank == s_.rank ? my_memory : 0.0);
     at::Tensor sums = at::tensor(packed, at::kDouble);
     all_reduce_cpu(sums);
@@ -537,8 +540,6 @@ class TrainerImpl {
   /// last batch.
   int64_t train_update(const std::function<data::BatchTensors()>& next_batch, Interval& interval) {
     model_->train();
-    // Peers name this rank if it stalls: a failed collective reports who is behind.
-    if (comm()) comm()->mark_progress(fmt::format("began step {}", step_ + 1));
     optimizer_->zero_grad();
     int64_t update_tokens = 0;
     int64_t epoch = iterator_.epoch;
@@ -579,6 +580,8 @@ class TrainerImpl {
       interval.loss_sum.add_(sums.loss.detach());
       interval.nll_sum.add_(sums.nll);
     }
+    // One mark per update, where a rank enters the gradient all-reduce: peers name a rank that
+    // stalls before it (a failed collective reports who is behind), at one store write a step.
     if (comm()) comm()->mark_progress(fmt::format("step {}: backward done", step_ + 1));
     auto t0 = Clock::now();
     if (reducer_) {
@@ -633,9 +636,7 @@ class TrainerImpl {
     const double elapsed = elapsed_before_ + seconds_since(start);
     const double eta = eta_seconds(start);
     const double lr = learning_rate(s_.train, step_);
-    const double peak_mb =
-        double(s_.device.is_cuda() ? dist::peak_cuda_memory_bytes(s_.device.index())
-                                   : dist::peak_host_memory_bytes()) / (1 << 20);
+    const double peak_mb = peak_memory_mb();
     log::info("train",
               "step {}{} | epoch {} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | lr {:.3g} | {:.0f} "
               "tok/s | gnorm {:.3f} | scale {:g} | {} MiB | {} elapsed, ETA {}",
