@@ -59,12 +59,20 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
   log::info("plan", "model: {}+{} layers, d_model {}, {} heads, ffn {}", c.model.encoder_layers,
             c.model.decoder_layers, c.model.d_model, c.model.heads, c.model.ffn_dim);
   log::info("plan", "data: {} / {}; {} padded tokens per batch per rank, update_freq {}",
-            c.data.train_src, c.data.train_tgt, c.data.max_tokens, c.data.update_freq);
+            c.data.train_src, c.data.train_tgt,
+            c.data.max_tokens == data::kMaxTokensAuto ? std::string("auto (measured at start)")
+                                                      : std::to_string(c.data.max_tokens),
+            c.data.update_freq);
 }
 
 /// --dry-run: vocabulary, token cache and the epoch-1 plan of every rank, without training.
-int dry_run(const config::RunConfig& c, const dist::DeviceInfo& devices,
+int dry_run(config::RunConfig c, const dist::DeviceInfo& devices,
             const dist::WorkerEnv& worker) {
+  if (c.data.max_tokens == data::kMaxTokensAuto) {
+    c.data.max_tokens = std::max<int64_t>(4096, c.data.max_len + 2);
+    log::info("dry-run", "data.max_tokens auto is measured when training starts; this plan uses "
+              "{} (--set data.max_tokens=N plans another budget)", c.data.max_tokens);
+  }
   const int64_t world =
       worker.launcher != "none" ? worker.world_size : local_workers(c, devices);
   const std::filesystem::path run_dir = c.run_dir;
@@ -115,6 +123,31 @@ int run_benchmark(const config::TrainCommand& command, const config::RunConfig& 
   std::ofstream(file) << train::benchmark_json(result);
   log::info("benchmark", "wrote {}", file.string());
   return 0;
+}
+
+/// Resolves data.max_tokens: auto on a throwaway trainer (its planner gets a provisional
+/// budget); returns the budget every rank agreed on.
+int64_t fit_max_tokens(train::TrainerSetup setup, const data::PreparedData& prepared,
+                       int64_t ranks_per_device) {
+  const data::DataOptions& d = setup.data;
+  setup.data.max_tokens = std::max<int64_t>(4096, d.max_len + 2);
+  train::MaxTokensFit fit;
+  {
+    train::Trainer probe(setup, prepared);
+    fit = probe.fit_max_tokens(ranks_per_device);
+  }
+  if (!fit.fallback.empty()) {
+    log::warn("train", "data.max_tokens auto: {}; using {}", fit.fallback, fit.max_tokens);
+    return fit.max_tokens;
+  }
+  log::info("train",
+            "data.max_tokens auto: {} ({} sentences of the longest length, {} tokens, peak "
+            "{:.0f} MiB of {:.0f} MiB allowed = {} x {:.0f} MiB){}; {} steps measured in {:.1f} s",
+            fit.max_tokens, fit.sentences, fit.length, fit.peak_mb, fit.limit_mb,
+            d.auto_memory_fraction, fit.memory_mb,
+            fit.max_tokens < fit.sentences * fit.length ? ", the smallest rank's fit" : "",
+            fit.probes, fit.seconds);
+  return fit.max_tokens;
 }
 
 /// Trains this process's rank.
@@ -175,21 +208,31 @@ int train_rank(const config::TrainCommand& command, config::RunConfig cfg,
   const data::PreparedData prepared = data::prepare_data(
       cfg.data, cfg.run_dir, {threads, static_cast<uint64_t>(cfg.train.seed)});
   if (communicator && worker.rank == 0) communicator->barrier();
-  train::TrainerSetup setup;
-  setup.model = cfg.model;
-  setup.data = cfg.data;
-  setup.train = cfg.train;
-  setup.amp = cfg.amp;
-  setup.checkpoint = cfg.checkpoint;
-  setup.dist = cfg.dist;
-  setup.communicator = communicator;
-  setup.run_dir = cfg.run_dir;
-  setup.config_yaml = config::to_yaml(cfg, /*with_docs=*/false);
-  setup.config_hash = config::config_hash(cfg);
-  setup.rank = worker.rank;
-  setup.world_size = worker.world_size;
-  setup.device = device;
-  train::Trainer trainer(setup, prepared);
+  const auto trainer_setup = [&](const config::RunConfig& c) {
+    train::TrainerSetup setup;
+    setup.model = c.model;
+    setup.data = c.data;
+    setup.train = c.train;
+    setup.amp = c.amp;
+    setup.checkpoint = c.checkpoint;
+    setup.dist = c.dist;
+    setup.communicator = communicator;
+    setup.run_dir = c.run_dir;
+    setup.config_yaml = config::to_yaml(c, /*with_docs=*/false);
+    setup.config_hash = config::config_hash(c);
+    setup.rank = worker.rank;
+    setup.world_size = worker.world_size;
+    setup.device = device;
+    return setup;
+  };
+  // data.max_tokens: auto is measured with a trainer of its own, then written into the config
+  // as a number: checkpoints store it, so a resumed run plans the same batches.
+  if (cfg.data.max_tokens == data::kMaxTokensAuto) {
+    const int64_t ranks_per_device =
+        gpu ? (local + devices.cuda_devices - 1) / devices.cuda_devices : 1;
+    cfg.data.max_tokens = fit_max_tokens(trainer_setup(cfg), prepared, ranks_per_device);
+  }
+  train::Trainer trainer(trainer_setup(cfg), prepared);
   if (saved) trainer.restore(saved->second, saved->first);
   saved.reset();  // free the loaded tensors before training
   if (benchmark) return run_benchmark(command, cfg, trainer, worker);

@@ -8,18 +8,19 @@
 #   4. NCCL with world size 1 through the real code path; 2 ranks on the one GPU with Gloo
 #      (identical parameters, per-rank peak memory with token-balanced and with naive
 #      sentence-count batches: the seed's problem, measured);
-#   5. benchmark and MFU of base and big in bf16 and fp16 next to the PyTorch reference loop.
+#   5. data.max_tokens: auto on the base config (the budget it measures, and the peak after);
+#   6. benchmark and MFU of base and big in bf16 and fp16 next to the PyTorch reference loop.
 # Every step's log and JSON go to OUTDIR, with summary.md and results.json; a failed step is
 # recorded and the next one still runs. Aimed at ~8 minutes on 16 cores.
 #
-#   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist bench; default all)
+#   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist auto bench; default all)
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 out=${1:?usage: scripts/gpu/check.sh OUTDIR [STEP...]}
 shift
 steps=("$@")
-(( ${#steps[@]} )) || steps=(build test train dist bench)
+(( ${#steps[@]} )) || steps=(build test train dist auto bench)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 python=${PYTHON:-python3}
@@ -76,7 +77,7 @@ have_binary() { [[ -x $train ]]; }
 if wants test && have_binary; then
   step test ctest --test-dir "$build" -j "$((jobs / 2))" --timeout 300 --output-on-failure
   # The [cuda] cases alone, to show that they ran here rather than skipped.
-  for t in test_model test_decode test_dist test_amp; do
+  for t in test_model test_decode test_dist test_amp test_optim test_e2e_training; do
     [[ -x $build/tests/$t ]] && "$build/tests/$t" "[cuda]" -s -r compact >> "$out/test-cuda.log" 2>&1
   done
 fi
@@ -105,7 +106,18 @@ if wants dist && have_binary; then
     --nproc-per-node 2 --set dist.backend=gloo --set data.batching=sentences
 fi
 
-# --- 5. Benchmarks next to the reference loop ------------------------------------------------
+# --- 5. data.max_tokens: auto ---------------------------------------------------------------
+if wants auto && have_binary; then
+  # The vocabulary of step 3 when it ran; the default limit (65536 tokens) caps the search.
+  auto_vocab=()
+  [[ -f $out/vocab/vocab/joint.model ]] && auto_vocab=(--set data.spm_model="$out/vocab/vocab/joint.model")
+  step auto-base "$train" --config configs/transformer-base.yaml --set run_dir="$out/auto-base" \
+    --set data.vocab_size=8000 "${auto_vocab[@]}" --set amp.mode=bf16 --set data.max_tokens=auto \
+    --set train.max_steps=30 --set train.log_every=10 --set train.valid_every=0 \
+    --set checkpoint.every_steps=100000 --log-level debug
+fi
+
+# --- 6. Benchmarks next to the reference loop ------------------------------------------------
 if wants bench && have_binary; then
   step bench env DEVICE=cuda NMT_TRAIN="$train" NMT_PYTHON="$python" OUT="$out/bench" \
     scripts/bench/compare.sh 2 20
@@ -150,6 +162,14 @@ for name in ("gloo-2ranks", "gloo-2ranks-naive"):
         peaks = {rank: int(mb) for rank, (_, mb) in last.items()}
         spread = (max(peaks.values()) / min(peaks.values()) - 1) * 100 if len(peaks) == 2 else float("nan")
         print(f"\n{name}: parameter hashes {hashes}; peak MiB per rank {peaks} (spread {spread:.1f}%)")
+auto = os.path.join(out, "auto-base.log")
+if os.path.exists(auto):
+    text = open(auto).read()
+    fit = re.findall(r"data\.max_tokens auto: .*", text)
+    probes = re.findall(r"max_tokens auto: (\d+) x (\d+) tokens: (.*)", text)
+    peaks = re.findall(r"peak memory (\d+) MiB", text)
+    print(f"\nauto-base: {fit[-1] if fit else 'no fit line'}; probes {probes}; "
+          f"training peak {peaks[-1] if peaks else '?'} MiB")
 bench = os.path.join(out, "bench.log")
 if os.path.exists(bench):
     print("\n```\n" + open(bench).read().strip() + "\n```")

@@ -69,8 +69,16 @@ Schema bind(RunConfig& c) {
   s.choice("data.invalid_utf8", &d.invalid_utf8,
            {{"error", data::InvalidUtf8Policy::kError}, {"skip", data::InvalidUtf8Policy::kSkip}},
            "a line that is not valid UTF-8 stops the run (error) or is counted and skipped");
-  s.integer("data.max_tokens", &d.max_tokens, 1, kIntMax,
-            "padded tokens per batch per rank (sentences x longest sentence)");
+  s.integer_or_word("data.max_tokens", &d.max_tokens, 1, kIntMax, "auto", data::kMaxTokensAuto,
+                    "padded tokens per batch per rank (sentences x longest sentence); auto: "
+                    "the most that fits in memory, measured at start on the longest sentences");
+  s.real("data.auto_memory_fraction", &d.auto_memory_fraction, 0.05, 1,
+         "max_tokens auto: share of the memory a training step may use at its peak");
+  s.integer("data.auto_memory_mb", &d.auto_memory_mb, 0, kIntMax,
+            "max_tokens auto: memory per rank to fit in (MiB); 0: the GPU's free memory at "
+            "start, shared by the ranks on it (on CPU, 0 makes auto mean 4096)");
+  s.integer("data.auto_max_tokens_limit", &d.auto_max_tokens_limit, 1, kIntMax,
+            "max_tokens auto: the largest budget it may choose (tokens)");
   s.integer("data.max_sentences", &d.max_sentences, 0, kIntMax,
             "sentences per batch per rank; 0: no limit");
   s.choice("data.batching", &d.batching,
@@ -219,11 +227,17 @@ void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& 
               where("data.joint_vocab"));
   }
   // A sentence of max_len pieces plus BOS/EOS must fit in one batch, or it could never train.
-  if (c.data.max_tokens < c.data.max_len + 2) {
+  if (c.data.max_tokens != data::kMaxTokensAuto && c.data.max_tokens < c.data.max_len + 2) {
     NMT_THROW(ConfigError,
               "{}: data.max_tokens ({}) is smaller than the longest allowed sentence, "
               "data.max_len + 2 ({})",
               where("data.max_tokens"), c.data.max_tokens, c.data.max_len + 2);
+  }
+  if (c.data.max_tokens == data::kMaxTokensAuto && c.data.auto_max_tokens_limit < c.data.max_len + 2) {
+    NMT_THROW(ConfigError,
+              "{}: data.auto_max_tokens_limit ({}) is smaller than the longest allowed sentence, "
+              "data.max_len + 2 ({})",
+              where("data.auto_max_tokens_limit"), c.data.auto_max_tokens_limit, c.data.max_len + 2);
   }
   if (c.data.max_len + 2 > c.model.max_positions) {
     NMT_THROW(ConfigError, "{}: data.max_len + 2 ({}) exceeds model.max_positions ({})",

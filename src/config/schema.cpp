@@ -106,6 +106,29 @@ void Schema::integer(std::string key, int64_t* value, int64_t min, int64_t max,
   add(std::move(field));
 }
 
+void Schema::integer_or_word(std::string key, int64_t* value, int64_t min, int64_t max,
+                             std::string word, int64_t word_value, std::string doc) {
+  Field field{std::move(key), std::move(doc),
+              range_text("an integer", static_cast<double>(min), static_cast<double>(max), true) +
+                  fmt::format(" or {}", word)};
+  field.parse = [field_copy = field, value, min, max, word, word_value](const YAML::Node& node,
+                                                                        const Origin& origin) {
+    if (node.IsScalar() && node.Scalar() == word) {
+      *value = word_value;
+      return;
+    }
+    int64_t parsed = 0;
+    if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, parsed))
+      throw_bad_value(field_copy, node, origin);
+    if (parsed < min || parsed > max) throw_bad_value(field_copy, node, origin, "out of range");
+    *value = parsed;
+  };
+  field.print = [value, word, word_value] {
+    return *value == word_value ? word : fmt::format("{}", *value);
+  };
+  add(std::move(field));
+}
+
 void Schema::real(std::string key, double* value, double min, double max, std::string doc) {
   Field field{std::move(key), std::move(doc), range_text("a number", min, max, false)};
   field.parse = [field_copy = field, value, min, max](const YAML::Node& node,

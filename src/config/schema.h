@@ -44,6 +44,10 @@ class Schema {
  public:
   /// Integer in [min, max].
   void integer(std::string key, int64_t* value, int64_t min, int64_t max, std::string doc);
+  /// Integer in [min, max], or the word `word`, stored as word_value (outside [min, max]) and
+  /// printed back as the word.
+  void integer_or_word(std::string key, int64_t* value, int64_t min, int64_t max,
+                       std::string word, int64_t word_value, std::string doc);
   /// Finite real in [min, max].
   void real(std::string key, double* value, double min, double max, std::string doc);
   void boolean(std::string key, bool* value, std::string doc);

@@ -16,6 +16,9 @@ enum class Batching {
 /// What to do with a corpus line that is not valid UTF-8.
 enum class InvalidUtf8Policy { kError, kSkip };
 
+/// data.max_tokens: auto, stored as this value until measured (see Trainer::fit_max_tokens).
+constexpr int64_t kMaxTokensAuto = 0;
+
 /// Inputs and batching. Paths are relative to the working directory.
 struct DataOptions {
   std::string train_src;                ///< training source text, one sentence per line (.gz ok)
@@ -30,7 +33,12 @@ struct DataOptions {
   int64_t max_len = 256;                ///< longer sentences are filtered (tokens)
   double max_len_ratio = 3.0;           ///< pairs with a longer/shorter length ratio are filtered
   InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kError;  ///< invalid UTF-8 handling
-  int64_t max_tokens = 4096;            ///< padded tokens per batch per rank (batch x longest)
+  int64_t max_tokens = 4096;            ///< padded tokens per batch per rank (batch x longest);
+                                        ///< kMaxTokensAuto: the most that fits, measured
+  double auto_memory_fraction = 0.9;    ///< max_tokens auto: share of the memory a step may use
+  int64_t auto_memory_mb = 0;           ///< max_tokens auto: memory to fit (MiB per rank); 0: the
+                                        ///< GPU's free memory (on CPU, auto then means 4096)
+  int64_t auto_max_tokens_limit = 65536;  ///< max_tokens auto: never more than this (tokens)
   int64_t max_sentences = 0;            ///< sentences per batch per rank; 0: no limit
   Batching batching = Batching::kTokens;  ///< sentences: naive batches of the same mean size
   double batch_overhead = 0.25;         ///< fixed cost of a batch (fraction of max_tokens):

@@ -16,6 +16,7 @@
 #ifdef NMT_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/csrc/cuda/nccl.h>
@@ -42,6 +43,41 @@ int64_t peak_cuda_memory_bytes(int index) {
 #else
   (void)index;
   return 0;
+#endif
+}
+
+CudaMemory cuda_memory(int index) {
+  CudaMemory m;
+#ifdef NMT_WITH_CUDA
+  if (index < 0 || index >= c10::cuda::device_count()) return m;
+  const auto device = static_cast<c10::DeviceIndex>(index);
+  c10::cuda::CUDAGuard guard(device);
+  size_t free = 0, total = 0;
+  C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  m.free = static_cast<int64_t>(free);
+  m.total = static_cast<int64_t>(total);
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+  const auto aggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  m.allocated = stats.allocated_bytes[aggregate].current;
+  m.reserved = stats.reserved_bytes[aggregate].current;
+#else
+  (void)index;
+#endif
+  return m;
+}
+
+void reset_peak_cuda_memory(int index) {
+#ifdef NMT_WITH_CUDA
+  if (index < 0 || index >= c10::cuda::device_count()) return;
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
+#else
+  (void)index;
+#endif
+}
+
+void release_cached_cuda_memory() {
+#ifdef NMT_WITH_CUDA
+  if (c10::cuda::device_count() > 0) c10::cuda::CUDACachingAllocator::emptyCache();
 #endif
 }
 

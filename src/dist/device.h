@@ -24,6 +24,20 @@ struct DeviceInfo {
 int64_t peak_host_memory_bytes();
 /// Peak memory allocated by LibTorch on CUDA device `index` since start (bytes); 0 without CUDA.
 int64_t peak_cuda_memory_bytes(int index);
+/// Memory of a CUDA device as the driver and LibTorch's caching allocator see it (bytes).
+struct CudaMemory {
+  int64_t free = 0;       ///< free on the device, for every process (cudaMemGetInfo)
+  int64_t total = 0;      ///< the device's memory
+  int64_t allocated = 0;  ///< held by this process's tensors now
+  int64_t reserved = 0;   ///< held by this process's caching allocator (allocated or cached)
+};
+/// Zeros without CUDA or for an index out of range.
+CudaMemory cuda_memory(int index);
+/// Restarts peak_cuda_memory_bytes from what is allocated now; no-op without CUDA.
+void reset_peak_cuda_memory(int index);
+/// Returns the caching allocator's unused blocks to the driver; no-op without CUDA.
+void release_cached_cuda_memory();
+
 /// Waits until CUDA device `index` has finished its queued work (for timing); no-op without
 /// CUDA.
 void synchronize_cuda(int index);

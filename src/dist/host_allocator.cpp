@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -50,6 +51,11 @@ class CachingHostAllocator final : public c10::Allocator {
     return stats_;
   }
 
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak_in_use_bytes = stats_.in_use_bytes;
+  }
+
   static CachingHostAllocator* instance;
 
  private:
@@ -64,6 +70,7 @@ class CachingHostAllocator final : public c10::Allocator {
         in_use_.emplace(ptr, it->first);
         stats_.cached_bytes -= static_cast<int64_t>(it->first);
         stats_.in_use_bytes += static_cast<int64_t>(it->first);
+        stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
         ++stats_.reused;
         free_.erase(it);
         return ptr;
@@ -80,6 +87,7 @@ class CachingHostAllocator final : public c10::Allocator {
     std::lock_guard<std::mutex> lock(mutex_);
     in_use_.emplace(ptr, size);
     stats_.in_use_bytes += static_cast<int64_t>(size);
+    stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
     ++stats_.fresh;
     return ptr;
   }
@@ -146,6 +154,12 @@ void install_caching_host_allocator(const HostAllocatorOptions& options) {
 HostAllocatorStats host_allocator_stats() {
   return CachingHostAllocator::instance ? CachingHostAllocator::instance->stats()
                                         : HostAllocatorStats{};
+}
+
+bool host_allocator_installed() { return CachingHostAllocator::instance != nullptr; }
+
+void reset_host_allocator_peak() {
+  if (CachingHostAllocator::instance) CachingHostAllocator::instance->reset_peak();
 }
 
 }  // namespace nmt::dist

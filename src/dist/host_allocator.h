@@ -22,6 +22,7 @@ struct HostAllocatorStats {
   int64_t fresh = 0;          ///< large allocations taken from the system
   int64_t cached_bytes = 0;   ///< free blocks held now
   int64_t in_use_bytes = 0;   ///< large blocks handed out now
+  int64_t peak_in_use_bytes = 0;  ///< most in_use_bytes since install or reset_peak
 };
 
 /// Makes the caching allocator LibTorch's CPU allocator for this process (idempotent: a
@@ -32,5 +33,9 @@ void install_caching_host_allocator(const HostAllocatorOptions& options = {});
 
 /// The installed allocator's counts (zeros when it is not installed).
 HostAllocatorStats host_allocator_stats();
+/// True once install_caching_host_allocator has run.
+bool host_allocator_installed();
+/// Restarts peak_in_use_bytes from in_use_bytes (as torch.cuda.reset_peak_memory_stats).
+void reset_host_allocator_peak();
 
 }  // namespace nmt::dist

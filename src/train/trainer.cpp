@@ -26,11 +26,13 @@
 #include "decode/search.h"
 #include "dist/device.h"
 #include "dist/gradient_reducer.h"
+#include "dist/host_allocator.h"
 #include "dist/process_group.h"
 #include "model/transformer.h"
 #include "eval/bleu.h"
 #include "eval/chrf.h"
 #include "model/flops.h"
+#include "train/batch_fit.h"
 #include "train/benchmark.h"
 #include "train/grad_utils.h"
 #include "train/loss.h"
@@ -324,6 +326,92 @@ class TrainerImpl {
     return summary;
   }
 
+  MaxTokensFit fit_max_tokens(int64_t ranks_per_device) {
+    constexpr double kMiB = 1 << 20;
+    const auto start = Clock::now();
+    const data::DataOptions& d = s_.data;
+    const bool cuda = s_.device.is_cuda();
+    const int index = cuda ? s_.device.index() : -1;
+    MaxTokensFit fit;
+    const data::TokenCache& corpus = data_.train.cache;
+    fit.length = 2;
+    for (int64_t i = 0; i < corpus.size(); ++i)
+      fit.length = std::max({fit.length, corpus.src_length(i) + 1, corpus.tgt_length(i) + 1});
+    if (!cuda && d.auto_memory_mb == 0) {
+      fit.fallback = "on CPU there is no device memory to fill (set data.auto_memory_mb to fit a "
+                     "host memory budget)";
+    } else if (!cuda && !dist::host_allocator_installed()) {
+      fit.fallback = "on CPU the peak is measured by the caching host allocator, which "
+                     "train.cache_host_memory: false turns off";
+    }
+    int64_t memory = d.auto_memory_mb * (int64_t{1} << 20);
+    // Every rank reads the device's free memory before any of them probes.
+    if (comm()) comm()->barrier();
+    if (fit.fallback.empty() && memory == 0) {
+      const dist::CudaMemory m = dist::cuda_memory(index);
+      // What this rank holds already, plus its share of what no one holds.
+      memory = m.reserved + m.free / std::max<int64_t>(1, ranks_per_device);
+    }
+    if (comm()) comm()->barrier();
+    int64_t mine = 4096;
+    if (fit.fallback.empty()) {
+      fit.memory_mb = double(memory) / kMiB;
+      fit.limit_mb = fit.memory_mb * d.auto_memory_fraction;
+      // With several ranks, the all-reduce buckets (one flat copy of the gradients) are
+      // allocated at the first update, and probes do not sync: count them here.
+      int64_t bucket_bytes = 0;
+      if (reducer_) {
+        reducer_->set_sync(false);
+        for (const at::Tensor& p : params_) bucket_bytes += p.numel() * static_cast<int64_t>(p.element_size());
+      }
+      model_->train();
+      const auto measure = [&](int64_t sentences) -> std::optional<int64_t> {
+        optimizer_->zero_grad();
+        if (cuda) {
+          dist::synchronize_cuda(index);
+          dist::reset_peak_cuda_memory(index);
+        } else {
+          dist::reset_host_allocator_peak();
+        }
+        try {
+          const data::BatchTensors batch = synthetic_batch(sentences, fit.length);
+          backward(forward(batch.src.to(s_.device), batch.tgt_in.to(s_.device),
+                           batch.tgt_out.to(s_.device)));
+          dist::synchronize_cuda(index);
+        } catch (const c10::OutOfMemoryError&) {
+          optimizer_->zero_grad();
+          dist::release_cached_cuda_memory();
+          log::debug("train", "max_tokens auto: {} x {} tokens: out of memory", sentences, fit.length);
+          return std::nullopt;
+        }
+        const int64_t peak = (cuda ? dist::peak_cuda_memory_bytes(index)
+                                   : dist::host_allocator_stats().peak_in_use_bytes) +
+                             bucket_bytes;
+        optimizer_->zero_grad();
+        log::debug("train", "max_tokens auto: {} x {} tokens: peak {:.0f} MiB", sentences,
+                   fit.length, double(peak) / kMiB);
+        return peak;
+      };
+      BatchFitOptions options;
+      options.limit_bytes = static_cast<int64_t>(fit.limit_mb * kMiB);
+      options.max_sentences = d.auto_max_tokens_limit / fit.length;
+      if (d.max_sentences > 0) options.max_sentences = std::min(options.max_sentences, d.max_sentences);
+      options.first_guess = std::max<int64_t>(2, 4096 / fit.length);
+      const BatchFitResult result = fit_batch(measure, options);
+      fit.sentences = result.sentences;
+      fit.peak_mb = double(result.peak_bytes) / kMiB;
+      fit.probes = static_cast<int64_t>(result.probes.size());
+      mine = result.sentences * fit.length;
+    }
+    fit.max_tokens = mine;
+    if (comm()) {
+      for (const std::string& other : comm()->all_gather_strings(std::to_string(mine)))
+        fit.max_tokens = std::min<int64_t>(fit.max_tokens, std::stoll(other));
+    }
+    fit.seconds = seconds_since(start);
+    return fit;
+  }
+
   BenchmarkResult benchmark(const BenchmarkOptions& options) {
     NMT_CHECK(options.steps >= 1 && options.warmup >= 0, ConfigError,
               "--benchmark: expected at least 1 timed step and no negative warm-up, found {} and {}",
@@ -454,7 +542,11 @@ class TrainerImpl {
     const int64_t length = options.synthetic_length > 0
                                ? options.synthetic_length
                                : std::max<int64_t>(2, s_.data.max_len / 2);
-    const int64_t sentences = std::max<int64_t>(1, s_.data.max_tokens / length);
+    return synthetic_batch(std::max<int64_t>(1, s_.data.max_tokens / length), length);
+  }
+
+  /// `sentences` sentences of `length` random ids on both sides (no padding).
+  data::BatchTensors synthetic_batch(int64_t sentences, int64_t length) const {
     // Ids above the special ones, from a fixed stream independent of the training seed.
     at::Generator generator = at::detail::createCPUGenerator(12345);
     const int64_t first = 4;
@@ -536,6 +628,19 @@ class TrainerImpl {
     if (sync_phases_ && s_.device.is_cuda()) dist::synchronize_cuda(s_.device.index());
   }
 
+  /// The loss of a batch on the device, under autocast.
+  LossSums forward(const at::Tensor& src, const at::Tensor& tgt_in, const at::Tensor& tgt_out) {
+    amp::AutocastScope autocast(s_.amp.mode, s_.device.type());
+    const at::Tensor logits = model_->forward(src, tgt_in);
+    return label_smoothed_cross_entropy(logits, tgt_out, s_.train.label_smoothing,
+                                        data_.vocab.tgt.pad_id());
+  }
+
+  /// Adds the gradients of a batch's loss, scaled for fp16.
+  void backward(const LossSums& sums) {
+    scaler_->scale(loss_normalizer_ == 1.0 ? sums.loss : sums.loss / loss_normalizer_).backward();
+  }
+
   /// One optimizer update over update_freq batches from next_batch; returns the epoch of its
   /// last batch.
   int64_t train_update(const std::function<data::BatchTensors()>& next_batch, Interval& interval) {
@@ -563,16 +668,10 @@ class TrainerImpl {
                                               src.size(1), tgt_out.size(1));
       sync_for_timing();
       auto t0 = Clock::now();
-      LossSums sums;
-      {
-        amp::AutocastScope autocast(s_.amp.mode, s_.device.type());
-        const at::Tensor logits = model_->forward(src, tgt_in);
-        sums = label_smoothed_cross_entropy(logits, tgt_out, s_.train.label_smoothing,
-                                            data_.vocab.tgt.pad_id());
-      }
+      const LossSums sums = forward(src, tgt_in, tgt_out);
       sync_for_timing();
       auto t1 = Clock::now();
-      scaler_->scale(loss_normalizer_ == 1.0 ? sums.loss : sums.loss / loss_normalizer_).backward();
+      backward(sums);
       sync_for_timing();
       auto t2 = Clock::now();
       interval.forward_s += std::chrono::duration<double>(t1 - t0).count();
@@ -953,6 +1052,10 @@ void Trainer::restore(const checkpoint::CheckpointData& saved, const std::filesy
 }
 
 TrainSummary Trainer::run() { return impl_->run(); }
+
+MaxTokensFit Trainer::fit_max_tokens(int64_t ranks_per_device) {
+  return impl_->fit_max_tokens(ranks_per_device);
+}
 
 BenchmarkResult Trainer::benchmark(const BenchmarkOptions& options) {
   return impl_->benchmark(options);

@@ -64,6 +64,19 @@ struct TrainSummary {
   std::filesystem::path last_checkpoint;   ///< checkpoint written at the end
 };
 
+/// What data.max_tokens: auto measured (Trainer::fit_max_tokens).
+struct MaxTokensFit {
+  int64_t max_tokens = 0;      ///< the budget every rank uses: the smallest rank's fit
+  int64_t sentences = 0;       ///< this rank's fit: sentences of `length` tokens
+  int64_t length = 0;          ///< longest training sentence with BOS/EOS (tokens)
+  double peak_mb = 0;          ///< measured peak of this rank's fitting step (MiB)
+  double memory_mb = 0;        ///< memory this rank fits into (MiB), before the fraction
+  double limit_mb = 0;         ///< memory_mb x data.auto_memory_fraction (MiB)
+  int64_t probes = 0;          ///< training steps measured
+  double seconds = 0;          ///< time the measurement took
+  std::string fallback;        ///< non-empty: nothing measured, and why (max_tokens is 4096)
+};
+
 class TrainerImpl;
 
 /// One rank's training loop.
@@ -83,6 +96,16 @@ class Trainer {
   /// Trains until train.max_steps, train.max_epochs, train.max_minutes or SIGINT/SIGTERM,
   /// then writes a final checkpoint.
   TrainSummary run();
+  /// data.max_tokens: auto. Measures the peak memory of training steps (forward, loss and
+  /// backward under the configured amp mode, with the optimizer state and gradients alive) on
+  /// batches of the corpus's longest length, the most memory a batch of a given token budget
+  /// can take, and returns the largest budget whose peak stays within
+  /// data.auto_memory_fraction of the memory: data.auto_memory_mb, or the GPU's free memory
+  /// shared by the `ranks_per_device` ranks on it. Every rank must call it; all get the
+  /// smallest rank's fit. Parameters stay as they were, but random streams and gradients do
+  /// not: build the Trainer anew with the result. On CPU without data.auto_memory_mb there
+  /// is no limit to fit, and it returns 4096 with the reason.
+  MaxTokensFit fit_max_tokens(int64_t ranks_per_device);
   /// Benchmark mode: options.warmup untimed then options.steps timed updates from a fresh
   /// start (no checkpoints, no validation), every phase timed with a device sync. Every rank
   /// takes part; the result sums tokens and FLOPs over ranks. With options.dump_batches,

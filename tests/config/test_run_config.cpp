@@ -127,6 +127,29 @@ TEST_CASE("cross-field and file checks name the keys involved", "[config]") {
         "--set data.valid_tgt=/nonexistent/x: data.valid_tgt: file not found: '/nonexistent/x'");
 }
 
+TEST_CASE("data.max_tokens takes a number or auto, and prints back what it took", "[config]") {
+  nmt::test::TempDir dir;
+  const std::string file = (dir.path() / "run.yaml").string();
+  const RunConfig fitted =
+      load_run_config({dir.write("run.yaml", std::string(kTrainData) + "  max_tokens: auto\n")});
+  CHECK(fitted.data.max_tokens == nmt::data::kMaxTokensAuto);
+  const std::string printed = nmt::config::to_yaml(fitted);
+  CHECK_THAT(printed, Contains("max_tokens: auto"));
+  CHECK(load_run_config({dir.write("printed.yaml", printed)}).data.max_tokens ==
+        nmt::data::kMaxTokensAuto);
+  // A number from a later source replaces auto, as a resumed run's checkpoint does.
+  CHECK(load_run_config({file, std::nullopt, "", {"data.max_tokens=3000"}}).data.max_tokens == 3000);
+  CHECK(file_error(dir, std::string(kTrainData) + "  max_tokens: automatic\n") ==
+        file + ":4:15: data.max_tokens: expected an integer >= 1 or auto, "
+               "found 'automatic'");
+  CHECK(file_error(dir, std::string(kTrainData) + "  max_tokens: 0\n") ==
+        file + ":4:15: data.max_tokens: expected an integer >= 1 or auto, "
+               "found '0' (out of range)");
+  CHECK_THAT(file_error(dir, std::string(kTrainData) +
+                                 "  max_tokens: auto\n  auto_max_tokens_limit: 100\n  max_len: 200\n"),
+             Contains("data.auto_max_tokens_limit (100) is smaller than the longest allowed sentence"));
+}
+
 TEST_CASE("config hash follows what the run computes, not where it writes", "[config]") {
   RunConfig a = load_run_config({"configs/tiny.yaml"});
   RunConfig b = a;

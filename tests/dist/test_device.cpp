@@ -29,3 +29,21 @@ TEST_CASE("a visible GPU is described by name, memory and architecture", "[dist]
     CHECK_THAT(name, Catch::Matchers::Contains("GiB, sm_"));
   }
 }
+
+TEST_CASE("a GPU's memory figures are consistent, and zero without one", "[dist][cuda]") {
+  const nmt::dist::DeviceInfo info = nmt::dist::probe_devices();
+  const nmt::dist::CudaMemory none = nmt::dist::cuda_memory(info.cuda_devices);  // out of range
+  CHECK(none.total == 0);
+  CHECK(none.free == 0);
+  if (info.cuda_devices == 0) {
+    WARN("skipped: " << info.no_cuda_reason);
+    return;
+  }
+  const nmt::dist::CudaMemory m = nmt::dist::cuda_memory(0);
+  CHECK(m.total > 0);
+  CHECK(m.free > 0);
+  CHECK(m.free <= m.total);
+  CHECK(m.allocated <= m.reserved);
+  nmt::dist::reset_peak_cuda_memory(0);
+  CHECK(nmt::dist::peak_cuda_memory_bytes(0) == m.allocated);
+}

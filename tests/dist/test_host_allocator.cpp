@@ -55,3 +55,22 @@ TEST_CASE("raw allocations through the caching host allocator round-trip", "[dis
   const at::Tensor product = at::mm(a, a);
   CHECK(product.size(0) == 300);
 }
+
+TEST_CASE("the caching host allocator keeps the peak of its blocks in use until reset",
+          "[dist][allocator]") {
+  nmt::dist::install_caching_host_allocator();
+  CHECK(nmt::dist::host_allocator_installed());
+  nmt::dist::reset_host_allocator_peak();
+  const auto before = host_allocator_stats();
+  CHECK(before.peak_in_use_bytes == before.in_use_bytes);
+  {
+    const at::Tensor a = at::empty({4 << 20}, at::kFloat);  // 16 MiB
+    const at::Tensor b = at::empty({2 << 20}, at::kFloat);  // 8 MiB
+  }
+  const auto after = host_allocator_stats();
+  CHECK(after.in_use_bytes == before.in_use_bytes);
+  CHECK(after.peak_in_use_bytes >= before.in_use_bytes + (24 << 20));
+  CHECK(after.peak_in_use_bytes < before.in_use_bytes + (25 << 20));
+  nmt::dist::reset_host_allocator_peak();
+  CHECK(host_allocator_stats().peak_in_use_bytes == after.in_use_bytes);
+}

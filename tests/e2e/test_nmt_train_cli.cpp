@@ -73,8 +73,8 @@ TEST_CASE("config mistakes give one clear line naming file, line and key", "[e2e
   CHECK_THAT(r.err, StartsWith("nmt-train: error: " + malformed.string() + ":"));
   CHECK_THAT(r.err, Contains("malformed YAML"));
   check_one_error_line(train("--config configs/tiny.yaml --set data.max_tokens=lots"),
-                       "--set data.max_tokens=lots: data.max_tokens: expected an integer >= 1, "
-                       "found 'lots'");
+                       "--set data.max_tokens=lots: data.max_tokens: expected an integer >= 1 "
+                       "or auto, found 'lots'");
   check_one_error_line(train("--config configs/tiny.yaml --nproc-per-node -3"),
                        "--set dist.nproc_per_node=-3: dist.nproc_per_node: expected an integer "
                        "in [0, 1024], found '-3' (out of range)");

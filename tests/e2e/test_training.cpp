@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <regex>
 #include <vector>
 
@@ -200,4 +202,95 @@ TEST_CASE("fp16 loss scaling does not overflow the first updates of a token-summ
   REQUIRE(skipped.size() == 2);
   CHECK(skipped.back() == 0);
   CHECK(metric(run.path(), "train", "loss_scale").back() == 65536);
+}
+
+namespace {
+
+/// What the "data.max_tokens auto: ..." line of a run says.
+struct AutoFit {
+  int64_t max_tokens = 0, sentences = 0, length = 0, peak_mb = 0, allowed_mb = 0;
+};
+
+std::optional<AutoFit> auto_fit(const std::string& log) {
+  const std::regex line(
+      R"(data\.max_tokens auto: (\d+) \((\d+) sentences of the longest length, (\d+) tokens, )"
+      R"(peak (\d+) MiB of (\d+) MiB allowed)");
+  std::smatch m;
+  if (!std::regex_search(log, m, line)) return std::nullopt;
+  return AutoFit{std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4]),
+                 std::stoll(m[5])};
+}
+
+/// configs/tiny.yaml with data.max_tokens: auto, written into `dir`.
+std::string tiny_auto_config(const TempDir& dir) {
+  std::ifstream in("configs/tiny.yaml");
+  std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::regex budget("max_tokens: \\d+");
+  REQUIRE(std::regex_search(yaml, budget));
+  return dir.write("tiny-auto.yaml", std::regex_replace(yaml, budget, "max_tokens: auto")).string();
+}
+
+}  // namespace
+
+TEST_CASE("max_tokens auto fits a memory budget, trains as the number it chose, and resumes with it",
+          "[e2e][train][auto]") {
+  TempDir fitted, fixed, configs;
+  const std::string command = kTrain + " --config " + tiny_auto_config(configs) +
+                              " --set run_dir=" + fitted.path().string() +
+                              " --set data.spm_model=" + shared_vocab() +
+                              " --set data.auto_memory_mb=300 --set train.log_every=4"
+                              " --set train.valid_every=0 --set checkpoint.every_steps=4"
+                              " --set train.threads=1 --set train.max_steps=";
+  auto r = run_command(command + "4");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto fit = auto_fit(r.err);
+  REQUIRE(fit.has_value());
+  CHECK(fit->allowed_mb == 270);  // 0.9 x 300 MiB
+  CHECK(fit->peak_mb <= fit->allowed_mb);
+  CHECK(fit->sentences >= 2);
+  CHECK(fit->max_tokens == fit->sentences * fit->length);
+  const std::string budget = " --set data.max_tokens=" + std::to_string(fit->max_tokens);
+  // The measurement leaves nothing behind: the same run with the number is identical.
+  REQUIRE(train(fixed.path(), "--set train.max_steps=4" + budget).exit_code == 0);
+  CHECK(diff_exact(checkpoint_path(fitted.path(), 4), checkpoint_path(fixed.path(), 4)) == 0);
+  // The checkpoint holds the number, which ranks above the file's auto: the resumed run
+  // plans the same batches without measuring again, and matches a straight run.
+  r = run_command(command + "8");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("resumed from"));
+  CHECK_FALSE(auto_fit(r.err).has_value());
+  REQUIRE(train(fixed.path(), "--set train.max_steps=8" + budget).exit_code == 0);
+  CHECK(diff_exact(checkpoint_path(fitted.path(), 8), checkpoint_path(fixed.path(), 8)) == 0);
+}
+
+TEST_CASE("max_tokens auto on CPU without a memory budget says so and uses 4096", "[e2e][train][auto]") {
+  TempDir run;
+  const auto r = train(run.path(), "--set data.max_tokens=auto --set train.max_steps=1");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  if (r.err.find("CPU worker") == std::string::npos) {
+    WARN("skipped: this machine has a GPU, where auto measures its memory");
+    return;
+  }
+  CHECK_THAT(r.err, Contains("data.max_tokens auto: on CPU there is no device memory to fill") &&
+                        Contains("using 4096"));
+}
+
+TEST_CASE("max_tokens auto on a GPU fits the batch of the longest sentences into its memory",
+          "[e2e][train][auto][cuda]") {
+  TempDir run;
+  const auto r = train(run.path(), "--set data.max_tokens=auto --set train.max_steps=2 "
+                                   "--set amp.mode=bf16 --set data.auto_max_tokens_limit=1000000");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  if (r.err.find("CPU worker") != std::string::npos) {
+    WARN("skipped: no GPU");
+    return;
+  }
+  const auto fit = auto_fit(r.err);
+  REQUIRE(fit.has_value());
+  CHECK(fit->peak_mb <= fit->allowed_mb);
+  CHECK(fit->max_tokens > 4096);  // a tiny model on any GPU fits far more than the default
 }
