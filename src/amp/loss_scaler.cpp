@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "util/error.h"
+#include "util/log.h"
 
 namespace nmt::amp {
 
@@ -119,13 +120,30 @@ void DynamicLossScaler::check(int64_t step) const {
 
 std::vector<std::pair<std::string, at::Tensor>> DynamicLossScaler::state() const {
   return {{"scaler.scale", cpu_copy(scale_)},
+          {"scaler.enabled", at::full({1}, enabled_ ? 1 : 0, at::kByte)},
           {"scaler.growth_tracker", cpu_copy(growth_tracker_)},
           {"scaler.skipped_total", cpu_copy(skipped_total_)},
           {"scaler.consecutive_skips", cpu_copy(consecutive_skips_)}};
 }
 
 void DynamicLossScaler::load_state(const std::function<const at::Tensor*(std::string_view)>& find) {
-  if (enabled_) {
+  // A run without scaling saved scale 1 (older checkpoints do not say so, but only that state
+  // has scale 1 with a zero growth tracker in practice). An fp16 run adopting it would
+  // underflow small gradients until the scale grew back, one doubling per growth_interval:
+  // it starts from init_scale instead.
+  const at::Tensor* saved_enabled = find("scaler.enabled");
+  const at::Tensor* saved_scale = find("scaler.scale");
+  const at::Tensor* saved_tracker = find("scaler.growth_tracker");
+  const bool saved_unscaled =
+      saved_enabled && saved_enabled->defined()
+          ? saved_enabled->item<int64_t>() == 0
+          : saved_scale && saved_scale->defined() && saved_scale->numel() == 1 &&
+                saved_scale->item<double>() == 1.0 && saved_tracker && saved_tracker->defined() &&
+                saved_tracker->numel() == 1 && saved_tracker->item<int64_t>() == 0;
+  if (enabled_ && saved_unscaled) {
+    log::info("amp", "the checkpoint was trained without fp16 loss scaling: loss scaling starts "
+              "at amp.init_scale {:g}", options_.init_scale);
+  } else if (enabled_) {
     restore(find, "scaler.scale", scale_);
     restore(find, "scaler.growth_tracker", growth_tracker_);
   }

@@ -80,12 +80,13 @@ class DynamicLossScaler {
   /// Scale and skip counters on the host (host sync).
   ScalerStats stats() const;
 
-  /// Checkpoint tensors (CPU copies): scaler.scale, scaler.growth_tracker,
+  /// Checkpoint tensors (CPU copies): scaler.scale, scaler.enabled, scaler.growth_tracker,
   /// scaler.skipped_total, scaler.consecutive_skips.
   std::vector<std::pair<std::string, at::Tensor>> state() const;
   /// Restores what state() saved; `find` returns the tensor of a name or nullptr. Throws
-  /// nmt::CheckpointError naming a missing or misshapen tensor. When disabled, the saved
-  /// scale and growth tracker are ignored (the scale stays 1); the counters are restored.
+  /// nmt::CheckpointError naming a missing or misshapen tensor. The saved scale and growth
+  /// tracker are ignored when disabled (the scale stays 1) and when the saved state was
+  /// disabled (the scale stays init_scale); the counters are always restored.
   void load_state(const std::function<const at::Tensor*(std::string_view)>& find);
 
  private:

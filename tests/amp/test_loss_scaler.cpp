@@ -166,7 +166,7 @@ TEST_CASE("scaler state round trip", "[amp][scaler]") {
   step(scaler, false);  // growth tracker at 2
   std::map<std::string, at::Tensor> saved;
   for (auto& [name, t] : scaler.state()) saved[name] = t;
-  REQUIRE(saved.size() == 4);
+  REQUIRE(saved.size() == 5);
   const auto find = [&](std::string_view name) -> const at::Tensor* {
     auto it = saved.find(std::string(name));
     return it == saved.end() ? nullptr : &it->second;
@@ -190,6 +190,29 @@ TEST_CASE("scaler state round trip", "[amp][scaler]") {
   DynamicLossScaler incomplete(small_options(), kCpu, true);
   CHECK_THROWS_AS(incomplete.load_state(find), nmt::CheckpointError);
   CHECK_THROWS_WITH(incomplete.load_state(find), Contains("scaler.growth_tracker"));
+}
+
+TEST_CASE("an fp16 scaler restored from an unscaled run's state starts at init_scale",
+          "[amp][scaler]") {
+  DynamicLossScaler unscaled(small_options(), kCpu, false);  // bf16 or fp32
+  step(unscaled, true);
+  std::map<std::string, at::Tensor> saved;
+  for (auto& [name, t] : unscaled.state()) saved[name] = t;
+  const auto find = [&](std::string_view name) -> const at::Tensor* {
+    auto it = saved.find(std::string(name));
+    return it == saved.end() ? nullptr : &it->second;
+  };
+  DynamicLossScaler fp16(small_options(), kCpu, true);
+  const double init = fp16.stats().scale;
+  REQUIRE(init > 1.0);
+  fp16.load_state(find);
+  CHECK(fp16.stats().scale == init);
+  CHECK(fp16.stats().skipped_total == 1);  // the counters carry on
+  // Checkpoints from before scaler.enabled: scale 1 with a zero growth tracker says the same.
+  saved.erase("scaler.enabled");
+  DynamicLossScaler older(small_options(), kCpu, true);
+  older.load_state(find);
+  CHECK(older.stats().scale == init);
 }
 
 TEST_CASE("on a GPU, the scaler state lives on the device and behaves as on the CPU",

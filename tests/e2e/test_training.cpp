@@ -204,6 +204,27 @@ TEST_CASE("fp16 loss scaling does not overflow the first updates of a token-summ
   CHECK(metric(run.path(), "train", "loss_scale").back() == 65536);
 }
 
+TEST_CASE("resuming a bf16 or fp32 run in fp16 starts loss scaling from amp.init_scale",
+          "[e2e][train]") {
+  // Without scaling the scaler's state holds scale 1; adopted by an fp16 run, small gradients
+  // underflow half precision until the scale has grown back, one doubling per growth_interval.
+  for (const char* before : {"bf16", "off"}) {
+    DYNAMIC_SECTION("from " << before) {
+      TempDir run;
+      REQUIRE(train(run.path(), std::string("--set train.max_steps=4 --set amp.mode=") + before)
+                  .exit_code == 0);
+      const auto r = train(run.path(), "--set train.max_steps=8 --set amp.mode=fp16");
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+      CHECK_THAT(r.err, Contains("resumed from"));
+      CHECK_THAT(r.err, Contains("loss scaling starts at amp.init_scale 65536"));
+      const auto scales = metric(run.path(), "train", "loss_scale");
+      REQUIRE(scales.size() == 2);
+      CHECK(scales.back() == 65536);
+    }
+  }
+}
+
 namespace {
 
 /// What the "data.max_tokens auto: ..." line of a run says.
