@@ -262,6 +262,7 @@ int launch(const config::TrainCommand& command, const config::RunConfig& cfg,
   // Several nodes must agree on a port without talking first: torchrun's default.
   if (options.nnodes > 1 && options.master_port == 0) options.master_port = 29500;
   options.max_restarts = command.max_restarts;
+  if (cfg.log.to_file) options.log_dir = std::filesystem::path(cfg.run_dir) / "logs";
   options.argv.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
   for (int i = 1; i < argc; ++i) options.argv.emplace_back(argv[i]);
   log::info("launch", "{} worker(s) on node {} of {}{}", options.nproc_per_node,

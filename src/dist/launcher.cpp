@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string_view>
 
@@ -158,6 +159,20 @@ struct Worker {
   Stream out, err;
   std::string last_line;  // last non-empty line on either stream
 };
+
+/// The last non-empty line of a text file (read from its end), or "" when there is none.
+std::string last_line_of(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff start = std::max<std::streamoff>(0, size - 8192);
+  std::string tail(static_cast<size_t>(size - start), '\0');
+  in.seekg(start);
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+  const size_t newline = tail.rfind('\n');
+  return newline == std::string::npos ? tail : tail.substr(newline + 1);
+}
 
 void emit_line(Worker& w, Stream& s, std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
@@ -402,8 +417,14 @@ Attempt run_attempt(const LaunchOptions& o, int port, int restart_count, SignalS
       if (ok || kill_at) continue;  // once stopping, exits are expected, not failures
       result.failed_rank = w.rank;
       result.exit_code = exit_code_of(w.status);
-      log::error("launch", "worker rank {} exited with {}; its last line: {}", w.rank,
-                 describe_exit(w.status), w.last_line.empty() ? "(none)" : w.last_line);
+      std::string log_end;
+      if (!o.log_dir.empty()) {
+        const auto file = o.log_dir / fmt::format("rank{}.log", w.rank);
+        if (const std::string line = last_line_of(file); !line.empty())
+          log_end = fmt::format("; its log {} ends: {}", file.string(), line);
+      }
+      log::error("launch", "worker rank {} exited with {}; its last line: {}{}", w.rank,
+                 describe_exit(w.status), w.last_line.empty() ? "(none)" : w.last_line, log_end);
       log::info("launch", "stopping the other workers (SIGTERM, SIGKILL after {} s)",
                 o.stop_grace.count());
       stop_all(SIGTERM);

@@ -10,6 +10,7 @@
 //   return launch_workers(options);  // 0 when every worker exited 0
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct LaunchOptions {
   int max_restarts = 0;                  ///< on a worker failure: stop all, relaunch all, up to N times
   std::chrono::seconds stop_grace{30};   ///< after SIGTERM, wait this long before SIGKILL
   std::vector<std::string> argv;         ///< the worker command (argv[0]: executable, PATH searched)
+  /// Where workers write rank<R>.log; when set, a failed worker's report ends with its log's
+  /// last line (a rank killed outright has often printed nothing to the console).
+  std::filesystem::path log_dir;
 };
 
 /// Starts nproc_per_node workers with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
@@ -32,7 +36,8 @@ struct LaunchOptions {
 /// set and stdin on /dev/null; streams each worker's stdout/stderr to ours line by line,
 /// prefixed "[rank R] " (whole lines, never interleaved mid-line); forwards SIGINT/SIGTERM to
 /// all workers. Returns 0 when all exit 0. When one exits non-zero or by a signal, logs
-/// "worker rank R exited with code C (or signal S); its last line: ...", stops the others
+/// "worker rank R exited with code C (or signal S); its last line: ..." (and, with log_dir,
+/// "; its log <dir>/rank<R>.log ends: ..."), stops the others
 /// (SIGTERM, then SIGKILL after stop_grace) and, while max_restarts allows, relaunches all
 /// with TORCHELASTIC_RESTART_COUNT increased (a worker resumes from its checkpoint); otherwise
 /// returns its exit code (128 + signal for a signal). After a forwarded SIGINT/SIGTERM it

@@ -224,6 +224,26 @@ TEST_CASE("a worker killed by a signal is reported with the signal", "[dist][lau
         std::string::npos);
 }
 
+TEST_CASE("a worker that dies silently is reported with the end of its own log file",
+          "[dist][launch]") {
+  // Ranks other than 0 print only warnings to the console, so a rank killed outright has no
+  // last console line; its log file in the run directory says where it was.
+  TempDir dir;
+  LaunchOptions options = sh_workers(dir, R"(
+mkdir -p "$1/logs"
+printf 'step 99\nstep 100: backward done\n\n' > "$1/logs/rank$RANK.log"
+if [ "$RANK" = 1 ]; then kill -KILL $$; fi
+sleep 60
+)", 2);
+  options.log_dir = dir.path() / "logs";
+  const LaunchResult r = run_launcher(options, dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 128 + SIGKILL);
+  CHECK(r.err.find("worker rank 1 exited with signal SIGKILL; its last line: (none); its log " +
+                   (dir.path() / "logs" / "rank1.log").string() +
+                   " ends: step 100: backward done") != std::string::npos);
+}
+
 TEST_CASE("a worker that ignores SIGTERM is killed after stop_grace", "[dist][launch]") {
   TempDir dir;
   const std::string script = R"(
