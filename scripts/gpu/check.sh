@@ -14,6 +14,10 @@
 # recorded and the next one still runs. Aimed at ~8 minutes on 16 cores.
 #
 #   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist auto bench; default all)
+#
+# Sizes, for a smoke run of the script itself on a CPU machine (with PYTHON set to a Python
+# that has torch): CHECK_TRAIN_STEPS (300), CHECK_DIST_STEPS (40), CHECK_AUTO_STEPS (30),
+# CHECK_BENCH ("2 20": repetitions and steps of compare.sh).
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
@@ -91,14 +95,14 @@ if wants train && have_binary; then
   common+=(--set data.spm_model="$out/vocab/vocab/joint.model")
   for amp in bf16 fp16; do
     step "train-$amp" "$train" --config configs/transformer-base.yaml --set run_dir="$out/train-$amp" \
-      "${common[@]}" --set amp.mode=$amp --set train.max_steps=300 --set data.max_tokens=8192
+      "${common[@]}" --set amp.mode=$amp --set train.max_steps=${CHECK_TRAIN_STEPS:-300} --set data.max_tokens=8192
   done
 fi
 
 # --- 4. Distributed on one GPU --------------------------------------------------------------
 if wants dist && have_binary; then
   dist=(--config configs/transformer-base.yaml "${common[@]}" --set amp.mode=bf16
-        --set train.max_steps=40 --set model.dropout=0 --set data.max_tokens=8192)
+        --set train.max_steps=${CHECK_DIST_STEPS:-40} --set model.dropout=0 --set data.max_tokens=8192)
   step nccl-world1 "$train" "${dist[@]}" --set run_dir="$out/nccl-world1" --set dist.backend=nccl
   step gloo-2ranks "$train" "${dist[@]}" --set run_dir="$out/gloo-2ranks" --nproc-per-node 2 \
     --set dist.backend=gloo
@@ -113,14 +117,14 @@ if wants auto && have_binary; then
   [[ -f $out/vocab/vocab/joint.model ]] && auto_vocab=(--set data.spm_model="$out/vocab/vocab/joint.model")
   step auto-base "$train" --config configs/transformer-base.yaml --set run_dir="$out/auto-base" \
     --set data.vocab_size=8000 "${auto_vocab[@]}" --set amp.mode=bf16 --set data.max_tokens=auto \
-    --set train.max_steps=30 --set train.log_every=10 --set train.valid_every=0 \
+    --set train.max_steps=${CHECK_AUTO_STEPS:-30} --set train.log_every=10 --set train.valid_every=0 \
     --set checkpoint.every_steps=100000 --log-level debug
 fi
 
 # --- 6. Benchmarks next to the reference loop ------------------------------------------------
 if wants bench && have_binary; then
   step bench env DEVICE=cuda NMT_TRAIN="$train" NMT_PYTHON="$python" OUT="$out/bench" \
-    scripts/bench/compare.sh 2 20
+    scripts/bench/compare.sh ${CHECK_BENCH:-2 20}
 fi
 
 # --- Summary -----------------------------------------------------------------------------------
