@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -353,7 +354,8 @@ class TrainerImpl {
       memory = m.reserved + m.free / std::max<int64_t>(1, ranks_per_device);
     }
     if (comm()) comm()->barrier();
-    int64_t mine = 4096;
+    int64_t mine = std::max<int64_t>(4096, d.max_len + 2);
+    std::string failure;  // why this rank found no fit: every rank must hear it, or they hang
     if (fit.fallback.empty()) {
       fit.memory_mb = double(memory) / kMiB;
       fit.limit_mb = fit.memory_mb * d.auto_memory_fraction;
@@ -397,16 +399,25 @@ class TrainerImpl {
       options.max_sentences = d.auto_max_tokens_limit / fit.length;
       if (d.max_sentences > 0) options.max_sentences = std::min(options.max_sentences, d.max_sentences);
       options.first_guess = std::max<int64_t>(2, 4096 / fit.length);
-      const BatchFitResult result = fit_batch(measure, options);
-      fit.sentences = result.sentences;
-      fit.peak_mb = double(result.peak_bytes) / kMiB;
-      fit.probes = static_cast<int64_t>(result.probes.size());
-      mine = result.sentences * fit.length;
+      try {
+        const BatchFitResult result = fit_batch(measure, options);
+        fit.sentences = result.sentences;
+        fit.peak_mb = double(result.peak_bytes) / kMiB;
+        fit.probes = static_cast<int64_t>(result.probes.size());
+        mine = result.sentences * fit.length;
+      } catch (const Error& e) {
+        failure = fmt::format("rank {}: {} (sentences of {} tokens, the longest in {}; "
+                              "data.auto_memory_mb and data.auto_memory_fraction set the limit)",
+                              s_.rank, e.what(), fit.length, d.train_src);
+      }
     }
     fit.max_tokens = mine;
-    if (comm()) {
-      for (const std::string& other : comm()->all_gather_strings(std::to_string(mine)))
-        fit.max_tokens = std::min<int64_t>(fit.max_tokens, std::stoll(other));
+    std::vector<std::string> all{failure.empty() ? std::to_string(mine) : failure};
+    if (comm()) all = comm()->all_gather_strings(all[0]);
+    for (const std::string& other : all) {
+      NMT_CHECK(!other.empty() && std::isdigit(static_cast<unsigned char>(other[0])), ConfigError,
+                "data.max_tokens auto: {}", other);
+      fit.max_tokens = std::min<int64_t>(fit.max_tokens, std::stoll(other));
     }
     fit.seconds = seconds_since(start);
     return fit;

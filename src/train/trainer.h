@@ -74,7 +74,8 @@ struct MaxTokensFit {
   double limit_mb = 0;         ///< memory_mb x data.auto_memory_fraction (MiB)
   int64_t probes = 0;          ///< training steps measured
   double seconds = 0;          ///< time the measurement took
-  std::string fallback;        ///< non-empty: nothing measured, and why (max_tokens is 4096)
+  std::string fallback;        ///< non-empty: nothing measured, and why (max_tokens is 4096,
+                               ///< or data.max_len + 2 when larger)
 };
 
 class TrainerImpl;
@@ -104,7 +105,8 @@ class Trainer {
   /// shared by the `ranks_per_device` ranks on it. Every rank must call it; all get the
   /// smallest rank's fit. Parameters stay as they were, but random streams and gradients do
   /// not: build the Trainer anew with the result. On CPU without data.auto_memory_mb there
-  /// is no limit to fit, and it returns 4096 with the reason.
+  /// is no limit to fit, and it returns 4096 with the reason. Throws ConfigError on every
+  /// rank, naming the rank, when a rank cannot fit even one sentence of the longest length.
   MaxTokensFit fit_max_tokens(int64_t ranks_per_device);
   /// Benchmark mode: options.warmup untimed then options.steps timed updates from a fresh
   /// start (no checkpoints, no validation), every phase timed with a device sync. Every rank

@@ -2,6 +2,7 @@
 // exactly (checked bit for bit with nmt-ckpt diff --atol 0).
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -286,6 +287,24 @@ TEST_CASE("max_tokens auto fits a memory budget, trains as the number it chose, 
   CHECK_FALSE(auto_fit(r.err).has_value());
   REQUIRE(train(fixed.path(), "--set train.max_steps=8" + budget).exit_code == 0);
   CHECK(diff_exact(checkpoint_path(fitted.path(), 8), checkpoint_path(fixed.path(), 8)) == 0);
+}
+
+TEST_CASE("max_tokens auto stops every rank, naming the limit, when one sentence does not fit",
+          "[e2e][train][auto]") {
+  TempDir run;
+  const auto start = std::chrono::steady_clock::now();
+  // FFN matrices of 2 MiB: on CPU the measurement sees blocks of 1 MiB and more only.
+  const auto r = train(run.path(), "--set data.max_tokens=auto --set data.auto_memory_mb=5 "
+                                   "--set model.ffn_dim=4096 --set train.max_steps=2 "
+                                   "--nproc-per-node 2");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Contains("data.max_tokens auto: rank ") &&
+                        Contains("at its peak, more than the 4 MiB allowed (sentences of ") &&
+                        Contains("data.auto_memory_mb and data.auto_memory_fraction set the limit"));
+  CHECK(seconds < 120);  // not a hang until dist.timeout_s (600 s)
 }
 
 TEST_CASE("max_tokens auto on CPU without a memory budget says so and uses 4096", "[e2e][train][auto]") {
