@@ -10,8 +10,15 @@
 #      sentence-count batches: the seed's problem, measured);
 #   5. data.max_tokens: auto on the base config (the budget it measures, and the peak after);
 #   6. benchmark and MFU of base and big in bf16 and fp16 next to the PyTorch reference loop.
-# Every step's log and JSON go to OUTDIR, with summary.md and results.json; a failed step is
-# recorded and the next one still runs. Aimed at ~8 minutes on 16 cores.
+# A failed step is recorded and the next one still runs. Aimed at ~8 minutes on 16 cores; steps
+# that would start after CHECK_BUDGET_S (540 s) are skipped, and a running step is stopped at
+# it, so the summary is always written inside the device tool's 10-minute limit.
+#
+# OUTDIR gets four files (the device tool returns at most 8): summary.md, results.json,
+# machine.txt and logs.tar.gz (every step's log, metrics.jsonl, benchmark.json and run logs;
+# no checkpoints or token caches). Should one call not suffice, split it in two: the build
+# and its unpacked dependencies (build-gpu/, build-gpu-deps/) stay on a warm machine:
+#   scripts/gpu/check.sh $OUT build test     then     scripts/gpu/check.sh $OUT train dist auto bench
 #
 #   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist auto bench; default all)
 #
@@ -21,24 +28,39 @@
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
-out=${1:?usage: scripts/gpu/check.sh OUTDIR [STEP...]}
+dest=${1:?usage: scripts/gpu/check.sh OUTDIR [STEP...]}
 shift
 steps=("$@")
 (( ${#steps[@]} )) || steps=(build test train dist auto bench)
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd)
+out=$dest/work  # logs and run directories, packed into $dest/logs.tar.gz at the end
+rm -rf "$out"
 mkdir -p "$out"
-out=$(cd "$out" && pwd)
+budget=${CHECK_BUDGET_S:-540}
 python=${PYTHON:-python3}
 jobs=$(nproc)
 build=build-gpu
 start_all=$(date +%s)
 results=()
 
-# Runs one step: name, then the command; its output goes to $out/<name>.log.
+# Runs one step: name, then the command; its output goes to $out/<name>.log. Past the budget
+# it is skipped (exit 125); a running step is stopped at the budget (exit 124).
 step() {
   local name=$1; shift
   local t0=$(date +%s) status=0
+  local left=$(( start_all + budget - t0 ))
+  if (( left < 10 )); then
+    results+=("{\"step\": \"$name\", \"exit\": 125, \"seconds\": 0}")
+    echo "[check] $name: skipped, the ${budget} s budget is spent" >&2
+    return 125
+  fi
   echo "[check] $name ..." >&2
-  "$@" > "$out/$name.log" 2>&1 || status=$?
+  if declare -F "$1" > /dev/null; then  # a function of this script (the build): no timeout
+    "$@" > "$out/$name.log" 2>&1 || status=$?
+  else
+    timeout --kill-after=10 "$left" "$@" > "$out/$name.log" 2>&1 || status=$?
+  fi
   local seconds=$(( $(date +%s) - t0 ))
   results+=("{\"step\": \"$name\", \"exit\": $status, \"seconds\": $seconds}")
   echo "[check] $name: exit $status in ${seconds} s" >&2
@@ -56,7 +78,9 @@ wants() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 } > "$out/machine.txt" 2>&1
 
 # --- 1. Build ----------------------------------------------------------------------------------
-prefix=$(mktemp -d /tmp/nmt-deps.XXXXXX)
+# A fixed prefix, so that a second call on a warm machine finds the libraries the build links.
+prefix=$repo/$build-deps
+mkdir -p "$prefix"
 export PKG_CONFIG_SYSROOT_DIR=$prefix
 export PKG_CONFIG_LIBDIR=$prefix/usr/lib/x86_64-linux-gnu/pkgconfig:$prefix/usr/share/pkgconfig
 export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -82,7 +106,7 @@ if wants test && have_binary; then
   step test ctest --test-dir "$build" -j "$((jobs / 2))" --timeout 300 --output-on-failure
   # The [cuda] cases alone, to show that they ran here rather than skipped.
   for t in test_model test_decode test_dist test_amp test_optim test_e2e_training; do
-    [[ -x $build/tests/$t ]] && "$build/tests/$t" "[cuda]" -s -r compact >> "$out/test-cuda.log" 2>&1
+    [[ -x $build/tests/$t ]] && timeout 120 "$build/tests/$t" "[cuda]" -s -r compact >> "$out/test-cuda.log" 2>&1
   done
 fi
 
@@ -178,5 +202,8 @@ bench = os.path.join(out, "bench.log")
 if os.path.exists(bench):
     print("\n```\n" + open(bench).read().strip() + "\n```")
 PY
-echo "[check] done in $(( $(date +%s) - start_all )) s; $out/summary.md" >&2
-cat "$out/summary.md" >&2
+cp "$out/summary.md" "$out/results.json" "$out/machine.txt" "$dest/"
+tar -czf "$dest/logs.tar.gz" -C "$out" --exclude='*.safetensors' --exclude='*.tok' --exclude='*.tmp*' .
+rm -rf "$out"
+echo "[check] done in $(( $(date +%s) - start_all )) s; $dest/summary.md, logs in $dest/logs.tar.gz" >&2
+cat "$dest/summary.md" >&2
