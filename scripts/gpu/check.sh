@@ -3,13 +3,14 @@
 # torch.utils.cmake_prefix_path, NCCL from its nvidia wheels) but no package registry:
 #   1. unpacks the .debs of scripts/gpu/pack-deps.sh (gpu-deps/) into a private prefix
 #      (dpkg-deb -x, never into /) and builds the project against the box's torch;
-#   2. runs the test suite ([cuda] tests included: they run where a GPU is visible);
+#   2. runs the [cuda] test cases (the whole suite runs last, in the time that is left);
 #   3. trains the base config on the shipped corpus in bf16 and fp16 (loss, NaN, loss scale);
 #   4. NCCL with world size 1 through the real code path; 2 ranks on the one GPU with Gloo
 #      (identical parameters, per-rank peak memory with token-balanced and with naive
 #      sentence-count batches: the seed's problem, measured);
 #   5. data.max_tokens: auto on the base config (the budget it measures, and the peak after);
-#   6. benchmark and MFU of base and big in bf16 and fp16 next to the PyTorch reference loop.
+#   6. benchmark and MFU of base and big in bf16 and fp16 next to the PyTorch reference loop;
+#   7. the whole CTest suite.
 # A failed step is recorded and the next one still runs. Aimed at ~8 minutes on 16 cores; steps
 # that would start after CHECK_BUDGET_S (540 s) are skipped, and a running step is stopped at
 # it, so the summary is always written inside the device tool's 10-minute limit.
@@ -18,9 +19,9 @@
 # machine.txt and logs.tar.gz (every step's log, metrics.jsonl, benchmark.json and run logs;
 # no checkpoints or token caches). Should one call not suffice, split it in two: the build
 # and its unpacked dependencies (build-gpu/, build-gpu-deps/) stay on a warm machine:
-#   scripts/gpu/check.sh $OUT build test     then     scripts/gpu/check.sh $OUT train dist auto bench
+#   scripts/gpu/check.sh $OUT build test train dist     then     scripts/gpu/check.sh $OUT auto bench ctest
 #
-#   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist auto bench; default all)
+#   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist auto bench ctest; default all)
 #
 # Sizes, for a smoke run of the script itself on a CPU machine (with PYTHON set to a Python
 # that has torch): CHECK_TRAIN_STEPS (300), CHECK_DIST_STEPS (40), CHECK_AUTO_STEPS (30),
@@ -31,7 +32,7 @@ cd "$repo"
 dest=${1:?usage: scripts/gpu/check.sh OUTDIR [STEP...]}
 shift
 steps=("$@")
-(( ${#steps[@]} )) || steps=(build test train dist auto bench)
+(( ${#steps[@]} )) || steps=(build test train dist auto bench ctest)
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 out=$dest/work  # logs and run directories, packed into $dest/logs.tar.gz at the end
@@ -101,13 +102,17 @@ fi
 train=$build/nmt-train
 have_binary() { [[ -x $train ]]; }
 
-# --- 2. Tests ----------------------------------------------------------------------------------
-if wants test && have_binary; then
-  step test ctest --test-dir "$build" -j "$((jobs / 2))" --timeout 300 --output-on-failure
-  # The [cuda] cases alone, to show that they ran here rather than skipped.
+# --- 2. The [cuda] test cases (the whole suite is step 7) ----------------------------------
+cuda_tests() {
+  local status=0 t
   for t in test_model test_decode test_dist test_amp test_optim test_e2e_training; do
-    [[ -x $build/tests/$t ]] && timeout 120 "$build/tests/$t" "[cuda]" -s -r compact >> "$out/test-cuda.log" 2>&1
+    [[ -x $build/tests/$t ]] || { echo "missing $build/tests/$t"; status=1; continue; }
+    "$build/tests/$t" "[cuda]" -s -r compact || status=1
   done
+  return $status
+}
+if wants test && have_binary; then
+  step test-cuda timeout 300 bash -c "$(declare -f cuda_tests); build=$build; cuda_tests"
 fi
 
 # --- 3. bf16 and fp16 training of the base config on the shipped corpus -------------------------
@@ -151,6 +156,11 @@ if wants bench && have_binary; then
     scripts/bench/compare.sh ${CHECK_BENCH:-2 20}
 fi
 
+# --- 7. The whole suite, in the time that is left ----------------------------------------------
+if wants ctest && have_binary; then
+  step ctest ctest --test-dir "$build" -j "$((jobs / 2))" --timeout 300 --output-on-failure
+fi
+
 # --- Summary -----------------------------------------------------------------------------------
 {
   echo "[$(IFS=,; echo "${results[*]}")]"
@@ -190,6 +200,10 @@ for name in ("gloo-2ranks", "gloo-2ranks-naive"):
         peaks = {rank: int(mb) for rank, (_, mb) in last.items()}
         spread = (max(peaks.values()) / min(peaks.values()) - 1) * 100 if len(peaks) == 2 else float("nan")
         print(f"\n{name}: parameter hashes {hashes}; peak MiB per rank {peaks} (spread {spread:.1f}%)")
+cuda = os.path.join(out, "test-cuda.log")
+if os.path.exists(cuda):
+    lines = [l.strip() for l in open(cuda) if re.match(r"(Passed|Failed|All tests|No tests|missing|.*warning: )", l.strip())]
+    print("\n[cuda] test cases:\n" + "\n".join(f"    {l}" for l in lines))
 auto = os.path.join(out, "auto-base.log")
 if os.path.exists(auto):
     text = open(auto).read()
