@@ -5,41 +5,71 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "data/file_hash.h"
 #include "util/error.h"
 #include "util/log.h"
 
+// SentencePiece (0.1.97, Debian 12) logs "Running command: ..." at INFO before it reads
+// --minloglevel from those arguments. Its setter is exported by libsentencepiece but missing
+// from the installed headers.
+namespace sentencepiece::logging {
+void SetMinLogLevel(int v);
+}  // namespace sentencepiece::logging
+
 namespace nmt::data {
 namespace {
 
-/// Trains one SentencePiece model on `inputs` into `model` (prefix.model), atomically.
+/// Writes `bytes` to `file` through a temporary file and a rename, so that it is never seen
+/// half written.
+void write_atomically(const std::filesystem::path& file, const std::string& bytes) {
+  const std::filesystem::path tmp =
+      file.parent_path() / fmt::format(".{}.tmp-{}", file.filename().string(), ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    NMT_CHECK(out.good(), DataError, "{}: cannot write the SentencePiece model", tmp.string());
+  }
+  std::filesystem::rename(tmp, file);
+}
+
+/// Trains one SentencePiece model on `inputs` into `model` (<name>.model, with the piece list
+/// in <name>.vocab), atomically.
 void train_model(const std::vector<std::filesystem::path>& inputs,
                  const std::filesystem::path& model, const DataOptions& options,
                  const VocabTrainingOptions& training) {
   std::filesystem::create_directories(model.parent_path());
-  const std::filesystem::path tmp_prefix =
-      model.parent_path() / fmt::format(".{}.tmp-{}", model.stem().string(), ::getpid());
   std::string input_list;
   for (const auto& input : inputs) input_list += (input_list.empty() ? "" : ",") + input.string();
+  // The model comes back in memory (no --model_prefix): the model embeds its training
+  // arguments, and the temporary file prefix among them made every training's file differ,
+  // and with it the token-cache key and the checkpoints' vocabulary fingerprint.
   const std::string args = fmt::format(
-      "--input={} --model_prefix={} --vocab_size={} --model_type={} --character_coverage=1.0 "
+      "--input={} --vocab_size={} --model_type={} --character_coverage=1.0 "
       "--input_sentence_size={} --shuffle_input_sentence=true "
       "--pad_id={} --unk_id={} --bos_id={} --eos_id={} --num_threads={} --minloglevel=2",
-      input_list, tmp_prefix.string(), options.vocab_size,
+      input_list, options.vocab_size,
       options.subword_model == SubwordModel::kBpe ? "bpe" : "unigram", options.spm_sample_lines,
       kPadId, kUnkId, kBosId, kEosId, std::max(1, training.threads));
   log::info("data", "training a {}-piece SentencePiece {} model on {}", options.vocab_size,
             options.subword_model == SubwordModel::kBpe ? "BPE" : "unigram", input_list);
   // The seed makes line sampling (corpora above spm_sample_lines) repeatable.
   sentencepiece::SetRandomGeneratorSeed(training.seed);
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args);
-  NMT_CHECK(status.ok(), DataError, "training SentencePiece on {} failed: {}", input_list,
-            status.ToString());
-  std::filesystem::rename(tmp_prefix.string() + ".model", model);
-  std::error_code ignored;
-  std::filesystem::rename(tmp_prefix.string() + ".vocab",
-                          std::filesystem::path(model).replace_extension(".vocab"), ignored);
+  sentencepiece::logging::SetMinLogLevel(2);  // errors only, like --minloglevel=2 below
+  std::string serialized;
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args, nullptr, &serialized);
+  NMT_CHECK(status.ok() && !serialized.empty(), DataError,
+            "training SentencePiece on {} failed: {}", input_list, status.ToString());
+  // The piece list for people, as SentencePiece writes it: piece, tab, score.
+  sentencepiece::SentencePieceProcessor processor;
+  NMT_CHECK(processor.LoadFromSerializedProto(serialized).ok(), DataError,
+            "training SentencePiece on {} gave a model that does not load", input_list);
+  std::ostringstream pieces;
+  for (int id = 0; id < processor.GetPieceSize(); ++id)
+    pieces << processor.IdToPiece(id) << '\t' << processor.GetScore(id) << '\n';
+  write_atomically(std::filesystem::path(model).replace_extension(".vocab"), pieces.str());
+  write_atomically(model, serialized);
 }
 
 }  // namespace

@@ -38,6 +38,23 @@ TEST_CASE("an existing vocabulary in the run directory is reused, not retrained"
   CHECK(std::filesystem::last_write_time(model) == written);
 }
 
+TEST_CASE("the same data and settings train a byte-identical vocabulary in any run directory",
+          "[data]") {
+  // The model embeds its training settings: a temporary path in them made every training's
+  // file differ, and with it the token-cache key and the checkpoint's vocabulary fingerprint.
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir other;
+  const auto again = nmt::data::prepare_vocabularies(corpus.options, other.path() / "run", {2, 1});
+  REQUIRE(again.trained);
+  CHECK(nmt::test::read_file(again.src.model_path()) ==
+        nmt::test::read_file(corpus.prepared.vocab.src.model_path()));
+  CHECK(again.src.fingerprint() == corpus.prepared.vocab.src.fingerprint());
+  // The human-readable piece list is written next to it, as SentencePiece would.
+  const std::string pieces = nmt::test::read_file(
+      std::filesystem::path(again.src.model_path()).replace_extension(".vocab"));
+  CHECK(pieces.rfind("<pad>\t0\n<unk>\t0\n<s>\t0\n</s>\t0\n", 0) == 0);
+}
+
 TEST_CASE("a bad SentencePiece model is a clear error", "[data]") {
   nmt::test::TempDir dir;
   auto bogus = dir.write("bogus.model", "not a model");

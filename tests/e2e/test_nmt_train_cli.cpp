@@ -116,6 +116,9 @@ TEST_CASE("dry run prepares the data and plans balanced batches for every rank",
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("padding efficiency"));
   CHECK_THAT(r.err, Contains("[data] train: 18000 pairs read"));
+  // Training the vocabulary leaves no SentencePiece chatter ("... LOG(INFO) Running command").
+  CHECK_THAT(r.err, Contains("training a 4000-piece SentencePiece"));
+  CHECK_THAT(r.err, !Contains("LOG("));
   const std::string stats = nmt::test::read_file(dir.path() / "batch_stats.json");
   for (const char* key : {"\"batches\"", "\"sentences\"", "\"src_tokens\"", "\"tgt_tokens\"",
                           "\"padding_efficiency\"", "\"max_rank_token_imbalance\"", "\"naive\"",
