@@ -69,7 +69,7 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
 int dry_run(config::RunConfig c, const dist::DeviceInfo& devices,
             const dist::WorkerEnv& worker) {
   if (c.data.max_tokens == data::kMaxTokensAuto) {
-    c.data.max_tokens = std::max<int64_t>(4096, c.data.max_len + 2);
+    c.data.max_tokens = data::unmeasured_max_tokens(c.data);
     log::info("dry-run", "data.max_tokens auto is measured when training starts; this plan uses "
               "{} (--set data.max_tokens=N plans another budget)", c.data.max_tokens);
   }
@@ -130,7 +130,7 @@ int run_benchmark(const config::TrainCommand& command, const config::RunConfig& 
 int64_t fit_max_tokens(train::TrainerSetup setup, const data::PreparedData& prepared,
                        int64_t ranks_per_device) {
   const data::DataOptions& d = setup.data;
-  setup.data.max_tokens = std::max<int64_t>(4096, d.max_len + 2);
+  setup.data.max_tokens = data::unmeasured_max_tokens(d);
   train::MaxTokensFit fit;
   {
     train::Trainer probe(setup, prepared);

@@ -1,6 +1,7 @@
 #pragma once
 // Corpus, vocabulary and batching (YAML section `data`).
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -47,5 +48,11 @@ struct DataOptions {
   int64_t tokens_per_update = 0;        ///< global padded tokens per update; 0: use update_freq
   int64_t prefetch = 4;                 ///< batches prepared ahead on a background thread
 };
+
+/// The budget that data.max_tokens: auto stands for where nothing is measured (a dry run, CPU
+/// without auto_memory_mb) and while measuring: 4096, or max_len + 2 when sentences may be longer.
+inline int64_t unmeasured_max_tokens(const DataOptions& options) {
+  return std::max<int64_t>(4096, options.max_len + 2);
+}
 
 }  // namespace nmt::data

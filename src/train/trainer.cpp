@@ -354,7 +354,7 @@ class TrainerImpl {
       memory = m.reserved + m.free / std::max<int64_t>(1, ranks_per_device);
     }
     if (comm()) comm()->barrier();
-    int64_t mine = std::max<int64_t>(4096, d.max_len + 2);
+    int64_t mine = data::unmeasured_max_tokens(d);
     std::string failure;  // why this rank found no fit: every rank must hear it, or they hang
     if (fit.fallback.empty()) {
       fit.memory_mb = double(memory) / kMiB;
