@@ -1,6 +1,9 @@
 // nmt-translate: translate text with a checkpoint of nmt-train (greedy or beam search).
+#include <fstream>
+
 #include "config/translate_cli.h"
 #include "decode/translator.h"
+#include "util/json.h"
 #include "util/log.h"
 #include "util/main_guard.h"
 
@@ -15,7 +18,18 @@ int run(int argc, char** argv) {
   log::parse_level(command.log_level, &log_options.level);
   log::init(log_options);
   decode::Translator translator(command.options, config::stored_model_options);
-  translator.translate_file(command.input, command.output);
+  const decode::TranslateStats stats = translator.translate_file(command.input, command.output);
+  if (!command.stats_json.empty()) {
+    json::Object o;
+    o.add("sentences", stats.sentences)
+        .add("source_tokens", stats.source_tokens)
+        .add("output_tokens", stats.output_tokens)
+        .add("seconds", stats.seconds)
+        .add("sentences_per_s", stats.seconds > 0 ? double(stats.sentences) / stats.seconds : 0.0)
+        .add("output_tokens_per_s",
+             stats.seconds > 0 ? double(stats.output_tokens) / stats.seconds : 0.0);
+    std::ofstream(command.stats_json) << o.pretty();
+  }
   return 0;
 }
 

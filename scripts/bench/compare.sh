@@ -18,7 +18,9 @@ steps=${2:-10}
 device=${DEVICE:-cpu}
 threads=${THREADS:-$(nproc)}
 train=${NMT_TRAIN:-build/nmt-train}
-python=${NMT_PYTHON:-$HOME/.cache/nmt-train/torch-2.11.0/venv/bin/python}
+# The venv scripts/setup.sh makes, named by the torch version that scripts/requirements.txt pins.
+torch_version=$(sed -n 's/^torch==//p' "$repo/scripts/requirements.txt")
+python=${NMT_PYTHON:-${NMT_CACHE:-$HOME/.cache/nmt-train}/torch-$torch_version/venv/bin/python}
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 [[ -x $train ]] || { echo "compare.sh: $train not built (run scripts/test.sh or cmake --build build)" >&2; exit 1; }

@@ -5,7 +5,8 @@
     scripts/bench/reference_train.py DUMP.safetensors --out reference.json
 
 The dump holds the C++ model's initial parameters, every batch the C++ benchmark trained on
-(in order) and, as metadata, the model, optimizer and benchmark settings. This script builds
+(in order) and, as metadata, the run's effective config (the YAML that `nmt-train
+--print-config` prints and checkpoints store), the vocabulary sizes and the benchmark settings. This script builds
 the same Transformer in idiomatic PyTorch, loads those parameters, trains on the same batches
 with the same loss, optimizer and learning-rate schedule, and writes a report with the same
 keys as the C++ benchmark.json, so that the two can be set side by side.
@@ -38,6 +39,30 @@ AMP_DTYPES = {"off": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float1
 # --------------------------------------------------------------------------------------------
 # Settings from the dump's metadata
 # --------------------------------------------------------------------------------------------
+
+def flatten_config(yaml_text):
+    """The effective config YAML as {"section.key": "value"}.
+
+    nmt-train writes it as two levels, `section:` then `  key: value` (no flow style, no
+    nesting below that), so this reads it without a YAML library. Quoted values lose their
+    quotes; comments are dropped.
+    """
+    flat, section = {}, None
+    for line in yaml_text.splitlines():
+        text = line.split(" #", 1)[0].rstrip() if not line.lstrip().startswith("#") else ""
+        if not text:
+            continue
+        key, _, value = text.strip().partition(":")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if not line.startswith(" "):
+            section = key if not value else None
+            if value:
+                flat[key] = value
+        elif section:
+            flat[f"{section}.{key}"] = value
+    return flat
 
 
 def _bool(text):
@@ -501,6 +526,8 @@ class Batch:
 def load_dump(path):
     with safe_open(path, framework="pt") as f:
         meta = f.metadata()
+        # The config's keys ("model.d_model", ...) next to the dump's own ("vocab.*", ...).
+        meta = {**flatten_config(meta["config"]), **meta}
         params = {k: f.get_tensor(k) for k in f.keys() if k.startswith("model.")}
         count = int(meta["batches"])
         batches = [

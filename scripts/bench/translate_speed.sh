@@ -41,11 +41,13 @@ for beam in 1 5; do
     [[ $decoder == uncached ]] && flag="--no-cache"
     start=$(date +%s.%N)
     "$BUILD/nmt-translate" -c "$RUN_DIR" -i "$tmp/input" -o "$tmp/out.$beam.$decoder" \
-      --beam "$beam" --device "$DEVICE" --threads "$THREADS" --amp "$AMP" $flag 2> "$tmp/log"
+      --beam "$beam" --device "$DEVICE" --threads "$THREADS" --amp "$AMP" $flag \
+      --stats-json "$tmp/stats.json" 2> "$tmp/log"
     end=$(date +%s.%N)
-    # "[translate] N sentences in X s: Y sentences/s, Z output tokens/s (...)"
-    summary=$(grep -o '[0-9]* sentences in [0-9.]* s: [0-9.]* sentences/s, [0-9.]* output tokens/s' "$tmp/log" | tail -n 1)
-    read -r _ _ _ seconds _ rate _ tokens _ <<< "$summary"
+    # The figures nmt-translate writes for scripts, not its log line.
+    read -r seconds rate tokens < <(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"{s[\"seconds\"]:.2f} {s[\"sentences_per_s\"]:.1f} {s[\"output_tokens_per_s\"]:.0f}")' "$tmp/stats.json")
     same="-"
     if [[ $decoder == uncached ]]; then
       cmp -s "$tmp/out.$beam.cached" "$tmp/out.$beam.uncached" && same=yes || same=NO

@@ -14,7 +14,9 @@ cd "$repo"
 steps=${1:-8}
 train=$(realpath "${NMT_TRAIN:-build/nmt-train}")
 ckpt=${NMT_CKPT:-build/nmt-ckpt}
-python=${NMT_PYTHON:-$HOME/.cache/nmt-train/torch-2.11.0/venv/bin/python}
+# The venv scripts/setup.sh makes, named by the torch version that scripts/requirements.txt pins.
+torch_version=$(sed -n 's/^torch==//p' "$repo/scripts/requirements.txt")
+python=${NMT_PYTHON:-${NMT_CACHE:-$HOME/.cache/nmt-train}/torch-$torch_version/venv/bin/python}
 torchrun=$(dirname "$python")/torchrun
 [[ -x $torchrun ]] || { echo "two-hosts.sh: skipped: $torchrun not found (scripts/setup.sh)"; exit 77; }
 ns0=nmt-host0-$$ ns1=nmt-host1-$$

@@ -157,8 +157,11 @@ if wants bench && have_binary; then
 fi
 
 # --- 7. The whole suite, in the time that is left ----------------------------------------------
+# The suite as CI runs it, on the CPU (its bitwise-equality and 2-rank tests are CPU tests; the
+# [cuda] cases ran with the GPU in step 2).
 if wants ctest && have_binary; then
-  step ctest ctest --test-dir "$build" -j "$((jobs / 2))" --timeout 300 --output-on-failure
+  step ctest env CUDA_VISIBLE_DEVICES= ctest --test-dir "$build" -j "$((jobs / 2))" --timeout 300 \
+    --output-on-failure
 fi
 
 # --- Summary -----------------------------------------------------------------------------------
@@ -184,34 +187,30 @@ for amp in ("bf16", "fp16"):
               f"NaN: {any(l is None for l in losses)}; loss scales seen {scales}; "
               f"skipped updates {rows[-1]['skipped_updates']}; "
               f"{rows[-1]['tokens_per_s']:.0f} tok/s; peak {rows[-1]['peak_memory_mb']:.0f} MiB")
-for name in ("gloo-2ranks", "gloo-2ranks-naive"):
-    # Every rank's last line in its own log: "parameter hash H at step N; peak memory M MiB"
-    # (on the console, ranks other than 0 show warnings and errors only).
-    last = {}
-    for rank in (0, 1):
-        log = os.path.join(out, name, "logs", f"rank{rank}.log")
-        if os.path.exists(log):
-            found = re.findall(r"parameter hash ([0-9a-f]{16}) at step \d+; peak memory (\d+) MiB",
-                               open(log).read())
-            if found:
-                last[rank] = found[-1]
-    if last:
-        hashes = sorted({h for h, _ in last.values()})
-        peaks = {rank: int(mb) for rank, (_, mb) in last.items()}
-        spread = (max(peaks.values()) / min(peaks.values()) - 1) * 100 if len(peaks) == 2 else float("nan")
-        print(f"\n{name}: parameter hashes {hashes}; peak MiB per rank {peaks} (spread {spread:.1f}%)")
+def summary(name):
+    # What each run wrote at its end (summary.json), never its log lines.
+    path = os.path.join(out, name, "summary.json")
+    return json.load(open(path)) if os.path.exists(path) else None
+for name in ("nccl-world1", "gloo-2ranks", "gloo-2ranks-naive"):
+    s = summary(name)
+    if s:
+        peaks = s["peak_memory_mb"]
+        spread = (max(peaks) / min(peaks) - 1) * 100 if peaks and min(peaks) > 0 else float("nan")
+        print(f"\n{name}: step {s['final_step']} ({s['stop_reason']}); parameter hashes "
+              f"{sorted(set(s['parameter_hashes']))}; peak MiB per rank {[round(p) for p in peaks]} "
+              f"(spread {spread:.1f}%); {s['tokens_per_s']:.0f} tok/s")
 cuda = os.path.join(out, "test-cuda.log")
 if os.path.exists(cuda):
     lines = [l.strip() for l in open(cuda) if re.match(r"(Passed|Failed|All tests|No tests|missing|.*warning: )", l.strip())]
     print("\n[cuda] test cases:\n" + "\n".join(f"    {l}" for l in lines))
-auto = os.path.join(out, "auto-base.log")
-if os.path.exists(auto):
-    text = open(auto).read()
-    fit = re.findall(r"data\.max_tokens auto: .*", text)
-    probes = re.findall(r"max_tokens auto: (\d+) x (\d+) tokens: (.*)", text)
-    peaks = re.findall(r"peak memory (\d+) MiB", text)
-    print(f"\nauto-base: {fit[-1] if fit else 'no fit line'}; probes {probes}; "
-          f"training peak {peaks[-1] if peaks else '?'} MiB")
+s = summary("auto-base")
+if s:
+    fit = s["max_tokens_fit"] or {}
+    probes = [(p["sentences"], p["tokens"], p["peak_mb"]) for p in fit.get("probes", [])]
+    print(f"\nauto-base: max_tokens {s['max_tokens']} ({fit.get('sentences')} sentences of "
+          f"{fit.get('length')} tokens, peak {fit.get('peak_mb')} MiB of {fit.get('limit_mb')} MiB "
+          f"allowed{'; fallback: ' + fit['fallback'] if fit.get('fallback') else ''}); probes "
+          f"(sentences, tokens, peak MiB) {probes}; training peak {s['peak_memory_mb']} MiB")
 bench = os.path.join(out, "bench.log")
 if os.path.exists(bench):
     print("\n```\n" + open(bench).read().strip() + "\n```")

@@ -1,20 +1,25 @@
 #pragma once
 // Mixed precision (YAML section `amp`).
 
+#include <array>
 #include <cstdint>
+#include <string_view>
+#include <utility>
 
 namespace nmt::amp {
 
 /// Precision of autocast regions: off (fp32), fp16 (with dynamic loss scaling) or bf16.
 enum class AmpMode { kOff, kFp16, kBf16 };
 
+/// The names of the modes, the one table that the config schema (amp.mode), nmt-translate's
+/// --amp and the logs all read.
+inline constexpr std::array<std::pair<std::string_view, AmpMode>, 3> kAmpModeNames = {{
+    {"off", AmpMode::kOff}, {"fp16", AmpMode::kFp16}, {"bf16", AmpMode::kBf16}}};
+
 /// The config name of a mode ("off", "fp16", "bf16").
 inline const char* mode_name(AmpMode mode) {
-  switch (mode) {
-    case AmpMode::kFp16: return "fp16";
-    case AmpMode::kBf16: return "bf16";
-    case AmpMode::kOff: break;
-  }
+  for (const auto& [name, value] : kAmpModeNames)
+    if (value == mode) return name.data();
   return "off";
 }
 

@@ -3,18 +3,12 @@
 #include <ATen/ATen.h>
 
 #include "util/error.h"
+#include "util/shape.h"
 #include "util/log.h"
 
 namespace nmt::amp {
 
 namespace {
-
-/// "[2, 3]" for error messages.
-std::string shape_string(c10::IntArrayRef sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + "]";
-}
 
 /// Copies the checkpoint tensor `name` into `dest` (on dest's device and dtype).
 void restore(const std::function<const at::Tensor*(std::string_view)>& find,

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/atomic_file.h"
+#include "checkpoint/run_metadata.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -22,21 +23,10 @@ namespace {
 constexpr std::string_view kPrefix = "checkpoint-";
 constexpr std::string_view kSuffix = ".safetensors";
 
-/// The "selection" value in metadata, when present and a finite number.
-std::optional<double> selection_in(const std::map<std::string, std::string>& metadata) {
-  const auto it = metadata.find(std::string(kSelectionKey));
-  if (it == metadata.end() || it->second.empty()) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const double loss = std::strtod(it->second.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(loss)) return std::nullopt;
-  return loss;
-}
-
 /// The selection value of a checkpoint file; nullopt also when its header cannot be read.
-std::optional<double> selection_of(const std::filesystem::path& file) {
+std::optional<double> selection_of_file(const std::filesystem::path& file) {
   try {
-    return selection_in(read_checkpoint_metadata(file));
+    return checkpoint::selection_of(read_checkpoint_metadata(file));
   } catch (const CheckpointError&) {
     return std::nullopt;
   }
@@ -142,7 +132,7 @@ void CheckpointDir::apply_retention(const std::filesystem::path& keep) const {
   if (options_.keep_best > 0) {
     std::vector<std::tuple<double, int64_t, std::filesystem::path>> ranked;
     for (const auto& file : files) {
-      if (const auto loss = selection_of(file))
+      if (const auto loss = selection_of_file(file))
         ranked.emplace_back(*loss, *step_of_checkpoint_file(file), file);
     }
     // Lowest loss first; on a tie the earlier step, which reached that loss first.
@@ -174,7 +164,15 @@ std::optional<std::pair<std::filesystem::path, CheckpointData>> CheckpointDir::l
       continue;
     }
     if (reject) {
-      if (std::optional<std::string> why = reject(data)) {
+      std::optional<std::string> why;
+      try {
+        why = reject(data);
+      } catch (const CheckpointError& e) {
+        // Damaged metadata (a malformed number, a missing key): skipped like a damaged file.
+        log::warn("checkpoint", "skipping {}: {}", file.string(), reason_of(e, file));
+        continue;
+      }
+      if (why) {
         log::warn("checkpoint", "skipping {}: {}", file.string(), *why);
         if (!first_rejected) first_rejected.emplace(file, *why);
         continue;
@@ -202,7 +200,7 @@ std::optional<std::filesystem::path> CheckpointDir::best_or_last() const {
       continue;
     }
     if (!newest) newest = file;
-    if (const auto loss = selection_in(metadata); loss && (!best || *loss <= best->first))
+    if (const auto loss = checkpoint::selection_of(metadata); loss && (!best || *loss <= best->first))
       best = std::make_pair(*loss, file);
   }
   if (best) return best->second;

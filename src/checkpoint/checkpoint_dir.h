@@ -16,13 +16,10 @@
 
 namespace nmt::checkpoint {
 
-/// Metadata key of the validation loss that ranks checkpoints as "best" (a decimal number).
-/// Metadata key that ranks checkpoints, lower is better: the trainer writes the validation
-/// loss, or minus BLEU or chrF (train.best_metric).
-inline constexpr std::string_view kSelectionKey = "selection";
 
 /// Says why a checkpoint that loads and verifies still cannot be resumed from here (e.g. it
-/// is of another model), or nullopt when it can.
+/// is of another model), or nullopt when it can; a CheckpointError it throws marks the file
+/// as damaged (e.g. malformed metadata), skipped like one that does not load.
 using CheckpointFilter = std::function<std::optional<std::string>(const CheckpointData&)>;
 
 /// One run's checkpoint folder. Only one process (rank 0) may save into it at a time.
@@ -37,7 +34,7 @@ class CheckpointDir {
   /// dir/checkpoint-<step, zero-padded to 8 digits>.safetensors.
   std::filesystem::path path_for_step(int64_t step) const;
   /// Saves step's checkpoint, then deletes old ones: keeps the newest keep_last and the
-  /// keep_best with the lowest metadata "selection" (files without it are not "best"
+  /// keep_best with the lowest metadata "selection" (run_metadata.h) (files without it are not "best"
   /// candidates). Never deletes the file just written. Returns the path.
   std::filesystem::path save(int64_t step, const CheckpointData& data);
   /// Checkpoint files, newest step first (temp files of interrupted saves are not listed).

@@ -21,9 +21,10 @@
 #include <fmt/ranges.h>
 
 #include "checkpoint/atomic_file.h"
-#include "checkpoint/json.h"
+#include "util/json.h"
 #include "checkpoint/xxhash64.h"
 #include "util/error.h"
+#include "util/shape.h"
 
 namespace nmt::checkpoint {
 namespace {
@@ -126,10 +127,6 @@ class FdCloser {
  private:
   int fd_;
 };
-
-std::string shape_string(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
 
 /// Reads exactly size bytes at offset; throws when the file ends early or a read fails.
 void read_at(int fd, const std::filesystem::path& file, void* out, size_t size, uint64_t offset) {

@@ -1,6 +1,7 @@
 #include "config/run_config.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -9,12 +10,33 @@
 
 #include "config/schema.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace nmt::config {
 namespace {
 
 constexpr int64_t kIntMax = std::numeric_limits<int64_t>::max();
 constexpr double kRealMax = std::numeric_limits<double>::max();
+
+/// A component's table of enum names, as the schema takes it.
+template <class Enum, size_t N>
+std::vector<std::pair<std::string, Enum>> names_of(
+    const std::array<std::pair<std::string_view, Enum>, N>& table) {
+  std::vector<std::pair<std::string, Enum>> names;
+  for (const auto& [name, value] : table) names.emplace_back(std::string(name), value);
+  return names;
+}
+
+/// The log levels by the names util/log.h gives them.
+std::vector<std::pair<std::string, log::Level>> level_names() {
+  std::vector<std::pair<std::string, log::Level>> names;
+  for (const std::string& name : log::level_names()) {
+    log::Level level = log::Level::kInfo;
+    log::parse_level(name, &level);
+    names.emplace_back(name, level);
+  }
+  return names;
+}
 
 /// Binds every configurable field of `c` to its key. The one list of keys, docs and bounds.
 Schema bind(RunConfig& c) {
@@ -69,7 +91,7 @@ Schema bind(RunConfig& c) {
   s.choice("data.invalid_utf8", &d.invalid_utf8,
            {{"error", data::InvalidUtf8Policy::kError}, {"skip", data::InvalidUtf8Policy::kSkip}},
            "a line that is not valid UTF-8 stops the run (error) or is counted and skipped");
-  s.integer_or_word("data.max_tokens", &d.max_tokens, 1, kIntMax, "auto", data::kMaxTokensAuto,
+  s.integer_or_word("data.max_tokens", &d.max_tokens, 1, kIntMax, "auto",
                     "padded tokens per batch per rank (sentences x longest sentence); auto: "
                     "the most that fits in memory, measured at start on the longest sentences");
   s.real("data.auto_memory_fraction", &d.auto_memory_fraction, 0.05, 1,
@@ -136,9 +158,7 @@ Schema bind(RunConfig& c) {
             "instead of returning it to the system, which page-faults it in again every step");
 
   amp::AmpOptions& a = c.amp;
-  s.choice("amp.mode", &a.mode,
-           {{"off", amp::AmpMode::kOff}, {"fp16", amp::AmpMode::kFp16},
-            {"bf16", amp::AmpMode::kBf16}},
+  s.choice("amp.mode", &a.mode, names_of(amp::kAmpModeNames),
            "autocast precision; fp16 uses dynamic loss scaling, bf16 needs none");
   s.real("amp.init_scale", &a.init_scale, 1, 1e30, "initial fp16 loss scale");
   s.integer("amp.growth_interval", &a.growth_interval, 1, kIntMax,
@@ -163,6 +183,9 @@ Schema bind(RunConfig& c) {
             "rendezvous port when no launcher sets MASTER_PORT; 0: a free port");
   s.integer("dist.timeout_s", &ds.timeout_s, 1, kIntMax,
             "a rendezvous or collective waiting longer fails (seconds)");
+  s.integer("dist.stop_grace_s", &ds.stop_grace_s, 0, kIntMax,
+            "after forwarding SIGTERM, the built-in launcher waits this long for the workers to "
+            "finish their update and write a checkpoint before SIGKILL (seconds)");
   s.real("dist.bucket_mb", &ds.bucket_mb, 0.001, 1 << 20, "gradient all-reduce bucket size (MB)");
   s.boolean("dist.overlap", &ds.overlap, "all-reduce gradient buckets during backward");
 
@@ -171,12 +194,9 @@ Schema bind(RunConfig& c) {
             "steps between checkpoints (one is always written at the end)");
   s.integer("checkpoint.keep_last", &ck.keep_last, 1, kIntMax, "newest checkpoints kept");
   s.integer("checkpoint.keep_best", &ck.keep_best, 0, kIntMax,
-            "best checkpoints by validation loss kept");
+            "best checkpoints kept, by train.best_metric");
 
-  s.choice("log.level", &c.log.level,
-           {{"trace", log::Level::kTrace}, {"debug", log::Level::kDebug},
-            {"info", log::Level::kInfo}, {"warn", log::Level::kWarn},
-            {"error", log::Level::kError}, {"off", log::Level::kOff}},
+  s.choice("log.level", &c.log.level, level_names(),
            "lowest level logged (rank 0 console; files of every rank)");
   s.boolean("log.to_file", &c.log.to_file, "each rank also logs to <run_dir>/logs/rank<R>.log");
   return s;
@@ -227,13 +247,13 @@ void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& 
               where("data.joint_vocab"));
   }
   // A sentence of max_len pieces plus BOS/EOS must fit in one batch, or it could never train.
-  if (c.data.max_tokens != data::kMaxTokensAuto && c.data.max_tokens < c.data.max_len + 2) {
+  if (c.data.max_tokens && *c.data.max_tokens < c.data.max_len + 2) {
     NMT_THROW(ConfigError,
               "{}: data.max_tokens ({}) is smaller than the longest allowed sentence, "
               "data.max_len + 2 ({})",
-              where("data.max_tokens"), c.data.max_tokens, c.data.max_len + 2);
+              where("data.max_tokens"), *c.data.max_tokens, c.data.max_len + 2);
   }
-  if (c.data.max_tokens == data::kMaxTokensAuto && c.data.auto_max_tokens_limit < c.data.max_len + 2) {
+  if (!c.data.max_tokens && c.data.auto_max_tokens_limit < c.data.max_len + 2) {
     NMT_THROW(ConfigError,
               "{}: data.auto_max_tokens_limit ({}) is smaller than the longest allowed sentence, "
               "data.max_len + 2 ({})",
@@ -344,14 +364,15 @@ std::string config_hash(const RunConfig& config) {
   copy.dist.master_addr.clear();
   copy.dist.master_port = 0;
   copy.dist.timeout_s = 0;
+  copy.dist.stop_grace_s = 0;
   copy.data.prefetch = 0;
   copy.train.log_every = 0;
   copy.train.threads = 0;
   copy.train.cache_host_memory = true;
   const std::string text = bind(copy).to_yaml(false);
-  uint64_t hash = 1469598103934665603ull;  // FNV-1a 64
-  for (unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ull;
-  return fmt::format("{:016x}", hash);
+  Fnv1a64 hash;
+  hash.update(text);
+  return hash.hex();
 }
 
 }  // namespace nmt::config

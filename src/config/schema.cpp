@@ -106,15 +106,15 @@ void Schema::integer(std::string key, int64_t* value, int64_t min, int64_t max,
   add(std::move(field));
 }
 
-void Schema::integer_or_word(std::string key, int64_t* value, int64_t min, int64_t max,
-                             std::string word, int64_t word_value, std::string doc) {
+void Schema::integer_or_word(std::string key, std::optional<int64_t>* value, int64_t min,
+                             int64_t max, std::string word, std::string doc) {
   Field field{std::move(key), std::move(doc),
               range_text("an integer", static_cast<double>(min), static_cast<double>(max), true) +
                   fmt::format(" or {}", word)};
-  field.parse = [field_copy = field, value, min, max, word, word_value](const YAML::Node& node,
-                                                                        const Origin& origin) {
+  field.parse = [field_copy = field, value, min, max, word](const YAML::Node& node,
+                                                            const Origin& origin) {
     if (node.IsScalar() && node.Scalar() == word) {
-      *value = word_value;
+      *value = std::nullopt;
       return;
     }
     int64_t parsed = 0;
@@ -123,9 +123,7 @@ void Schema::integer_or_word(std::string key, int64_t* value, int64_t min, int64
     if (parsed < min || parsed > max) throw_bad_value(field_copy, node, origin, "out of range");
     *value = parsed;
   };
-  field.print = [value, word, word_value] {
-    return *value == word_value ? word : fmt::format("{}", *value);
-  };
+  field.print = [value, word] { return *value ? fmt::format("{}", **value) : word; };
   add(std::move(field));
 }
 
@@ -203,6 +201,35 @@ std::string Schema::closest_key(std::string_view key) const {
   return best_distance <= allowed ? best : std::string();
 }
 
+std::string Schema::closest_section(std::string_view section, const YAML::Node& map) const {
+  // Sections beside this one: same parent, one more component.
+  const size_t dot = section.rfind('.');
+  const std::string parent = dot == std::string_view::npos ? "" : std::string(section.substr(0, dot + 1));
+  std::set<std::string> candidates;
+  for (const Field& field : fields_) {
+    if (field.key.compare(0, parent.size(), parent) != 0) continue;
+    const size_t end = field.key.find('.', parent.size());
+    if (end != std::string::npos) candidates.insert(field.key.substr(0, end));
+  }
+  // Most of the map's keys found in a candidate decide; the name breaks ties.
+  std::string best;
+  std::pair<int64_t, size_t> best_score{-1, SIZE_MAX};  // (keys found, edit distance)
+  for (const std::string& candidate : candidates) {
+    int64_t found = 0;
+    for (const auto& entry : map)
+      if (entry.first.IsScalar() && find(candidate + "." + entry.first.Scalar())) ++found;
+    const size_t distance = edit_distance(leaf(candidate), leaf(section));
+    const std::pair<int64_t, size_t> score{found, distance};
+    if (score.first > best_score.first ||
+        (score.first == best_score.first && score.second < best_score.second)) {
+      best_score = score;
+      best = candidate;
+    }
+  }
+  if (best_score.first > 0) return best;
+  return best_score.second <= std::max<size_t>(2, leaf(section).size() / 3) ? best : std::string();
+}
+
 Origin Schema::origin(std::string_view key) const {
   auto it = origins_.find(key);
   return it == origins_.end() ? Origin{"default", 0, 0} : it->second;
@@ -241,6 +268,13 @@ void Schema::apply_map(const YAML::Node& map, const std::string& prefix,
                   origin_of(value, source).describe(), key, describe_node(value));
       }
       apply_map(value, key, source);
+    } else if (value.IsMap()) {
+      // A misspelled section: suggest the section whose keys it holds, not a key that looks
+      // like its name ("modle:" holding encoder_layers is model, not amp.mode).
+      std::string suggestion = closest_section(key, value);
+      NMT_THROW(ConfigError, "{}: unknown section '{}'{}", key_origin.describe(), key,
+                suggestion.empty() ? std::string()
+                                   : fmt::format("; did you mean '{}'?", suggestion));
     } else {
       std::string suggestion = closest_key(key);
       NMT_THROW(ConfigError, "{}: unknown key '{}'{}", key_origin.describe(), key,

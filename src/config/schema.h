@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,10 +45,10 @@ class Schema {
  public:
   /// Integer in [min, max].
   void integer(std::string key, int64_t* value, int64_t min, int64_t max, std::string doc);
-  /// Integer in [min, max], or the word `word`, stored as word_value (outside [min, max]) and
-  /// printed back as the word.
-  void integer_or_word(std::string key, int64_t* value, int64_t min, int64_t max,
-                       std::string word, int64_t word_value, std::string doc);
+  /// Integer in [min, max], or the word `word`, stored as nullopt and printed back as the word
+  /// (a mode is a type: no number stands for the word).
+  void integer_or_word(std::string key, std::optional<int64_t>* value, int64_t min, int64_t max,
+                       std::string word, std::string doc);
   /// Finite real in [min, max].
   void real(std::string key, double* value, double min, double max, std::string doc);
   void boolean(std::string key, bool* value, std::string doc);
@@ -56,7 +57,8 @@ class Schema {
   /// A file the run reads; empty means unset, otherwise it must exist (checked by
   /// check_input_paths once all sources are applied).
   void input_path(std::string key, std::string* value, std::string doc);
-  /// One of a fixed set of names, stored as an enum.
+  /// One of a fixed set of names, stored as an enum. Where "off" is a name, YAML 1.1's false
+  /// (what PyYAML writes for an unquoted off) also reads as off.
   template <class Enum>
   void choice(std::string key, Enum* value, std::vector<std::pair<std::string, Enum>> names,
               std::string doc);
@@ -74,6 +76,9 @@ class Schema {
   const Field* find(std::string_view key) const;
   /// The closest valid key to a misspelt one ("" when nothing is close).
   std::string closest_key(std::string_view key) const;
+  /// The known section closest to an unknown one holding `map`: the one that has most of its
+  /// keys, else the nearest name; "" when none is close.
+  std::string closest_section(std::string_view section, const YAML::Node& map) const;
   /// Where the field's current value came from.
   Origin origin(std::string_view key) const;
   /// The effective values as YAML, one section per component, each field with its doc as a
@@ -115,8 +120,11 @@ void Schema::choice(std::string key, Enum* value,
     const std::string& text = node.Scalar();
     std::string best;
     size_t best_distance = SIZE_MAX;
+    // YAML 1.1 writers (PyYAML among them) turn an unquoted `off` into `false`: read it back
+    // as off wherever off is a choice.
+    const bool yaml11_off = text == "false" || text == "False" || text == "FALSE";
     for (const auto& [name, enum_value] : names) {
-      if (name == text) {
+      if (name == text || (yaml11_off && name == "off")) {
         *value = enum_value;
         return;
       }

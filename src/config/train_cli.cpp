@@ -36,14 +36,15 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
                "build the vocabulary, token cache and epoch-1 batch plan for every rank "
                "(--nproc-per-node N plans N ranks in this one process), print a table, write "
                "<run_dir>/batch_stats.json, and exit without training");
-  app.add_option("--resume", command.resume,
+  std::string resume = "auto";
+  app.add_option("--resume", resume,
                  "auto: continue from the newest valid checkpoint in <run_dir>/checkpoints (a "
                  "damaged one is skipped with a warning), none: start fresh, or a checkpoint "
                  "file; the checkpoint's config sits between the YAML and --set")
       ->type_name("auto|none|PATH")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "same as --set log.level=LEVEL")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->check(CLI::IsMember(log::level_names()))
       ->type_name("LEVEL");
   // The launcher flags speak torchrun's language (both spellings), so a torchrun command
   // line works with this binary on a machine without Python.
@@ -110,6 +111,9 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
     command.exit_code = app.exit(e);
     return command;
   }
+  if (resume == "auto") command.resume = {ResumeFrom::Mode::kAuto, {}};
+  else if (resume == "none") command.resume = {ResumeFrom::Mode::kNone, {}};
+  else command.resume = {ResumeFrom::Mode::kPath, resume};
   command.sources.file = config_file;
   command.sources.overrides = sets;
   if (!log_level.empty()) command.sources.overrides.push_back("log.level=" + log_level);

@@ -10,13 +10,24 @@
 
 namespace nmt::config {
 
+/// Where a training run starts (--resume).
+struct ResumeFrom {
+  enum class Mode {
+    kAuto,  ///< the newest valid checkpoint of the run, else fresh
+    kNone,  ///< fresh, whatever the run directory holds
+    kPath,  ///< the given checkpoint file, which must load
+  };
+  Mode mode = Mode::kAuto;
+  std::string path;  ///< for kPath
+};
+
 /// What nmt-train was asked to do.
 struct TrainCommand {
   std::optional<int> exit_code;  ///< set when parsing already answered (--help, --version, usage)
   ConfigSources sources;         ///< config file and overrides
   bool print_config = false;     ///< print the effective config as YAML and exit
   bool dry_run = false;          ///< prepare data and plan batches for every rank, no training
-  std::string resume = "auto";   ///< "auto" (newest valid checkpoint), "none", or a file path
+  ResumeFrom resume;             ///< --resume auto|none|PATH
   int nnodes = 1;                ///< nodes of the job, one launcher each (torchrun's --nnodes)
   int node_rank = 0;             ///< this node's index (torchrun's --node-rank)
   int max_restarts = 0;          ///< relaunch all workers after a failure, up to this many times

@@ -5,6 +5,16 @@
 #include "config/run_config.h"
 
 namespace nmt::config {
+namespace {
+
+/// nmt-translate --amp takes the config's names (amp/amp_options.h).
+std::vector<std::string> amp_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, mode] : amp::kAmpModeNames) names.emplace_back(name);
+  return names;
+}
+
+}  // namespace
 
 TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   TranslateCommand command;
@@ -26,6 +36,10 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
                  "text to translate, one sentence per line (plain "
                  "or gzip; - for stdin)")
       ->capture_default_str()
+      ->type_name("FILE");
+  app.add_option("--stats-json", command.stats_json,
+                 "also write the run's figures (sentences, tokens, seconds, rates) as JSON here, "
+                 "for scripts")
       ->type_name("FILE");
   app.add_option("-o,--output", command.output, "where to write the translations (- for stdout)")
       ->capture_default_str()
@@ -65,7 +79,7 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
       ->type_name("auto|cpu|cuda");
   std::string amp = "off";
   app.add_option("--amp", amp, "autocast precision of the forward passes")
-      ->check(CLI::IsMember({"off", "fp16", "bf16"}))
+      ->check(CLI::IsMember(amp_names()))
       ->capture_default_str()
       ->type_name("off|fp16|bf16");
   app.add_option("--average", o.average,
@@ -82,7 +96,7 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
       ->capture_default_str()
       ->type_name("N");
   app.add_option("--log-level", command.log_level, "console log level")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->check(CLI::IsMember(log::level_names()))
       ->capture_default_str()
       ->type_name("LEVEL");
   try {
@@ -99,9 +113,8 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   o.device = device == "cpu"    ? decode::DeviceChoice::kCpu
              : device == "cuda" ? decode::DeviceChoice::kCuda
                                 : decode::DeviceChoice::kAuto;
-  o.amp = amp == "fp16"   ? amp::AmpMode::kFp16
-          : amp == "bf16" ? amp::AmpMode::kBf16
-                          : amp::AmpMode::kOff;
+  for (const auto& [name, mode] : amp::kAmpModeNames)
+    if (name == amp) o.amp = mode;
   return command;
 }
 

@@ -16,6 +16,7 @@ struct TranslateCommand {
   std::string input = "-";           ///< input text file ("-": stdin)
   std::string output = "-";          ///< output file ("-": stdout)
   std::string log_level = "info";    ///< console log level
+  std::string stats_json;            ///< if set, the run's figures as JSON (for scripts)
 };
 
 /// Parses argv. Prints help, version or a usage error itself and sets exit_code then.

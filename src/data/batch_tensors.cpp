@@ -1,10 +1,29 @@
 #include "data/batch_tensors.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <chrono>
 
 namespace nmt::data {
+
+BatchTensors random_batch(int64_t sentences, int64_t length, int64_t src_vocab_size,
+                          int64_t tgt_vocab_size, int64_t bos) {
+  at::Generator generator = at::detail::createCPUGenerator(12345);
+  const int64_t first = 4;  // above pad, unk, bos and eos
+  const auto random_ids = [&](int64_t size) {
+    return at::randint(first, std::max(first + 1, size), {sentences, length}, generator, at::kLong);
+  };
+  BatchTensors b;
+  b.src = random_ids(src_vocab_size);
+  b.tgt_out = random_ids(tgt_vocab_size);
+  b.tgt_in = at::cat({at::full({sentences, 1}, bos, at::kLong), b.tgt_out.slice(1, 0, length - 1)}, 1);
+  b.src_tokens = sentences * length;
+  b.tgt_tokens = sentences * length;
+  b.global_tgt_tokens = b.tgt_tokens;
+  b.epoch = 1;
+  return b;
+}
 
 BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
                                 const SpecialIds& ids) {
@@ -36,12 +55,14 @@ BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
 
 BatchPrefetcher::BatchPrefetcher(const TokenCache& corpus,
                                  std::shared_ptr<const BatchPlanner> planner, int64_t rank,
-                                 IteratorState start, SpecialIds ids, int64_t depth)
+                                 IteratorState start, SpecialIds ids, int64_t depth,
+                                 bool pin_memory)
     : corpus_(corpus),
       iterator_(std::move(planner), start),
       rank_(rank),
       ids_(ids),
-      depth_(static_cast<size_t>(std::max<int64_t>(0, depth))) {
+      depth_(static_cast<size_t>(std::max<int64_t>(0, depth))),
+      pin_memory_(pin_memory) {
   if (depth_ > 0) worker_ = std::thread([this] { run(); });
 }
 
@@ -60,6 +81,11 @@ BatchTensors BatchPrefetcher::produce() {
   t.global_tgt_tokens = step.global_tgt_tokens();
   t.next = iterator_.state();
   t.epoch = t.next.epoch;  // next() always leaves the position inside the step's epoch
+  if (pin_memory_) {
+    t.src = t.src.pin_memory();
+    t.tgt_in = t.tgt_in.pin_memory();
+    t.tgt_out = t.tgt_out.pin_memory();
+  }
   return t;
 }
 

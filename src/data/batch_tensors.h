@@ -37,6 +37,13 @@ struct SpecialIds {
   int64_t eos = 3;
 };
 
+/// `sentences` pairs of `length` random ids above the special ones on both sides (no padding),
+/// the decoder input starting with `bos`, from a fixed random stream independent of the
+/// training seed: what benchmark --synthetic and the max_tokens auto fit train on. Token
+/// counts are this batch's (global_tgt_tokens too); epoch 1.
+BatchTensors random_batch(int64_t sentences, int64_t length, int64_t src_vocab_size,
+                          int64_t tgt_vocab_size, int64_t bos);
+
 /// Builds the tensors of a batch from the token cache.
 BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
                                 const SpecialIds& ids);
@@ -45,8 +52,12 @@ BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
 class BatchPrefetcher {
  public:
   /// Starts at `start` (a saved IteratorState). depth 0 builds each batch on demand.
+  /// With pin_memory (training on a GPU) each batch is made in page-locked memory, so that
+  /// its non_blocking copy to the device really is asynchronous (from pageable memory it
+  /// waits for the copy); needs CUDA.
   BatchPrefetcher(const TokenCache& corpus, std::shared_ptr<const BatchPlanner> planner,
-                  int64_t rank, IteratorState start, SpecialIds ids, int64_t depth);
+                  int64_t rank, IteratorState start, SpecialIds ids, int64_t depth,
+                  bool pin_memory = false);
   ~BatchPrefetcher();
   BatchPrefetcher(const BatchPrefetcher&) = delete;
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
@@ -65,6 +76,7 @@ class BatchPrefetcher {
   int64_t rank_;
   SpecialIds ids_;
   size_t depth_;
+  bool pin_memory_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<BatchTensors> ready_;

@@ -1,8 +1,8 @@
 #pragma once
 // Corpus, vocabulary and batching (YAML section `data`).
 
-#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace nmt::data {
@@ -16,9 +16,6 @@ enum class Batching {
 };
 /// What to do with a corpus line that is not valid UTF-8.
 enum class InvalidUtf8Policy { kError, kSkip };
-
-/// data.max_tokens: auto, stored as this value until measured (see Trainer::fit_max_tokens).
-constexpr int64_t kMaxTokensAuto = 0;
 
 /// Inputs and batching. Paths are relative to the working directory.
 struct DataOptions {
@@ -34,8 +31,9 @@ struct DataOptions {
   int64_t max_len = 256;                ///< longer sentences are filtered (tokens)
   double max_len_ratio = 3.0;           ///< pairs with a longer/shorter length ratio are filtered
   InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kError;  ///< invalid UTF-8 handling
-  int64_t max_tokens = 4096;            ///< padded tokens per batch per rank (batch x longest);
-                                        ///< kMaxTokensAuto: the most that fits, measured
+  /// Padded tokens per batch per rank (batch x longest). nullopt is `auto`: the most that
+  /// fits, measured at start by train/max_tokens_fit.h, which alone resolves it.
+  std::optional<int64_t> max_tokens = 4096;
   double auto_memory_fraction = 0.9;    ///< max_tokens auto: share of the memory a step may use
   int64_t auto_memory_mb = 0;           ///< max_tokens auto: memory to fit (MiB per rank); 0: the
                                         ///< GPU's free memory (on CPU, auto then means 4096)
@@ -48,11 +46,5 @@ struct DataOptions {
   int64_t tokens_per_update = 0;        ///< global padded tokens per update; 0: use update_freq
   int64_t prefetch = 4;                 ///< batches prepared ahead on a background thread
 };
-
-/// The budget that data.max_tokens: auto stands for where nothing is measured (a dry run, CPU
-/// without auto_memory_mb) and while measuring: 4096, or max_len + 2 when sentences may be longer.
-inline int64_t unmeasured_max_tokens(const DataOptions& options) {
-  return std::max<int64_t>(4096, options.max_len + 2);
-}
 
 }  // namespace nmt::data

@@ -9,13 +9,6 @@
 
 namespace nmt::data {
 
-void Fnv1a64::update(const void* data, size_t size) {
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  uint64_t h = state_;
-  for (size_t i = 0; i < size; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
-  state_ = h;
-}
-
 uint64_t hash_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   NMT_CHECK(in.good(), DataError, "{}: cannot read", file.string());

@@ -182,6 +182,17 @@ TokenCache TokenCache::open(const std::filesystem::path& file) {
   cache.tgt_ids_ = static_cast<const char*>(cache.src_ids_) + padded8(h->src_ids * h->id_bytes);
   NMT_CHECK(cache.src_offsets_[h->pairs] == h->src_ids && cache.tgt_offsets_[h->pairs] == h->tgt_ids,
             DataError, "{}: token cache offsets are inconsistent", file.string());
+  // Every offset is read unchecked later (sentence i spans offsets[i] to offsets[i + 1]), so a
+  // damaged file must not get past here: offsets start at 0 and never decrease (then none
+  // exceeds the final one, checked above), line numbers increase from 1.
+  NMT_CHECK(cache.src_offsets_[0] == 0 && cache.tgt_offsets_[0] == 0, DataError,
+            "{}: token cache offsets are inconsistent (the first is not 0)", file.string());
+  for (uint64_t i = 0; i < h->pairs; ++i) {
+    NMT_CHECK(cache.src_offsets_[i] <= cache.src_offsets_[i + 1] &&
+                  cache.tgt_offsets_[i] <= cache.tgt_offsets_[i + 1] &&
+                  cache.line_numbers_[i] > (i ? cache.line_numbers_[i - 1] : 0),
+              DataError, "{}: token cache offsets are inconsistent at pair {}", file.string(), i);
+  }
   cache.counts_ = FilterCounts{h->read, h->empty, h->invalid_utf8, h->too_long, h->length_ratio};
   return cache;
 }

@@ -34,6 +34,12 @@ void write_atomically(const std::filesystem::path& file, const std::string& byte
   std::filesystem::rename(tmp, file);
 }
 
+/// SentencePiece trains with this many threads on every machine and under every launcher: the
+/// model file records the count, and the trainer's work split follows it, so a count taken
+/// from the cores or the ranks gave another vocabulary (and other parameters) on another
+/// machine or under torchrun instead of the built-in launcher. SentencePiece's default.
+constexpr int kSentencePieceThreads = 16;
+
 /// Trains one SentencePiece model on `inputs` into `model` (<name>.model, with the piece list
 /// in <name>.vocab), atomically.
 void train_model(const std::vector<std::filesystem::path>& inputs,
@@ -51,7 +57,7 @@ void train_model(const std::vector<std::filesystem::path>& inputs,
       "--pad_id={} --unk_id={} --bos_id={} --eos_id={} --num_threads={} --minloglevel=2",
       input_list, options.vocab_size,
       options.subword_model == SubwordModel::kBpe ? "bpe" : "unigram", options.spm_sample_lines,
-      kPadId, kUnkId, kBosId, kEosId, std::max(1, training.threads));
+      kPadId, kUnkId, kBosId, kEosId, kSentencePieceThreads);
   log::info("data", "training a {}-piece SentencePiece {} model on {}", options.vocab_size,
             options.subword_model == SubwordModel::kBpe ? "BPE" : "unigram", input_list);
   // The seed makes line sampling (corpora above spm_sample_lines) repeatable.

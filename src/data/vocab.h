@@ -62,7 +62,8 @@ struct Vocabularies {
 
 /// Settings for training SentencePiece models.
 struct VocabTrainingOptions {
-  int threads = 1;     ///< trainer threads
+  int threads = 1;     ///< not for training: SentencePiece always trains with a fixed thread
+                       ///< count (vocab.cpp), so any machine trains the same vocabulary
   uint32_t seed = 1;   ///< seed for sentence sampling
 };
 

@@ -16,7 +16,7 @@ enum class DeviceChoice { kAuto, kCpu, kCuda };
 /// How to load the model and batch the input; every field has a default.
 struct TranslateOptions {
   std::string checkpoint;     ///< checkpoint file, or run directory (its checkpoints/:
-                              ///< lowest valid_loss, else newest)
+                              ///< lowest "selection": best by train.best_metric, else newest)
   int64_t average = 0;        ///< > 1: average the newest K checkpoints of the run dir
   int64_t max_tokens = 4096;  ///< padded source tokens per batch (sentences x longest)
   DeviceChoice device = DeviceChoice::kAuto;  ///< kAuto: CUDA when available, else CPU

@@ -20,27 +20,25 @@
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/checkpoint_tools.h"
+#include "checkpoint/run_metadata.h"
 #include "data/corpus_reader.h"
 #include "util/utf8.h"
 #include "data/vocab.h"
 #include "decode/search.h"
 #include "model/transformer.h"
 #include "util/error.h"
+#include "util/shape.h"
 #include "util/log.h"
+#include "util/timer.h"
 
 namespace nmt::decode {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 /// Input lines translated and written per chunk (each chunk is sorted by length).
 constexpr size_t kChunkLines = 10000;
 /// Seconds between progress lines.
 constexpr double kProgressEvery = 5.0;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::string format_duration(double seconds) {
   const auto s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
@@ -159,11 +157,13 @@ struct Translator::Impl {
     const checkpoint::CheckpointData& with_vocab = files.size() == 1 ? data : newest;
     const std::string name = files.back().string();
 
-    const model::ModelOptions model_options = read_config(data.meta("config"), name);
+    const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(with_vocab.metadata, name);
+    NMT_CHECK(!meta.config.empty(), CheckpointError, "{}: no metadata key \"{}\"", name,
+              checkpoint::meta_key::kConfig);
+    const model::ModelOptions model_options = read_config(meta.config, name);
     src_vocab = data::Vocab::from_serialized(tensor_bytes(with_vocab.at("vocab.src_model")),
                                              name + " (vocab.src_model)");
-    const auto joint = with_vocab.metadata.find("vocab_joint");
-    if (joint != with_vocab.metadata.end() && joint->second == "false") {
+    if (!meta.vocab_joint) {
       tgt_vocab = data::Vocab::from_serialized(tensor_bytes(with_vocab.at("vocab.tgt_model")),
                                                name + " (vocab.tgt_model)");
     } else {
@@ -181,7 +181,7 @@ struct Translator::Impl {
         NMT_CHECK(saved != nullptr, CheckpointError, "{}: tensor {} is missing", name, key);
         NMT_CHECK(saved->sizes() == item.value().sizes(), CheckpointError,
                   "{}: tensor {} has shape {}, the model built from the stored config expects {}",
-                  name, key, fmt::join(saved->sizes(), "x"), fmt::join(item.value().sizes(), "x"));
+                  name, key, shape_string(saved->sizes()), shape_string(item.value().sizes()));
         item.value().copy_(*saved);
       }
     }
@@ -190,7 +190,7 @@ struct Translator::Impl {
     log::info("translate", "loaded {}{} in {:.2f} s: {} parameters, vocabulary {}{}, on {}{}", name,
               files.size() > 1 ? fmt::format(" (average of the newest {})", files.size()) : "",
               seconds_since(t0), model->parameter_count(), src_vocab.size(),
-              joint != with_vocab.metadata.end() && joint->second == "false"
+              !meta.vocab_joint
                   ? fmt::format("+{}", tgt_vocab.size())
                   : std::string(" (joint)"),
               device.str(),

@@ -41,8 +41,9 @@ struct TranslateStats {
 class Translator {
  public:
   /// Loads options.checkpoint: a checkpoint file, or a run directory whose checkpoints/ folder
-  /// (or the folder itself) holds checkpoint-*.safetensors, taking the lowest valid_loss else
-  /// the newest, or with average > 1 the mean of the newest `average`. Throws CheckpointError,
+  /// (or the folder itself) holds checkpoint-*.safetensors, taking the best by
+  /// train.best_metric (lowest "selection" metadata) else the newest, or with average > 1 the
+  /// mean of the newest `average`. Throws CheckpointError,
   /// ConfigError (bad options) or DeviceError (--device cuda without a GPU).
   Translator(const TranslateOptions& options, const ModelConfigReader& read_config);
   ~Translator();

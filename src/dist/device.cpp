@@ -22,6 +22,8 @@
 #include <torch/csrc/cuda/nccl.h>
 #endif
 
+#include "util/error.h"
+
 namespace nmt::dist {
 
 void show_libtorch_logs(bool show) {
@@ -78,6 +80,33 @@ void reset_peak_cuda_memory(int index) {
 void release_cached_cuda_memory() {
 #ifdef NMT_WITH_CUDA
   if (c10::cuda::device_count() > 0) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
+BackendChoice choose_backend(Backend requested, bool on_gpu, int64_t local_ranks, int gpus,
+                             const std::string& no_cuda_reason) {
+  NMT_CHECK(!(requested == Backend::kNccl && !on_gpu), ConfigError,
+            "dist.backend nccl needs CUDA devices, but {}", no_cuda_reason);
+  const bool shared = on_gpu && local_ranks > gpus;
+  NMT_CHECK(!(requested == Backend::kNccl && shared), ConfigError,
+            "dist.backend nccl: {} ranks on this node share {} GPU(s), and NCCL needs a GPU per "
+            "rank; run at most {} worker(s) here (--nproc-per-node) or use dist.backend gloo",
+            local_ranks, gpus, gpus);
+  BackendChoice choice;
+  choice.nccl = on_gpu && requested != Backend::kGloo && !shared;
+  if (shared && requested == Backend::kAuto) {
+    choice.note = fmt::format("{} ranks on this node share {} GPU(s): NCCL needs a GPU per rank, "
+                              "so the collectives use Gloo", local_ranks, gpus);
+  }
+  return choice;
+}
+
+void use_cuda_device(int index) {
+#ifdef NMT_WITH_CUDA
+  if (index < 0 || index >= c10::cuda::device_count()) return;
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+#else
+  (void)index;
 #endif
 }
 

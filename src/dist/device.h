@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "dist/dist_options.h"
+
 namespace nmt::dist {
 
 /// Result of probing LibTorch and the CUDA devices visible to this process.
@@ -19,6 +21,19 @@ struct DeviceInfo {
   std::string no_cuda_reason;               ///< why cuda_devices is 0, for the user
   int cpu_cores = 0;                        ///< hardware threads of this machine
 };
+
+/// Which collectives a rank uses, and why when it is not what was asked for.
+struct BackendChoice {
+  bool nccl = false;  ///< NCCL; false: Gloo
+  std::string note;   ///< non-empty when auto could not take NCCL on a GPU (for a warning)
+};
+
+/// The backend of a rank: `requested` (dist.backend), on a GPU or not, with `local_ranks` ranks
+/// on its node sharing `gpus` GPUs. auto is NCCL on a GPU unless ranks share GPUs (NCCL needs
+/// one per rank; Gloo also takes CUDA tensors), else Gloo. Throws ConfigError when nccl is
+/// asked for where it cannot run, saying why (`no_cuda_reason` without a GPU).
+BackendChoice choose_backend(Backend requested, bool on_gpu, int64_t local_ranks, int gpus,
+                             const std::string& no_cuda_reason);
 
 /// Peak resident memory of this process so far (bytes).
 int64_t peak_host_memory_bytes();
@@ -38,6 +53,10 @@ void reset_peak_cuda_memory(int index);
 /// Returns the caching allocator's unused blocks to the driver; no-op without CUDA.
 void release_cached_cuda_memory();
 
+/// Makes CUDA device `index` this thread's current device, so that work without an explicit
+/// device (library scratch space, NCCL, new streams) lands on this rank's GPU rather than on
+/// GPU 0; no-op without CUDA or for an index out of range.
+void use_cuda_device(int index);
 /// Waits until CUDA device `index` has finished its queued work (for timing); no-op without
 /// CUDA.
 void synchronize_cuda(int index);

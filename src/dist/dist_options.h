@@ -15,6 +15,8 @@ struct DistOptions {
   std::string master_addr = "127.0.0.1";  ///< rendezvous host when no launcher sets one
   int64_t master_port = 0;              ///< rendezvous port; 0: a free port
   int64_t timeout_s = 600;              ///< a collective or rendezvous waiting longer fails (s)
+  int64_t stop_grace_s = 300;           ///< the launcher's wait after forwarding SIGTERM before
+                                        ///< SIGKILL: one update plus a checkpoint write (s)
   double bucket_mb = 25.0;              ///< gradient all-reduce bucket size (MB)
   bool overlap = true;                  ///< all-reduce buckets during backward
 };

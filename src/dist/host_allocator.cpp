@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <new>
+#include <optional>
+#include <sstream>
 #include <unordered_map>
 
 #include <c10/core/Allocator.h>
@@ -24,13 +28,8 @@ class CachingHostAllocator final : public c10::Allocator {
  public:
   CachingHostAllocator(c10::Allocator* system, HostAllocatorOptions options)
       : system_(system), options_(options) {
-    if (options_.max_cached_bytes == 0) {
-      const long pages = ::sysconf(_SC_PHYS_PAGES);
-      const long page = ::sysconf(_SC_PAGE_SIZE);
-      options_.max_cached_bytes =
-          pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 4
-                                : size_t{1} << 30;
-    }
+    if (options_.max_cached_bytes == 0)
+      options_.max_cached_bytes = default_host_cache_bytes(memory_limit_bytes(), options_.local_workers);
   }
 
   c10::DataPtr allocate(size_t n) override {
@@ -139,7 +138,61 @@ CachingHostAllocator* CachingHostAllocator::instance = nullptr;
 
 std::once_flag g_installed;
 
+/// A cgroup memory limit file's value; nullopt when absent, unlimited ("max", or v1's
+/// near-2^63 "no limit") or unreadable.
+std::optional<int64_t> read_limit(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string text;
+  if (!(in >> text) || text == "max") return std::nullopt;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || value == 0 || value >= (1ull << 62)) return std::nullopt;
+  return static_cast<int64_t>(value);
+}
+
+
 }  // namespace
+
+int64_t memory_limit_bytes(const std::string& proc_self_cgroup,
+                           const std::filesystem::path& cgroup_root, int64_t physical_bytes) {
+  int64_t limit = physical_bytes;
+  const auto lower = [&limit](std::optional<int64_t> v) {
+    if (v && (limit <= 0 || *v < limit)) limit = *v;
+  };
+  std::istringstream lines(proc_self_cgroup);
+  for (std::string line; std::getline(lines, line);) {
+    // "0::/path" (v2) or "4:memory:/path" (v1); the path may not exist under a container's
+    // mount, whose root is the container's own cgroup: both places are read.
+    const size_t first = line.find(':');
+    const size_t second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    const std::filesystem::path relative = std::filesystem::path(path).relative_path();
+    if (controllers.empty()) {
+      lower(read_limit(cgroup_root / relative / "memory.max"));
+      lower(read_limit(cgroup_root / "memory.max"));
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      lower(read_limit(cgroup_root / "memory" / relative / "memory.limit_in_bytes"));
+      lower(read_limit(cgroup_root / "memory" / "memory.limit_in_bytes"));
+    }
+  }
+  return limit;
+}
+
+int64_t memory_limit_bytes() {
+  std::ifstream in("/proc/self/cgroup");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  const int64_t physical = pages > 0 && page > 0 ? int64_t{pages} * int64_t{page} : 0;
+  return memory_limit_bytes(text, "/sys/fs/cgroup", physical);
+}
+
+size_t default_host_cache_bytes(int64_t memory_limit, int local_workers) {
+  if (memory_limit <= 0) return size_t{1} << 30;
+  return static_cast<size_t>(memory_limit / 4 / std::max(1, local_workers));
+}
 
 void install_caching_host_allocator(const HostAllocatorOptions& options) {
   std::call_once(g_installed, [&] {

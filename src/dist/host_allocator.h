@@ -8,13 +8,27 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <string>
 
 namespace nmt::dist {
 
 struct HostAllocatorOptions {
   size_t min_cached_bytes = size_t{1} << 20;  ///< smaller blocks go to the system allocator (bytes)
-  size_t max_cached_bytes = 0;                ///< free blocks kept at most (bytes); 0: a quarter of RAM
+  size_t max_cached_bytes = 0;  ///< free blocks kept at most (bytes); 0: default_host_cache_bytes
+  int local_workers = 1;        ///< processes on this machine that each cache (for the default)
 };
+
+/// The memory this process may use (bytes): physical RAM, or the limit of its cgroup when that
+/// is lower (v2 memory.max or v1 memory.limit_in_bytes, of its own cgroup or of the mount's
+/// root, as containers show it). `proc_self_cgroup` is the text of /proc/self/cgroup.
+int64_t memory_limit_bytes(const std::string& proc_self_cgroup,
+                           const std::filesystem::path& cgroup_root, int64_t physical_bytes);
+/// memory_limit_bytes of this process (/proc/self/cgroup, /sys/fs/cgroup, sysconf).
+int64_t memory_limit_bytes();
+/// The default cap of cached free blocks: a quarter of `memory_limit`, shared by the
+/// `local_workers` processes that cache on the machine (1 GiB when the limit is unknown).
+size_t default_host_cache_bytes(int64_t memory_limit, int local_workers);
 
 /// What the allocator has done so far.
 struct HostAllocatorStats {

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string_view>
 
+#include "dist/store_socket.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -252,8 +253,8 @@ void validate(const LaunchOptions& o) {
 
 /// The workers' environment: ours, minus what we set or what would mislead them, plus theirs.
 std::vector<std::string> worker_environment(const LaunchOptions& o, int port, int local_rank,
-                                            int restart_count) {
-  const std::vector<std::pair<std::string, std::string>> ours = {
+                                            int restart_count, int store_fd) {
+  std::vector<std::pair<std::string, std::string>> ours = {
       {"RANK", std::to_string(o.node_rank * o.nproc_per_node + local_rank)},
       {"LOCAL_RANK", std::to_string(local_rank)},
       {"WORLD_SIZE", std::to_string(o.nnodes * o.nproc_per_node)},
@@ -264,6 +265,10 @@ std::vector<std::string> worker_environment(const LaunchOptions& o, int port, in
       {"TORCHELASTIC_RESTART_COUNT", std::to_string(restart_count)},
       {"NMT_LAUNCHER_WORKER", "1"},
   };
+  // Rank 0 hosts the store on the socket bound here (store_socket.h); the variable is never
+  // passed on from our own environment.
+  const bool store_host = o.node_rank == 0 && local_rank == 0 && store_fd >= 0;
+  ours.emplace_back(kStoreFdVariable, store_host ? std::to_string(store_fd) : "");
   auto is_replaced = [&](std::string_view entry) {
     const std::string_view name = entry.substr(0, entry.find('='));
     // An agent store of an outer torchrun is not ours: rank 0 hosts the store here.
@@ -285,8 +290,10 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 }
 
 /// Forks and execs one worker; its stdout/stderr go to new pipes in w.
-void spawn(Worker& w, const LaunchOptions& o, int port, int restart_count, int dev_null) {
-  std::vector<std::string> env = worker_environment(o, port, w.local_rank, restart_count);
+void spawn(Worker& w, const LaunchOptions& o, int port, int restart_count, int dev_null,
+           int store_fd) {
+  std::vector<std::string> env = worker_environment(o, port, w.local_rank, restart_count, store_fd);
+  const int inherited_fd = o.node_rank == 0 && w.local_rank == 0 ? store_fd : -1;
   std::vector<std::string> args = o.argv;
   std::vector<char*> envp = c_strings(env), argv = c_strings(args);
   int out[2], err[2];
@@ -321,6 +328,7 @@ void spawn(Worker& w, const LaunchOptions& o, int port, int restart_count, int d
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != launcher) ::_exit(128 + SIGTERM);  // the launcher died before prctl
+    if (inherited_fd >= 0) ::fcntl(inherited_fd, F_SETFD, 0);  // rank 0 keeps it across exec
     ::dup2(dev_null, STDIN_FILENO);
     ::dup2(out_write.get(), STDOUT_FILENO);
     ::dup2(err_write.get(), STDERR_FILENO);
@@ -347,7 +355,8 @@ struct Attempt {
 };
 
 /// Runs all workers once, until every one has exited.
-Attempt run_attempt(const LaunchOptions& o, int port, int restart_count, SignalScope& signals) {
+Attempt run_attempt(const LaunchOptions& o, int port, int restart_count, SignalScope& signals,
+                    int store_fd) {
   Fd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   NMT_CHECK(dev_null.get() >= 0, DistError, "launch: cannot open /dev/null: {}",
             std::strerror(errno));
@@ -370,7 +379,7 @@ Attempt run_attempt(const LaunchOptions& o, int port, int restart_count, SignalS
       Worker& w = workers[static_cast<size_t>(i)];
       w.local_rank = i;
       w.rank = o.node_rank * o.nproc_per_node + i;
-      spawn(w, o, port, restart_count, dev_null.get());
+      spawn(w, o, port, restart_count, dev_null.get(), store_fd);
     }
   } catch (...) {
     signal_all(SIGKILL);
@@ -453,7 +462,15 @@ Attempt run_attempt(const LaunchOptions& o, int port, int restart_count, SignalS
 
 int launch_workers(const LaunchOptions& options) {
   validate(options);
-  const int port = options.master_port > 0 ? options.master_port : find_free_port();
+  // On one node without a given port, the store's socket is bound here, on the loopback
+  // address, and handed to rank 0 (and again to each restart's rank 0): no port race.
+  Fd store_socket;
+  int port = options.master_port;
+  if (port == 0) {
+    const StoreSocket bound = listen_for_store(options.master_addr, 0);
+    store_socket = Fd(bound.fd);
+    port = bound.port;
+  }
   const int world = options.nnodes * options.nproc_per_node;
   SignalScope signals;
   for (int restart = 0;; ++restart) {
@@ -464,7 +481,7 @@ int launch_workers(const LaunchOptions& options) {
               options.node_rank, options.nnodes, options.master_addr, port,
               restart > 0 ? fmt::format(", restart {} of {}", restart, options.max_restarts)
                           : std::string());
-    const Attempt attempt = run_attempt(options, port, restart, signals);
+    const Attempt attempt = run_attempt(options, port, restart, signals, store_socket.get());
     if (attempt.interrupt) return attempt.exit_code;
     if (attempt.failed_rank < 0) {
       log::info("launch", "all {} worker(s) exited with code 0", options.nproc_per_node);

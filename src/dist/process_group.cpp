@@ -32,6 +32,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "dist/store_socket.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -253,7 +254,8 @@ void validate(const CommunicatorOptions& o) {
   NMT_CHECK(o.world_size >= 1, DistError, "world size: expected >= 1, found {}", o.world_size);
   NMT_CHECK(o.rank >= 0 && o.rank < o.world_size, DistError,
             "rank: expected a value in [0, {}), found {}", o.world_size, o.rank);
-  NMT_CHECK(o.master_port > 0 && o.master_port < 65536, DistError,
+  const bool port_from_socket = o.master_port == 0 && (o.world_size == 1 || o.listen_fd >= 0);
+  NMT_CHECK((o.master_port > 0 && o.master_port < 65536) || port_from_socket, DistError,
             "rank {}: master port: expected 1..65535, found {}", o.rank, o.master_port);
   NMT_CHECK(!o.master_addr.empty(), DistError, "rank {}: master address is empty", o.rank);
   NMT_CHECK(o.timeout.count() > 0, DistError, "rank {}: timeout: expected > 0 ms, found {}",
@@ -292,8 +294,20 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
   // 1. The store: rank 0 hosts it, or (agent store) everyone is a client of torchrun's agent.
   try {
     c10d::TCPStoreOptions so;
-    so.port = static_cast<std::uint16_t>(o.master_port);
     so.isServer = !o.agent_store && o.rank == 0;
+    if (so.isServer) {
+      // The store listens only where MASTER_ADDR points, on a socket bound before anyone was
+      // told the port (store_socket.h), never on every interface.
+      int fd = o.listen_fd;
+      if (fd < 0) {
+        const StoreSocket bound = listen_for_store(o.master_addr, o.master_port);
+        fd = bound.fd;
+        log::debug("dist", "rendezvous store listening on {}:{}", bound.address, bound.port);
+      }
+      m.options.master_port = bound_port(fd);
+      so.masterListenFd = fd;
+    }
+    so.port = static_cast<std::uint16_t>(o.master_port);
     so.numWorkers = o.agent_store ? std::nullopt : std::optional<std::size_t>(o.world_size);
     so.waitWorkers = false;  // our own rendezvous below says which ranks are missing
     so.timeout = o.timeout;
@@ -443,6 +457,36 @@ void Communicator::mark_progress(const std::string& place) {
     m.fail(fmt::format("recording progress ('{}') in the store at {}", place, m.where()), e);
   }
   m.progress_marked = true;
+}
+
+std::optional<int64_t> Communicator::agreed_stop(int64_t updates_done, bool requested) {
+  Impl& m = *impl_;
+  static const std::string kKey = "nmt/stop_after";
+  try {
+    std::string value;
+    if (requested) {
+      // compareSet on a missing key with an empty expectation sets it: the first rank wins,
+      // and every rank reads back the winner's value.
+      const std::string mine = std::to_string(updates_done + 1);
+      const std::vector<uint8_t> now =
+          m.store->compareSet(kKey, {}, std::vector<uint8_t>(mine.begin(), mine.end()));
+      value.assign(now.begin(), now.end());
+    } else if (m.store->check({kKey})) {
+      const std::vector<uint8_t> now = m.store->get(kKey);
+      value.assign(now.begin(), now.end());
+    }
+    if (value.empty()) return std::nullopt;
+    return std::stoll(value);
+  } catch (const std::exception& e) {
+    m.fail(fmt::format("agreeing on a stop in the store at {}", m.where()), e);
+  }
+}
+
+void Communicator::all_reduce_sum_host(at::Tensor& tensor) {
+  const c10::Device device = options().device;
+  std::vector<at::Tensor> tensors{device.is_cuda() ? tensor.to(device) : tensor};
+  all_reduce_sum(tensors);
+  if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
 }
 
 void Communicator::barrier() {

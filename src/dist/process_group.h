@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,12 @@ namespace nmt::dist {
 /// Where and how to rendezvous, and which backend to use.
 struct CommunicatorOptions {
   std::string master_addr = "127.0.0.1";  ///< host of the rendezvous store (MASTER_ADDR)
-  int master_port = 29500;                ///< port of the rendezvous store (MASTER_PORT)
+  /// Port of the rendezvous store (MASTER_PORT). 0 only for one rank, or with listen_fd: the
+  /// store then listens where the socket is bound (options() tells the port).
+  int master_port = 29500;
+  /// Rank 0: a socket already bound and listening for the store (store_socket.h), which it
+  /// takes over; -1: rank 0 binds one itself, on the address master_addr names.
+  int listen_fd = -1;
   int rank = 0;                           ///< this process's rank in [0, world_size)
   int world_size = 1;                     ///< processes in the job
   /// torchrun's TORCHELASTIC_USE_AGENT_STORE mode: the agent hosts the store, every rank
@@ -76,6 +82,9 @@ class Communicator {
 
   /// Sums each tensor over all ranks, in place; waits. Tensors may differ in shape and dtype.
   void all_reduce_sum(std::vector<at::Tensor>& tensors);
+  /// Sums a small CPU tensor over all ranks, in place; waits. With tensors on a GPU (NCCL
+  /// reduces device tensors only) it makes a round trip to the device.
+  void all_reduce_sum_host(at::Tensor& tensor);
   /// Starts summing one contiguous tensor over all ranks, in place.
   std::shared_ptr<PendingOp> all_reduce_sum_async(at::Tensor& flat);
   /// Overwrites every rank's tensors with rank `root`'s; waits.
@@ -84,6 +93,12 @@ class Communicator {
   std::vector<std::string> all_gather_strings(const std::string& mine);
   /// Returns once every rank has called it.
   void barrier();
+  /// Agreement on a graceful stop, at one store round trip per call: call it before every
+  /// update with the updates done so far, and `requested` when this rank saw a stop signal.
+  /// The first rank that asks fixes the stop after its next update (updates_done + 1; every
+  /// other rank is at most one update away, since each update ends in an all-reduce). Returns
+  /// the update after which every rank stops, once any rank has asked; nullopt before.
+  std::optional<int64_t> agreed_stop(int64_t updates_done, bool requested);
   /// Records in the store where this rank is, e.g. "step 101: backward done". Every rank
   /// marks the same sequence of places; when a collective fails, the error then says which
   /// ranks are behind ("rank 1 is at 'step 100: backward done', the others at 'step 101:

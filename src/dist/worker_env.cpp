@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "dist/store_socket.h"
 #include "util/error.h"
 
 namespace nmt::dist {
@@ -11,7 +12,7 @@ namespace {
 
 /// Names of the rank, size, local-rank and local-size variables of one launcher.
 struct LauncherVars {
-  const char* launcher;
+  Launcher launcher;
   const char* rank;
   const char* size;
   const char* local_rank;  // may be absent from the environment
@@ -19,14 +20,14 @@ struct LauncherVars {
 };
 
 constexpr LauncherVars kLaunchers[] = {
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-    {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    {Launcher::kTorchrun, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {Launcher::kMpirun, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
      "OMPI_COMM_WORLD_LOCAL_SIZE"},
-    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+    {Launcher::kPmi, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
     // PMIx (OpenMPI 5's prterun, srun --mpi=pmix) gives the rank only; the size must come
     // from PMI_SIZE, else the entry is skipped and Slurm's variables are tried.
-    {"pmi", "PMIX_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr},
+    {Launcher::kPmi, "PMIX_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+    {Launcher::kSlurm, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr},
 };
 
 int parse_int(const char* name, const std::string& text, int min, int max = 1 << 24) {
@@ -105,7 +106,7 @@ void resolve_master(const EnvLookup& lookup, const LauncherVars* vars, WorkerEnv
   }
   env.master_addr = "127.0.0.1";
   if (env.world_size == 1 || env.local_world_size == env.world_size) return;
-  if (env.launcher == "slurm") {
+  if (env.launcher == Launcher::kSlurm) {
     if (auto list = first_set(lookup, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
                                        "SLURM_NODELIST"})) {
       env.master_addr = first_host_of_nodelist(list->second, list->first);
@@ -126,6 +127,18 @@ void resolve_master(const EnvLookup& lookup, const LauncherVars* vars, WorkerEnv
 }
 
 }  // namespace
+
+const char* launcher_name(Launcher launcher) {
+  switch (launcher) {
+    case Launcher::kNmtTrain: return "nmt-train";
+    case Launcher::kTorchrun: return "torchrun";
+    case Launcher::kMpirun: return "mpirun";
+    case Launcher::kPmi: return "pmi";
+    case Launcher::kSlurm: return "slurm";
+    case Launcher::kNone: break;
+  }
+  return "none";
+}
 
 std::string first_host_of_nodelist(const std::string& nodelist, const char* variable) {
   auto bad = [&](const char* why) {
@@ -181,7 +194,7 @@ WorkerEnv detect_worker_env(const EnvLookup& lookup) {
     if (vars.local_size) {
       if (auto local_size = lookup(vars.local_size))
         env.local_world_size = parse_int(vars.local_size, *local_size, 1);
-    } else if (env.launcher == "slurm") {
+    } else if (env.launcher == Launcher::kSlurm) {
       env.local_world_size = slurm_local_world_size(lookup, env.world_size);
     }
     if (env.world_size == 1) env.local_world_size = 1;
@@ -208,7 +221,11 @@ WorkerEnv detect_worker_env(const EnvLookup& lookup) {
   if (auto store = lookup("TORCHELASTIC_USE_AGENT_STORE"))
     env.agent_store = *store == "True" || *store == "true" || *store == "1";
   env.launched_by_us = lookup("NMT_LAUNCHER_WORKER").value_or("") == "1";
-  if (env.launched_by_us && env.launcher == "torchrun") env.launcher = "nmt-train";
+  if (env.launched_by_us && env.launcher == Launcher::kTorchrun) env.launcher = Launcher::kNmtTrain;
+  if (env.launched_by_us) {
+    if (auto fd = lookup(kStoreFdVariable); fd && !fd->empty())
+      env.store_fd = parse_int(kStoreFdVariable, *fd, 0);
+  }
   return env;
 }
 

@@ -18,9 +18,22 @@ namespace nmt::dist {
 /// The rendezvous port used when MASTER_PORT is unset (torchrun's default).
 constexpr int kDefaultMasterPort = 29500;
 
+/// What started this process.
+enum class Launcher {
+  kNone,      ///< nothing: a process started by hand (nmt-train may launch workers itself)
+  kNmtTrain,  ///< nmt-train's own launcher
+  kTorchrun,  ///< torchrun (or anything that sets RANK and WORLD_SIZE)
+  kMpirun,    ///< OpenMPI's mpirun
+  kPmi,       ///< PMI/PMIx (MPICH, Intel MPI, srun --mpi=pmix)
+  kSlurm,     ///< Slurm's srun
+};
+
+/// "none", "nmt-train", "torchrun", "mpirun", "pmi" or "slurm".
+const char* launcher_name(Launcher launcher);
+
 /// This process's place in the job.
 struct WorkerEnv {
-  std::string launcher = "none";  ///< "nmt-train", "torchrun", "mpirun", "pmi", "slurm" or "none"
+  Launcher launcher = Launcher::kNone;  ///< what started this process
   int rank = 0;                   ///< global rank in [0, world_size)
   int world_size = 1;             ///< processes in the job
   int local_rank = 0;             ///< rank among the processes of this node
@@ -31,6 +44,8 @@ struct WorkerEnv {
   bool agent_store = false;  ///< TORCHELASTIC_USE_AGENT_STORE=True: the launcher hosts the store,
                              ///< so rank 0 connects to it as a client instead of creating it
   bool launched_by_us = false;  ///< NMT_LAUNCHER_WORKER=1: started by nmt-train's own launcher
+  int store_fd = -1;  ///< rank 0 under nmt-train's launcher: the store's listening socket
+                      ///< (NMT_STORE_FD, see store_socket.h); -1 otherwise
 };
 
 /// Reads an environment variable; returns nullopt when unset.

@@ -15,14 +15,8 @@ MetricsLog::MetricsLog(const std::filesystem::path& file, bool enabled) {
             std::strerror(errno));
 }
 
-void MetricsLog::write(const std::vector<std::pair<std::string, std::string>>& fields) {
-  if (!out_.is_open()) return;
-  std::string line = "{";
-  for (size_t i = 0; i < fields.size(); ++i) {
-    line += (i ? ", \"" : "\"") + fields[i].first + "\": " + fields[i].second;
-  }
-  line += "}\n";
-  out_ << line << std::flush;
+void MetricsLog::write(const json::Object& record) {
+  if (out_.is_open()) out_ << record.str() << '\n' << std::flush;
 }
 
 }  // namespace nmt::train

@@ -4,9 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <string>
-#include <utility>
-#include <vector>
+
+#include "util/json.h"
 
 namespace nmt::train {
 
@@ -15,8 +14,8 @@ class MetricsLog {
  public:
   /// Opens file for appending when enabled (creating its folder); otherwise writes nothing.
   MetricsLog(const std::filesystem::path& file, bool enabled);
-  /// Writes one record of (key, JSON value text) fields, e.g. {"loss", "2.5"}, {"type", "\"train\""}.
-  void write(const std::vector<std::pair<std::string, std::string>>& fields);
+  /// Writes one record as one line.
+  void write(const json::Object& record);
 
  private:
   std::ofstream out_;

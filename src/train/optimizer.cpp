@@ -8,18 +8,13 @@
 #include <c10/core/GradMode.h>
 
 #include "util/error.h"
+#include "util/shape.h"
 
 namespace nmt::train {
 
 namespace {
 
 /// "[2, 3]" for error messages.
-std::string shape_string(c10::IntArrayRef sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + "]";
-}
-
 /// A CPU copy that never aliases t (Tensor::cpu() returns t itself for a CPU tensor).
 at::Tensor cpu_copy(const at::Tensor& t) {
   return t.to(at::kCPU, t.scalar_type(), /*non_blocking=*/false, /*copy=*/true);

@@ -50,6 +50,10 @@ std::string pattern(int rank, int world_size, bool tag) {
 
 }  // namespace
 
+std::vector<std::string> level_names() {
+  return std::vector<std::string>(kLevelNames.begin(), kLevelNames.end());
+}
+
 bool parse_level(std::string_view name, Level* level) {
   for (size_t i = 0; i < kLevelNames.size(); ++i) {
     if (name == kLevelNames[i]) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,6 +26,9 @@ struct LogOptions {
   bool to_file = true;         ///< each rank also writes <run_dir>/logs/rank<R>.log
 };
 
+/// The level names, lowest first: the one list that the config schema (log.level) and the
+/// --log-level flags read.
+std::vector<std::string> level_names();
 /// Parses "trace|debug|info|warn|error|off"; returns false for anything else.
 bool parse_level(std::string_view name, Level* level);
 /// The name parse_level accepts for level.

@@ -132,11 +132,10 @@ TEST_CASE("data.max_tokens takes a number or auto, and prints back what it took"
   const std::string file = (dir.path() / "run.yaml").string();
   const RunConfig fitted =
       load_run_config({dir.write("run.yaml", std::string(kTrainData) + "  max_tokens: auto\n")});
-  CHECK(fitted.data.max_tokens == nmt::data::kMaxTokensAuto);
+  CHECK(!fitted.data.max_tokens.has_value());
   const std::string printed = nmt::config::to_yaml(fitted);
   CHECK_THAT(printed, Contains("max_tokens: auto"));
-  CHECK(load_run_config({dir.write("printed.yaml", printed)}).data.max_tokens ==
-        nmt::data::kMaxTokensAuto);
+  CHECK(!load_run_config({dir.write("printed.yaml", printed)}).data.max_tokens.has_value());
   // A number from a later source replaces auto, as a resumed run's checkpoint does.
   CHECK(load_run_config({file, std::nullopt, "", {"data.max_tokens=3000"}}).data.max_tokens == 3000);
   CHECK(file_error(dir, std::string(kTrainData) + "  max_tokens: automatic\n") ==
@@ -177,4 +176,26 @@ TEST_CASE("model_difference names the first shape key that differs, ignores drop
   other.model.norm = nmt::model::NormPosition::kPost;
   CHECK(nmt::config::model_difference(base, other) ==
         std::string("model.norm is post in the checkpoint but pre in this run's config"));
+}
+
+TEST_CASE("a misspelled section suggests the section that holds its keys", "[config]") {
+  nmt::test::TempDir dir;
+  const std::string file = (dir.path() / "run.yaml").string();
+  // "modle" is one edit from amp.mode's leaf, but its keys are model's.
+  CHECK(file_error(dir, std::string(kTrainData) + "modle:\n  encoder_layers: 2\n") ==
+        file + ":4:1: unknown section 'modle'; did you mean 'model'?");
+  CHECK(file_error(dir, std::string(kTrainData) + "trian:\n  unknown_thing: 2\n") ==
+        file + ":4:1: unknown section 'trian'; did you mean 'train'?");
+  CHECK(file_error(dir, std::string(kTrainData) + "zzzzzz:\n  qqq: 2\n") ==
+        file + ":4:1: unknown section 'zzzzzz'");
+}
+
+TEST_CASE("amp.mode false, what YAML 1.1 writers make of off, reads as off", "[config]") {
+  nmt::test::TempDir dir;
+  const RunConfig c =
+      load_run_config({dir.write("run.yaml", std::string(kTrainData) + "amp:\n  mode: false\n")});
+  CHECK(c.amp.mode == nmt::amp::AmpMode::kOff);
+  CHECK_THAT(nmt::config::to_yaml(c), Contains("mode: off"));
+  CHECK_THAT(file_error(dir, std::string(kTrainData) + "amp:\n  mode: true\n"),
+             Contains("amp.mode: expected one of off, fp16, bf16, found 'true'"));
 }

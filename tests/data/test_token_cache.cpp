@@ -78,3 +78,34 @@ TEST_CASE("a truncated cache file is detected", "[data]") {
     CHECK_THAT(e.what(), Contains("token cache is truncated or damaged"));
   }
 }
+
+TEST_CASE("a cache whose offsets are damaged is refused, and rebuilt with a warning", "[data]") {
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  nmt::data::DataOptions options = corpus.options;
+  options.train_src = nmt::test::head_of(dir, "ddtp.en-de.train.en", "t.en", 200).string();
+  options.train_tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de", "t.de", 200).string();
+  const nmt::data::TokenCacheRequest request{"train", options.train_src, options.train_tgt,
+                                             dir.path() / "cache", 1};
+  const auto built = build_or_open_token_cache(request, corpus.prepared.vocab, options);
+  REQUIRE(built.built);
+  const auto file = built.cache.path();
+  const int64_t size = built.cache.size();
+  {
+    // The file's layout: a 120-byte header, then the pairs + 1 source offsets (uint64 each).
+    // Source offset 1 pointing far past the data would read out of bounds.
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(120 + 8);
+    const uint64_t huge = uint64_t{1} << 40;
+    f.write(reinterpret_cast<const char*>(&huge), sizeof(huge));
+  }
+  try {
+    nmt::data::TokenCache::open(file);
+    FAIL("expected DataError");
+  } catch (const nmt::DataError& e) {
+    CHECK_THAT(e.what(), Contains("token cache offsets are inconsistent at pair"));
+  }
+  const auto rebuilt = build_or_open_token_cache(request, corpus.prepared.vocab, options);
+  CHECK(rebuilt.built);
+  CHECK(rebuilt.cache.size() == size);
+}

@@ -1,4 +1,5 @@
 #include "catch_torch.h"  // first: see the header
+#include "skip.h"
 
 #include <cmath>
 #include <string>
@@ -258,8 +259,7 @@ TEST_CASE("search runs under CPU autocast (bf16)", "[decode][search][amp]") {
 TEST_CASE("on a GPU, cached and uncached search agree, also under fp16 autocast",
           "[decode][search][cuda]") {
   if (!at::hasCUDA()) {
-    WARN("skipped: no CUDA device visible");
-    return;
+    NMT_SKIP("no CUDA device visible");
   }
   Transformer model = tiny_model(8);
   model->to(at::kCUDA);

@@ -1,5 +1,6 @@
 
 #include "catch_torch.h"  // first: see the header
+#include "skip.h"
 
 #include "dist/device.h"
 
@@ -22,8 +23,7 @@ TEST_CASE("device probe reports the LibTorch build and never fails without a GPU
 TEST_CASE("a visible GPU is described by name, memory and architecture", "[dist][cuda]") {
   const nmt::dist::DeviceInfo info = nmt::dist::probe_devices();
   if (info.cuda_devices == 0) {
-    WARN("skipped: " << info.no_cuda_reason);
-    return;
+    NMT_SKIP(info.no_cuda_reason);
   }
   for (const std::string& name : info.device_names) {
     CHECK_THAT(name, Catch::Matchers::Contains("GiB, sm_"));
@@ -36,8 +36,7 @@ TEST_CASE("a GPU's memory figures are consistent, and zero without one", "[dist]
   CHECK(none.total == 0);
   CHECK(none.free == 0);
   if (info.cuda_devices == 0) {
-    WARN("skipped: " << info.no_cuda_reason);
-    return;
+    NMT_SKIP(info.no_cuda_reason);
   }
   const nmt::dist::CudaMemory m = nmt::dist::cuda_memory(0);
   CHECK(m.total > 0);
@@ -46,4 +45,23 @@ TEST_CASE("a GPU's memory figures are consistent, and zero without one", "[dist]
   CHECK(m.allocated <= m.reserved);
   nmt::dist::reset_peak_cuda_memory(0);
   CHECK(nmt::dist::peak_cuda_memory_bytes(0) == m.allocated);
+}
+
+TEST_CASE("backend auto is NCCL with a GPU per rank, Gloo when ranks share GPUs or on CPU",
+          "[dist]") {
+  using nmt::dist::Backend;
+  using nmt::dist::choose_backend;
+  CHECK(choose_backend(Backend::kAuto, true, 8, 8, "").nccl);
+  CHECK(choose_backend(Backend::kAuto, true, 8, 8, "").note.empty());
+  CHECK_FALSE(choose_backend(Backend::kAuto, false, 2, 0, "no GPU").nccl);
+  // Two ranks on one GPU (the H200 check machine's CTest runs): Gloo, with the reason.
+  const auto shared = choose_backend(Backend::kAuto, true, 2, 1, "");
+  CHECK_FALSE(shared.nccl);
+  CHECK_THAT(shared.note, Catch::Matchers::Contains("2 ranks on this node share 1 GPU(s)"));
+  CHECK_FALSE(choose_backend(Backend::kGloo, true, 1, 1, "").nccl);
+  CHECK(choose_backend(Backend::kNccl, true, 1, 1, "").nccl);
+  CHECK_THROWS_WITH(choose_backend(Backend::kNccl, true, 2, 1, ""),
+                    Catch::Matchers::Contains("NCCL needs a GPU per rank"));
+  CHECK_THROWS_WITH(choose_backend(Backend::kNccl, false, 1, 0, "no driver"),
+                    "dist.backend nccl needs CUDA devices, but no driver");
 }

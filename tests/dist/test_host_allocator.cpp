@@ -1,10 +1,13 @@
 #include "catch_torch.h"  // first: see the header
 
+#include <fstream>
+
 #include <ATen/ATen.h>
 
 #include <c10/core/CPUAllocator.h>
 
 #include "dist/host_allocator.h"
+#include "test_support.h"
 
 using nmt::dist::host_allocator_stats;
 
@@ -73,4 +76,37 @@ TEST_CASE("the caching host allocator keeps the peak of its blocks in use until 
   CHECK(after.peak_in_use_bytes < before.in_use_bytes + (25 << 20));
   nmt::dist::reset_host_allocator_peak();
   CHECK(host_allocator_stats().peak_in_use_bytes == after.in_use_bytes);
+}
+
+TEST_CASE("the host cache is capped by the cgroup's memory limit and shared by local workers",
+          "[dist][allocator]") {
+  using nmt::dist::memory_limit_bytes;
+  nmt::test::TempDir root;
+  const int64_t ram = int64_t{64} << 30;
+  const auto write = [&](const std::filesystem::path& rel, const std::string& text) {
+    std::filesystem::create_directories((root.path() / rel).parent_path());
+    std::ofstream(root.path() / rel) << text;
+  };
+  // No cgroup files: physical memory.
+  CHECK(memory_limit_bytes("0::/job\n", root.path(), ram) == ram);
+  // cgroup v2: the process's own cgroup, or the mount's root inside a container; "max" is none.
+  write("job/memory.max", "8589934592\n");
+  CHECK(memory_limit_bytes("0::/job\n", root.path(), ram) == int64_t{8} << 30);
+  write("memory.max", "max\n");
+  CHECK(memory_limit_bytes("0::/job\n", root.path(), ram) == int64_t{8} << 30);
+  write("memory.max", "4294967296\n");
+  CHECK(memory_limit_bytes("0::/elsewhere\n", root.path(), ram) == int64_t{4} << 30);
+  // cgroup v1: the memory controller's limit; its "no limit" is near 2^63.
+  nmt::test::TempDir v1;
+  std::filesystem::create_directories(v1.path() / "memory");
+  std::ofstream(v1.path() / "memory" / "memory.limit_in_bytes") << "9223372036854771712\n";
+  CHECK(memory_limit_bytes("4:memory:/x\n0::/\n", v1.path(), ram) == ram);
+  std::ofstream(v1.path() / "memory" / "memory.limit_in_bytes") << "2147483648\n";
+  CHECK(memory_limit_bytes("4:cpu,memory:/x\n", v1.path(), ram) == int64_t{2} << 30);
+  // A quarter of the limit, divided among the workers that cache on the machine.
+  using nmt::dist::default_host_cache_bytes;
+  CHECK(default_host_cache_bytes(int64_t{8} << 30, 1) == size_t{2} << 30);
+  CHECK(default_host_cache_bytes(int64_t{8} << 30, 4) == size_t{512} << 20);
+  CHECK(default_host_cache_bytes(0, 2) == size_t{1} << 30);
+  CHECK(memory_limit_bytes() > 0);
 }

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <exception>
 #include <functional>
 #include <future>
@@ -18,6 +20,7 @@
 
 #include "dist/launcher.h"
 #include "dist/process_group.h"
+#include "dist/store_socket.h"
 #include "util/error.h"
 
 using namespace std::chrono_literals;
@@ -218,5 +221,77 @@ TEST_CASE("NCCL without a usable GPU is a clear DistError", "[dist]") {
 
 TEST_CASE("invalid options are rejected before any network use", "[dist]") {
   CHECK_THROWS_AS(Communicator(options(1234, 2, 2)), nmt::DistError);
-  CHECK_THROWS_AS(Communicator(options(0, 0, 1)), nmt::DistError);
+  CHECK_THROWS_AS(Communicator(options(0, 0, 2)), nmt::DistError);  // port 0: one rank only
+}
+
+namespace {
+
+/// The local addresses of the TCP sockets listening on `port`, from /proc/net/tcp and tcp6
+/// (hex as the kernel writes them: "0100007F" is 127.0.0.1, "00000000" every interface).
+std::vector<std::string> listening_addresses(int port) {
+  std::vector<std::string> out;
+  char wanted[8];
+  std::snprintf(wanted, sizeof wanted, "%04X", port);
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const size_t colon = local.find(':');
+      if (state == "0A" && colon != std::string::npos && local.substr(colon + 1) == wanted)
+        out.push_back(local.substr(0, colon));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the rendezvous store listens only on the address MASTER_ADDR names, loopback here",
+          "[dist][gloo]") {
+  Communicator comm(options(0, 0, 1));  // one rank: the store picks a free port
+  const int port = comm.options().master_port;
+  REQUIRE(port > 0);
+  const std::vector<std::string> addresses = listening_addresses(port);
+  INFO("port " << port);
+  REQUIRE_FALSE(addresses.empty());
+  for (const std::string& address : addresses) CHECK(address == "0100007F");  // 127.0.0.1
+}
+
+TEST_CASE("a store socket bound in advance is taken over by rank 0: the port cannot be lost",
+          "[dist][gloo]") {
+  const nmt::dist::StoreSocket bound = nmt::dist::listen_for_store("127.0.0.1", 0);
+  CHECK(bound.address == "127.0.0.1");
+  // Nobody else can have the port meanwhile.
+  CHECK_THROWS_WITH(nmt::dist::listen_for_store("127.0.0.1", bound.port),
+                    Catch::Matchers::Contains("cannot listen on 127.0.0.1:" +
+                                              std::to_string(bound.port)));
+  const auto errors = run_ranks(2, [&](int rank) {
+    CommunicatorOptions o = options(bound.port, rank, 2);
+    if (rank == 0) o.listen_fd = bound.fd;
+    Communicator comm(o);
+    const auto all = comm.all_gather_strings(std::to_string(rank));
+    CHECK(all == std::vector<std::string>{"0", "1"});
+    comm.barrier();
+  });
+  for (const auto& e : errors) CHECK_FALSE(e);
+}
+
+TEST_CASE("agreed_stop: the first rank that asks fixes the update after which all stop",
+          "[dist][gloo]") {
+  const int port = nmt::dist::find_free_port();
+  const auto errors = run_ranks(2, [&](int rank) {
+    Communicator comm(options(port, rank, 2));
+    CHECK_FALSE(comm.agreed_stop(4, false).has_value());  // nobody asked yet
+    comm.barrier();
+    if (rank == 1) CHECK(comm.agreed_stop(5, true) == 6);
+    comm.barrier();
+    CHECK(comm.agreed_stop(5, false) == 6);
+    CHECK(comm.agreed_stop(5, true) == 6);  // a later ask keeps the first one's update
+    comm.barrier();
+  });
+  for (const auto& e : errors) CHECK_FALSE(e);
 }

@@ -33,13 +33,13 @@ std::string error_of(const std::map<std::string, std::string>& vars) {
 
 TEST_CASE("worker environment is read from each launcher's variables", "[dist]") {
   WorkerEnv none = detect({});
-  CHECK(none.launcher == "none");
+  CHECK(none.launcher == nmt::dist::Launcher::kNone);
   CHECK(none.rank == 0);
   CHECK(none.world_size == 1);
 
   WorkerEnv torchrun = detect({{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
                                {"MASTER_ADDR", "n1"}});
-  CHECK(torchrun.launcher == "torchrun");
+  CHECK(torchrun.launcher == nmt::dist::Launcher::kTorchrun);
   CHECK(torchrun.rank == 3);
   CHECK(torchrun.world_size == 8);
   CHECK(torchrun.local_rank == 1);
@@ -48,18 +48,18 @@ TEST_CASE("worker environment is read from each launcher's variables", "[dist]")
                           {"OMPI_COMM_WORLD_SIZE", "2"},
                           {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
                           {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
-  CHECK(mpi.launcher == "mpirun");
+  CHECK(mpi.launcher == nmt::dist::Launcher::kMpirun);
   CHECK(mpi.rank == 1);
 
   WorkerEnv slurm = detect({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "1"},
                            {"SLURM_JOB_NODELIST", "gpu[1-4]"}});
-  CHECK(slurm.launcher == "slurm");
+  CHECK(slurm.launcher == nmt::dist::Launcher::kSlurm);
   CHECK(slurm.world_size == 16);
 
   // torchrun's variables win when a torchrun job runs inside a Slurm allocation.
   CHECK(detect({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "n1"}, {"SLURM_PROCID", "1"},
                 {"SLURM_NTASKS", "4"}})
-            .launcher == "torchrun");
+            .launcher == nmt::dist::Launcher::kTorchrun);
 }
 
 TEST_CASE("bad worker environment names the variable", "[dist]") {
@@ -81,7 +81,7 @@ TEST_CASE("torchrun's rendezvous, restart count and agent store are read", "[dis
                           {"MASTER_PORT", "29400"},
                           {"TORCHELASTIC_RESTART_COUNT", "2"},
                           {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
-  CHECK(env.launcher == "torchrun");
+  CHECK(env.launcher == nmt::dist::Launcher::kTorchrun);
   CHECK(env.local_world_size == 4);
   CHECK(env.master_addr == "node3");
   CHECK(env.master_port == 29400);
@@ -94,7 +94,7 @@ TEST_CASE("torchrun's rendezvous, restart count and agent store are read", "[dis
                            {"MASTER_PORT", "41234"}, {"TORCHELASTIC_RESTART_COUNT", "0"},
                            {"TORCHELASTIC_USE_AGENT_STORE", "False"},
                            {"NMT_LAUNCHER_WORKER", "1"}});
-  CHECK(ours.launcher == "nmt-train");
+  CHECK(ours.launcher == nmt::dist::Launcher::kNmtTrain);
   CHECK(ours.launched_by_us);
   CHECK_FALSE(ours.agent_store);
   CHECK(ours.master_port == 41234);
@@ -113,7 +113,7 @@ TEST_CASE("OpenMPI and PMI ranks get a rendezvous host when they can", "[dist]")
   WorkerEnv local = detect({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"},
                             {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
                             {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
-  CHECK(local.launcher == "mpirun");
+  CHECK(local.launcher == nmt::dist::Launcher::kMpirun);
   CHECK(local.local_world_size == 4);
   CHECK(local.master_addr == "127.0.0.1");
   CHECK(local.master_port == 29500);
@@ -137,13 +137,13 @@ TEST_CASE("OpenMPI and PMI ranks get a rendezvous host when they can", "[dist]")
   // MPICH's hydra: PMI_RANK/PMI_SIZE with MPI_LOCALNRANKS.
   WorkerEnv pmi = detect({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"},
                           {"MPI_LOCALNRANKS", "2"}});
-  CHECK(pmi.launcher == "pmi");
+  CHECK(pmi.launcher == nmt::dist::Launcher::kPmi);
   CHECK(pmi.master_addr == "127.0.0.1");
   // PMIx gives the rank only; the size comes from PMI_SIZE or Slurm.
   CHECK(detect({{"PMIX_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALNRANKS", "2"}}).rank == 1);
   WorkerEnv pmix_slurm = detect({{"PMIX_RANK", "3"}, {"SLURM_PROCID", "3"},
                                  {"SLURM_NTASKS", "4"}, {"SLURM_NNODES", "1"}});
-  CHECK(pmix_slurm.launcher == "slurm");
+  CHECK(pmix_slurm.launcher == nmt::dist::Launcher::kSlurm);
   CHECK(pmix_slurm.local_world_size == 4);
   CHECK_THAT(error_of({{"PMIX_RANK", "0"}}), Catch::Contains("PMIX_RANK is set but"));
 }
@@ -155,7 +155,7 @@ TEST_CASE("Slurm ranks find rank 0's host from the node list", "[dist]") {
       {"SLURM_NODEID", "1"},  {"SLURM_TASKS_PER_NODE", "4(x2)"},
       {"SLURM_JOB_NODELIST", "node[01-03,07],gpu5"}};
   WorkerEnv env = detect(job);
-  CHECK(env.launcher == "slurm");
+  CHECK(env.launcher == nmt::dist::Launcher::kSlurm);
   CHECK(env.master_addr == "node01");
   CHECK(env.master_port == 29500);
   CHECK(env.local_world_size == 4);

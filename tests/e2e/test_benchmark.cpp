@@ -1,6 +1,7 @@
 // End-to-end: nmt-train --benchmark on the tiny config, its report, the batch dump, and the
 // plain PyTorch reference loop fed that dump (NMT_PYTHON: the venv's python).
 #include <catch2/catch.hpp>
+#include "skip.h"
 
 #include <regex>
 #include <string>
@@ -84,8 +85,7 @@ TEST_CASE("benchmark flags without --benchmark are a usage error", "[e2e][benchm
 TEST_CASE("the PyTorch reference loop fed the dump computes the same losses",
           "[e2e][benchmark][python]") {
   if (kPython.empty()) {
-    WARN("skipped: no venv python (NMT_PYTHON)");
-    return;
+    NMT_SKIP("no venv python (NMT_PYTHON)");
   }
   for (const char* variant : {"--set model.norm=pre", "--set model.norm=post --set train.clip_norm=0.5"}) {
     DYNAMIC_SECTION(variant) {

@@ -28,17 +28,11 @@ std::string flags(const std::filesystem::path& run_dir) {
          " --set train.valid_every=0 --set train.log_every=2 --set checkpoint.every_steps=2";
 }
 
-/// The "parameter hash" each rank logs at the end, from its own log file.
+/// The final parameter hash of a rank, from the run's summary.json ("" when absent).
 std::string parameter_hash(const std::filesystem::path& run_dir, int rank) {
-  const std::string log =
-      nmt::test::read_file(run_dir / "logs" / ("rank" + std::to_string(rank) + ".log"));
-  std::smatch m;
-  const std::regex pattern("parameter hash ([0-9a-f]{16})");
-  std::string last;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), pattern);
-       it != std::sregex_iterator(); ++it)
-    last = (*it)[1];
-  return last;
+  const std::vector<std::string> hashes =
+      nmt::test::json_strings(nmt::test::read_text(run_dir / "summary.json"), "parameter_hashes");
+  return static_cast<size_t>(rank) < hashes.size() ? hashes[static_cast<size_t>(rank)] : "";
 }
 
 }  // namespace
@@ -159,4 +153,95 @@ TEST_CASE("ranks with different configs refuse to train together", "[e2e][dist]"
   INFO(r.err);
   CHECK_THAT(r.out, Contains("rank0=1"));
   CHECK_THAT(r.err, Contains("ranks disagree: rank 0 has config"));
+}
+
+TEST_CASE("the built-in launcher, torchrun and mpirun train the same vocabulary and parameters",
+          "[e2e][dist]") {
+  // Each run trains its own SentencePiece model (no shared one): the launchers give a process
+  // different core counts, which must change neither the vocabulary nor the parameters.
+  const auto own_vocab_flags = [](const std::filesystem::path& run_dir) {
+    return " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
+           " --set data.vocab_size=1000 --set model.dropout=0 --set train.threads=1"
+           " --set data.max_tokens=1024 --set train.valid_every=0 --set train.log_every=4"
+           " --set checkpoint.every_steps=12 --set train.max_steps=12";
+  };
+  TempDir builtin;
+  auto r = run_command("timeout 300 " + kTrain + own_vocab_flags(builtin.path()) +
+                       " --nproc-per-node 2");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string vocab = nmt::test::read_text(builtin.path() / "vocab" / "joint.model");
+  REQUIRE_FALSE(vocab.empty());
+  const std::string hash = parameter_hash(builtin.path(), 0);
+  REQUIRE(hash.size() == 16);
+  CHECK(parameter_hash(builtin.path(), 1) == hash);
+  const auto same_as_builtin = [&](const std::string& launcher, const std::filesystem::path& run_dir,
+                                   const std::string& command) {
+    auto other = run_command(command);
+    INFO(launcher << ": " << other.err);
+    REQUIRE(other.exit_code == 0);
+    CHECK(nmt::test::read_text(run_dir / "vocab" / "joint.model") == vocab);
+    CHECK(parameter_hash(run_dir, 0) == hash);
+    CHECK(parameter_hash(run_dir, 1) == hash);
+  };
+  const std::string torchrun = std::filesystem::path(kPython).parent_path() / "torchrun";
+  TempDir under_torchrun, under_mpirun;
+  if (std::filesystem::exists(torchrun)) {
+    same_as_builtin("torchrun", under_torchrun.path(),
+                    "timeout 300 " + torchrun + " --nproc-per-node=2 --no-python " + kTrain +
+                        own_vocab_flags(under_torchrun.path()));
+  } else {
+    WARN("torchrun not compared: " << torchrun << " not found");
+  }
+  if (run_command("command -v mpirun").exit_code == 0) {
+    same_as_builtin("mpirun", under_mpirun.path(),
+                    "timeout 300 mpirun -np 2 --allow-run-as-root --oversubscribe -x "
+                    "MASTER_PORT=$(( 20000 + RANDOM % 20000 )) " +
+                        kTrain + own_vocab_flags(under_mpirun.path()));
+  } else {
+    WARN("mpirun not compared: not installed");
+  }
+}
+
+TEST_CASE("SIGTERM to the launcher or to one rank stops every rank after the next update with a checkpoint",
+          "[e2e][dist]") {
+  // log_every larger than the run: the ranks must not wait for a log step to agree.
+  for (const std::string target : {"launcher", "rank 1"}) {
+    INFO("SIGTERM to the " << target);
+    TempDir run;
+    const std::string args = flags(run.path()) +
+                             " --nproc-per-node 2 --set train.log_every=100000"
+                             " --set checkpoint.every_steps=100000 --set train.max_steps=100000";
+    // The signal goes out once the ranks have built their trainers (the "steps per epoch"
+    // line) and trained for 2 s more.
+    const std::string pick = target == "launcher"
+                                 ? "pid=$launcher"
+                                 : "pid=$(pgrep -P $launcher | while read p; do "
+                                   "tr '\\0' '\\n' < /proc/$p/environ | grep -qx RANK=1 && echo $p; "
+                                   "done)";
+    auto r = run_command(
+        "(" + kTrain + args + " > " + (run.path() / "out.log").string() +
+        " 2>&1 & launcher=$!; "
+        "for i in $(seq 1 600); do grep -q 'steps per epoch' " +
+        (run.path() / "out.log").string() + " 2>/dev/null && break; sleep 0.1; done; sleep 2; " +
+        pick + "; start=$(date +%s.%N); kill -TERM $pid; wait $launcher; code=$?; "
+        "echo exit=$code seconds=$(awk -v a=$start -v b=$(date +%s.%N) 'BEGIN { print b - a }'))");
+    const std::string log = nmt::test::read_text(run.path() / "out.log");
+    INFO(r.out << log);
+    CHECK_THAT(r.out, Contains("exit=0"));
+    const std::string summary = nmt::test::read_text(run.path() / "summary.json");
+    REQUIRE_FALSE(summary.empty());
+    CHECK(nmt::test::json_string(summary, "stop_reason") == "signal");
+    const auto step = nmt::test::json_number(summary, "final_step");
+    REQUIRE(step.has_value());
+    CHECK(*step > 0);
+    CHECK(*step < 100000);
+    CHECK(std::filesystem::exists(checkpoint_path(run.path(), static_cast<int>(*step))));
+    // Both replicas stopped at the same update with the same parameters.
+    CHECK(parameter_hash(run.path(), 0) == parameter_hash(run.path(), 1));
+    std::smatch m;
+    REQUIRE(std::regex_search(r.out, m, std::regex("seconds=([0-9.]+)")));
+    UNSCOPED_INFO("SIGTERM to " << target << ": exit after " << m[1] << " s at step " << *step);
+    CHECK(std::stod(m[1]) < 60);
+  }
 }

@@ -283,7 +283,7 @@ TEST_CASE("every malformed input gives one clear error line and leaves existing 
            "s.listen(); sys.exit(subprocess.call(sys.argv[1] + \" --master-port %d\" % "
            "s.getsockname()[1], shell=True))' '" +
            base + "--nproc-per-node 2 --set dist.timeout_s=10'",
-       "address already in use"},
+       "already in use"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {

@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <iterator>
+
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -98,6 +101,14 @@ TEST_CASE("nmt-translate translates with a checkpoint trained by nmt-train", "[e
   // Averaging the two checkpoints of the run.
   CHECK(lines_of(translate("-c " + run_dir.string() + " -i " + in + " --average 2 --beam 2"))
             .size() == input.size());
+
+  // --stats-json: the run's figures for scripts.
+  const auto stats = dir.path() / "stats.json";
+  translate("-c " + checkpoint + " -i " + in + " --beam 1 --stats-json " + stats.string());
+  std::ifstream stats_in(stats);
+  const std::string json((std::istreambuf_iterator<char>(stats_in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(json, Contains("\"sentences\": " + std::to_string(input.size())) &&
+                       Contains("\"output_tokens_per_s\": ") && Contains("\"seconds\": "));
 
   // Invalid UTF-8: one error line naming file:line, exit code 1.
   const auto bad = dir.write("bad.en", "fine\n\n\xff\xfe\n");

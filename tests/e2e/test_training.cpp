@@ -1,6 +1,7 @@
 // End-to-end: nmt-train trains the tiny config on the shipped corpus, checkpoints, and resumes
 // exactly (checked bit for bit with nmt-ckpt diff --atol 0).
 #include <catch2/catch.hpp>
+#include "skip.h"
 
 #include <chrono>
 #include <cstdio>
@@ -230,19 +231,23 @@ TEST_CASE("resuming a bf16 or fp32 run in fp16 starts loss scaling from amp.init
 
 namespace {
 
-/// What the "data.max_tokens auto: ..." line of a run says.
+/// What a run's summary.json says data.max_tokens: auto measured.
 struct AutoFit {
-  int64_t max_tokens = 0, sentences = 0, length = 0, peak_mb = 0, allowed_mb = 0;
+  int64_t max_tokens = 0, sentences = 0, length = 0;
+  double peak_mb = 0, allowed_mb = 0;
 };
 
-std::optional<AutoFit> auto_fit(const std::string& log) {
-  const std::regex line(
-      R"(data\.max_tokens auto: (\d+) \((\d+) sentences of the longest length, (\d+) tokens, )"
-      R"(peak (\d+) MiB of (\d+) MiB allowed)");
-  std::smatch m;
-  if (!std::regex_search(log, m, line)) return std::nullopt;
-  return AutoFit{std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4]),
-                 std::stoll(m[5])};
+std::optional<AutoFit> auto_fit(const std::filesystem::path& run_dir) {
+  const std::string json = nmt::test::read_text(run_dir / "summary.json");
+  REQUIRE_FALSE(json.empty());
+  const size_t fit = json.find("\"max_tokens_fit\": {");
+  if (fit == std::string::npos) return std::nullopt;
+  const std::string text = json.substr(fit);
+  using nmt::test::json_number;
+  return AutoFit{static_cast<int64_t>(*json_number(text, "max_tokens")),
+                 static_cast<int64_t>(*json_number(text, "sentences")),
+                 static_cast<int64_t>(*json_number(text, "length")), *json_number(text, "peak_mb"),
+                 *json_number(text, "limit_mb")};
 }
 
 /// configs/tiny.yaml with data.max_tokens: auto, written into `dir`.
@@ -268,9 +273,9 @@ TEST_CASE("max_tokens auto fits a memory budget, trains as the number it chose, 
   auto r = run_command(command + "4");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const auto fit = auto_fit(r.err);
+  const auto fit = auto_fit(fitted.path());
   REQUIRE(fit.has_value());
-  CHECK(fit->allowed_mb == 270);  // 0.9 x 300 MiB
+  CHECK(fit->allowed_mb == Approx(270));  // 0.9 x 300 MiB
   CHECK(fit->peak_mb <= fit->allowed_mb);
   CHECK(fit->sentences >= 2);
   CHECK(fit->max_tokens == fit->sentences * fit->length);
@@ -284,7 +289,7 @@ TEST_CASE("max_tokens auto fits a memory budget, trains as the number it chose, 
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("resumed from"));
-  CHECK_FALSE(auto_fit(r.err).has_value());
+  CHECK_FALSE(auto_fit(fitted.path()).has_value());
   REQUIRE(train(fixed.path(), "--set train.max_steps=8" + budget).exit_code == 0);
   CHECK(diff_exact(checkpoint_path(fitted.path(), 8), checkpoint_path(fixed.path(), 8)) == 0);
 }
@@ -313,8 +318,7 @@ TEST_CASE("max_tokens auto on CPU without a memory budget says so and uses 4096"
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   if (r.err.find("CPU worker") == std::string::npos) {
-    WARN("skipped: this machine has a GPU, where auto measures its memory");
-    return;
+    NMT_SKIP("this machine has a GPU, where auto measures its memory");
   }
   CHECK_THAT(r.err, Contains("data.max_tokens auto: on CPU there is no device memory to fill") &&
                         Contains("using 4096"));
@@ -326,13 +330,58 @@ TEST_CASE("max_tokens auto on a GPU fits the batch of the longest sentences into
   const auto r = train(run.path(), "--set data.max_tokens=auto --set train.max_steps=2 "
                                    "--set amp.mode=bf16 --set data.auto_max_tokens_limit=1000000");
   if (r.err.find("CPU worker") != std::string::npos) {
-    WARN("skipped: no GPU");
-    return;
+    NMT_SKIP("no GPU");
   }
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const auto fit = auto_fit(r.err);
+  const auto fit = auto_fit(run.path());
   REQUIRE(fit.has_value());
   CHECK(fit->peak_mb <= fit->allowed_mb);
   CHECK(fit->max_tokens > 4096);  // a tiny model on any GPU fits far more than the default
+}
+
+TEST_CASE("every kind of run writes summary.json for scripts: training, resume, dry run, benchmark",
+          "[e2e][train][summary]") {
+  using nmt::test::json_number;
+  using nmt::test::json_string;
+  using nmt::test::read_text;
+  TempDir run, dry, bench;
+  auto r = train(run.path(), "--set train.max_steps=4");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::string json = read_text(run.path() / "summary.json");
+  INFO(json);
+  CHECK(json_string(json, "kind") == "train");
+  CHECK(json_string(json, "stop_reason") == "max_steps");
+  CHECK(json_number(json, "final_step") == 4);
+  CHECK(json_number(json, "max_tokens") == 1024);
+  CHECK(json_number(json, "tokens_per_s").value_or(0) > 0);
+  CHECK_THAT(json, Contains("\"resumed_from\": null") && Contains("\"max_tokens_fit\": null"));
+  const std::vector<std::string> hashes = nmt::test::json_strings(json, "parameter_hashes");
+  REQUIRE(hashes.size() == 1);
+  CHECK(std::regex_match(hashes[0], std::regex("[0-9a-f]{16}")));
+  CHECK(json_string(json, "last_checkpoint") == checkpoint_path(run.path(), 4));
+
+  r = train(run.path(), "--set train.max_steps=6");
+  REQUIRE(r.exit_code == 0);
+  json = read_text(run.path() / "summary.json");
+  CHECK(json_number(json, "final_step") == 6);
+  CHECK(json_string(json, "path") == checkpoint_path(run.path(), 4));  // resumed_from.path
+  CHECK(json_number(json, "step") == 4);                              // resumed_from.step
+
+  r = run_command(kTrain + " --config configs/tiny.yaml --dry-run --nproc-per-node 2 --set run_dir=" +
+                  dry.path().string() + " --set data.spm_model=" + shared_vocab());
+  REQUIRE(r.exit_code == 0);
+  json = read_text(dry.path() / "summary.json");
+  CHECK(json_string(json, "kind") == "dry_run");
+  CHECK(json_number(json, "world_size") == 2);
+  CHECK(json_number(json, "padding_efficiency").value_or(0) > 0.5);
+
+  r = train(bench.path(), "--benchmark 1 --benchmark-warmup 0");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  json = read_text(bench.path() / "summary.json");
+  CHECK(json_string(json, "kind") == "benchmark");
+  CHECK(json_string(json, "benchmark_json") == (bench.path() / "benchmark.json").string());
+  CHECK(json_number(json, "tokens_per_s").value_or(0) > 0);
 }

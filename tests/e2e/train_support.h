@@ -4,7 +4,12 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -41,6 +46,39 @@ inline int checkpoint_diff(const std::string& a, const std::string& b, const std
   auto r = run_command(kCkptBin + " diff --atol " + atol + " " + a + " " + b);
   if (r.exit_code != 0) UNSCOPED_INFO("nmt-ckpt diff: " << r.out << r.err);
   return r.exit_code;
+}
+
+/// The text of a file ("" when it cannot be read).
+inline std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// The first number written as `"key": N` in JSON text, or nullopt. (Our JSON reader,
+/// util/json.h, takes the integer-only subset of safetensors headers.)
+inline std::optional<double> json_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9.eE+]+)"))) return std::nullopt;
+  return std::stod(m[1]);
+}
+
+/// The first string written as `"key": "S"` in JSON text (no escapes), or nullopt.
+inline std::optional<std::string> json_string(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": \"([^\"]*)\""))) return std::nullopt;
+  return m[1].str();
+}
+
+/// Every string of the array written as `"key": ["A", "B"]` in JSON text.
+inline std::vector<std::string> json_strings(const std::string& json, const std::string& key) {
+  std::smatch m;
+  std::vector<std::string> out;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": \\[([^\\]]*)\\]"))) return out;
+  const std::string items = m[1].str();
+  const std::regex item("\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(items.begin(), items.end(), item); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1].str());
+  return out;
 }
 
 }  // namespace nmt::test

@@ -1,15 +1,19 @@
-// The header JSON parser and writer: the subset safetensors headers use, strictly.
+// util/json: the header parser (the subset safetensors headers use, strictly) and the writer.
 #include <catch2/catch.hpp>
 
-#include "checkpoint/json.h"
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "util/json.h"
 
 using Catch::Matchers::Contains;
-using nmt::checkpoint::json::parse;
-using nmt::checkpoint::json::ParseError;
-using nmt::checkpoint::json::quote;
-using Kind = nmt::checkpoint::json::Value::Kind;
+using nmt::json::parse;
+using nmt::json::ParseError;
+using nmt::json::quote;
+using Kind = nmt::json::Value::Kind;
 
-TEST_CASE("json: a safetensors-shaped header parses, keys in document order", "[checkpoint]") {
+TEST_CASE("json: a safetensors-shaped header parses, keys in document order", "[json]") {
   const auto v = parse(
       " {\"__metadata__\": {\"k\": \"v\"}, \"b\": {\"dtype\": \"F32\", \"shape\": [2, 3],"
       " \"data_offsets\": [0, 24]}, \"a\": {\"shape\": [], \"data_offsets\": [24, -7]}}   ");
@@ -30,7 +34,7 @@ TEST_CASE("json: a safetensors-shaped header parses, keys in document order", "[
   CHECK(parse("-9223372036854775808").integer == INT64_MIN);
 }
 
-TEST_CASE("json: string escapes, \\u and surrogate pairs decode to UTF-8", "[checkpoint]") {
+TEST_CASE("json: string escapes, u-escapes and surrogate pairs decode to UTF-8", "[json]") {
   CHECK(parse(R"("a\"b\\c\/d\b\f\n\r\t")").string == "a\"b\\c/d\b\f\n\r\t");
   CHECK(parse(R"("\u00fc\u65E5")").string == "\xC3\xBC\xE6\x97\xA5");  // ü 日
   CHECK(parse(R"("\ud83d\udc4b")").string == "\xF0\x9F\x91\x8B");      // 👋
@@ -42,7 +46,7 @@ TEST_CASE("json: string escapes, \\u and surrogate pairs decode to UTF-8", "[che
   CHECK(parse(R"("\u0000")").string == std::string(1, '\0'));
 }
 
-TEST_CASE("json: writing then parsing gives the text back", "[checkpoint]") {
+TEST_CASE("json: writing then parsing gives the text back", "[json]") {
   std::string all_bytes;
   for (int c = 1; c < 0x80; ++c) all_bytes += static_cast<char>(c);
   all_bytes += "\xE6\x97\xA5\xF0\x9F\x91\x8B";
@@ -51,7 +55,7 @@ TEST_CASE("json: writing then parsing gives the text back", "[checkpoint]") {
   CHECK(quote("a\"b\\\n\x01") == R"("a\"b\\\n\u0001")");
 }
 
-TEST_CASE("json: malformed input is rejected with what was expected and where", "[checkpoint]") {
+TEST_CASE("json: malformed input is rejected with what was expected and where", "[json]") {
   const auto fails = [](const std::string& text, const std::string& message) {
     INFO(text);
     CHECK_THROWS_WITH(parse(text), Contains(message));
@@ -80,4 +84,27 @@ TEST_CASE("json: malformed input is rejected with what was expected and where", 
   fails("\"\xC0\xAF\"", "valid UTF-8");      // overlong
   fails(std::string(40, '[') + std::string(40, ']'), "at most 32 levels of nesting");
   CHECK_THROWS_AS(parse("{"), ParseError);
+}
+
+TEST_CASE("json: Object writes members in order, nulls for absent and non-finite values", "[json]") {
+  nmt::json::Object inner;
+  inner.add("sentences", int64_t{31}).add("oom", true);
+  nmt::json::Object o;
+  o.add("step", 12)
+      .add("loss", 2.5)
+      .add("nan", std::nan(""))
+      .add("note", "a \"q\"")
+      .add("absent", std::optional<double>())
+      .add("present", std::optional<int64_t>(7))
+      .add("peaks", std::vector<double>{1.5, 2})
+      .add("fit", inner);
+  CHECK(o.str() ==
+        "{\"step\": 12, \"loss\": 2.5, \"nan\": null, \"note\": \"a \\\"q\\\"\", "
+        "\"absent\": null, \"present\": 7, \"peaks\": [1.5, 2], "
+        "\"fit\": {\"sentences\": 31, \"oom\": true}}");
+  CHECK(o.pretty() ==
+        "{\n  \"step\": 12,\n  \"loss\": 2.5,\n  \"nan\": null,\n  \"note\": \"a \\\"q\\\"\",\n"
+        "  \"absent\": null,\n  \"present\": 7,\n  \"peaks\": [1.5, 2],\n"
+        "  \"fit\": {\n    \"sentences\": 31,\n    \"oom\": true\n  }\n}\n");
+  CHECK(nmt::json::Object().pretty() == "{}\n");
 }

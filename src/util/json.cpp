@@ -1,10 +1,13 @@
-#include "checkpoint/json.h"
+#include "util/json.h"
 
 #include "util/utf8.h"
 
+#include <cmath>
+#include <functional>
+
 #include <fmt/format.h>
 
-namespace nmt::checkpoint::json {
+namespace nmt::json {
 namespace {
 
 // Deep enough for any header shape; shallow enough that hostile input cannot overflow the
@@ -343,4 +346,58 @@ std::string quote(std::string_view text) {
   return out;
 }
 
-}  // namespace nmt::checkpoint::json
+std::string number(double value) {
+  return std::isfinite(value) ? fmt::format("{}", value) : std::string("null");
+}
+
+Object& Object::add(std::string_view key, double value) { return add_raw(key, number(value)); }
+Object& Object::add(std::string_view key, int64_t value) {
+  return add_raw(key, fmt::format("{}", value));
+}
+Object& Object::add(std::string_view key, bool value) { return add_raw(key, value ? "true" : "false"); }
+Object& Object::add(std::string_view key, std::string_view text) { return add_raw(key, quote(text)); }
+Object& Object::add(std::string_view key, const Object& object) {
+  nested_.emplace_back(members_.size(), object);
+  return add_raw(key, object.str());
+}
+Object& Object::add(std::string_view key, const std::vector<double>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + number(values[i]);
+  return add_raw(key, out + "]");
+}
+Object& Object::add(std::string_view key, const std::vector<Object>& objects) {
+  std::string out = "[";
+  for (size_t i = 0; i < objects.size(); ++i) out += (i ? ", " : "") + objects[i].str();
+  return add_raw(key, out + "]");
+}
+Object& Object::add_raw(std::string_view key, std::string_view json) {
+  members_.emplace_back(std::string(key), std::string(json));
+  return *this;
+}
+
+std::string Object::str() const {
+  std::string out = "{";
+  for (size_t i = 0; i < members_.size(); ++i)
+    out += (i ? ", " : "") + quote(members_[i].first) + ": " + members_[i].second;
+  return out + "}";
+}
+
+std::string Object::pretty() const {
+  // Nested objects are indented in turn; everything else stays on its member's line.
+  const std::function<std::string(const Object&, const std::string&)> format =
+      [&format](const Object& o, const std::string& indent) {
+        if (o.members_.empty()) return std::string("{}");
+        std::string out = "{\n";
+        for (size_t i = 0; i < o.members_.size(); ++i) {
+          std::string value = o.members_[i].second;
+          for (const auto& [index, nested] : o.nested_)
+            if (index == i) value = format(nested, indent + "  ");
+          out += indent + "  " + quote(o.members_[i].first) + ": " + value +
+                 (i + 1 < o.members_.size() ? ",\n" : "\n");
+        }
+        return out + indent + "}";
+      };
+  return format(*this, "") + "\n";
+}
+
+}  // namespace nmt::json

@@ -1,0 +1,59 @@
+#include "job/dry_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "data/batch_plan.h"
+#include "data/prepare.h"
+#include "job/rank_setup.h"
+#include "train/max_tokens_fit.h"
+#include "train/run_summary.h"
+#include "util/log.h"
+
+namespace nmt::job {
+
+int dry_run(config::RunConfig c, const dist::DeviceInfo& devices, const dist::WorkerEnv& worker) {
+  const auto start = std::chrono::steady_clock::now();
+  c.data.max_tokens = train::max_tokens_to_plan(c.data);
+  const int64_t world = worker.launcher != dist::Launcher::kNone ? worker.world_size
+                                                                 : local_workers(c, devices, worker);
+  const std::filesystem::path run_dir = c.run_dir;
+  data::PreparedData prepared = data::prepare_data(
+      c.data, run_dir, {std::max(1, devices.cpu_cores), static_cast<uint64_t>(c.train.seed)});
+  const auto plan_start = std::chrono::steady_clock::now();
+  data::BatchPlanner planner(prepared.train.cache,
+                             data::plan_options(c.data, world, static_cast<uint64_t>(c.train.seed)));
+  const data::EpochPlan plan = planner.plan_epoch(1);
+  const double plan_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count();
+  const int64_t max_tokens = *c.data.max_tokens;
+  const data::PlanStats ours = plan.stats(max_tokens);
+  const data::PlanStats naive = planner.plan_naive(plan).stats(max_tokens);
+  const int64_t update_freq = data::resolve_update_freq(c.data, world);
+  log::info("dry-run", "{} ranks, {} padded tokens per batch per rank, update_freq {}: epoch 1 "
+            "planned in {:.2f} s",
+            world, max_tokens, update_freq, plan_seconds);
+  std::cout << data::batch_stats_table(ours, naive) << std::flush;
+  const std::filesystem::path stats_file = run_dir / "batch_stats.json";
+  std::ofstream(stats_file) << data::batch_stats_json(ours, naive, world, max_tokens, update_freq,
+                                                      plan_seconds);
+  log::info("dry-run", "wrote {}", stats_file.string());
+
+  train::RunSummary summary;
+  summary.kind = "dry_run";
+  summary.world_size = world;
+  summary.max_tokens = max_tokens;
+  summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.details.add("batch_stats", stats_file.string())
+      .add("plan_seconds", plan_seconds)
+      .add("update_freq", update_freq)
+      .add("steps", ours.steps)
+      .add("padding_efficiency", ours.padding_efficiency)
+      .add("max_rank_token_imbalance", ours.max_rank_token_imbalance);
+  train::write_run_summary(run_dir, summary);
+  return 0;
+}
+
+}  // namespace nmt::job

@@ -1,0 +1,152 @@
+#include "job/rank_setup.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include <ATen/Parallel.h>
+
+#include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/run_metadata.h"
+#include "dist/host_allocator.h"
+#include "dist/process_group.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace nmt::job {
+namespace {
+
+/// This rank's device: its GPU (local rank modulo the GPUs), else the CPU.
+c10::Device pick_device(const dist::DeviceInfo& devices, const dist::WorkerEnv& worker) {
+  if (devices.cuda_devices == 0) return c10::Device(c10::kCPU);
+  return c10::Device(c10::kCUDA,
+                     static_cast<c10::DeviceIndex>(worker.local_rank % devices.cuda_devices));
+}
+
+/// The process group of the job, or null for one process. dist.backend nccl asked for by name
+/// takes the process-group path even for one rank, so that a single GPU can check it.
+std::shared_ptr<dist::Communicator> connect(const config::RunConfig& cfg, c10::Device device,
+                                            const dist::DeviceInfo& devices,
+                                            const dist::WorkerEnv& worker, int64_t local) {
+  if (worker.world_size <= 1 && cfg.dist.backend != dist::Backend::kNccl) return nullptr;
+  const dist::BackendChoice backend = dist::choose_backend(
+      cfg.dist.backend, device.is_cuda(), local, devices.cuda_devices, devices.no_cuda_reason);
+  if (!backend.note.empty() && worker.rank == 0) log::warn("dist", "{}", backend.note);
+  dist::CommunicatorOptions options;
+  options.master_addr = worker.master_addr;
+  options.master_port = worker.master_port;
+  options.listen_fd = worker.rank == 0 ? worker.store_fd : -1;
+  options.rank = worker.rank;
+  options.world_size = worker.world_size;
+  options.agent_store = worker.agent_store;
+  options.restart_count = worker.restart_count;
+  options.timeout = std::chrono::seconds(cfg.dist.timeout_s);
+  options.use_nccl = backend.nccl;
+  options.device = device;
+  return std::make_shared<dist::Communicator>(options);
+}
+
+train::RunSetup run_setup(const config::RunConfig& c, const dist::WorkerEnv& worker,
+                          c10::Device device, std::shared_ptr<dist::Communicator> communicator) {
+  train::RunSetup setup;
+  setup.model = c.model;
+  setup.data = c.data;
+  setup.train = c.train;
+  setup.amp = c.amp;
+  setup.checkpoint = c.checkpoint;
+  setup.dist = c.dist;
+  setup.run_dir = c.run_dir;
+  setup.config_yaml = config::to_yaml(c, /*with_docs=*/false);
+  setup.config_hash = config::config_hash(c);
+  setup.rank = worker.rank;
+  setup.world_size = worker.world_size;
+  setup.device = device;
+  setup.communicator = std::move(communicator);
+  return setup;
+}
+
+}  // namespace
+
+int64_t local_workers(const config::RunConfig& c, const dist::DeviceInfo& devices,
+                      const dist::WorkerEnv& worker) {
+  if (worker.launcher != dist::Launcher::kNone && worker.local_world_size > 0)
+    return worker.local_world_size;
+  if (c.dist.nproc_per_node > 0) return c.dist.nproc_per_node;
+  return devices.cuda_devices > 0 ? devices.cuda_devices : 1;
+}
+
+std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& config,
+                                                       const config::ResumeFrom& from) {
+  using Mode = config::ResumeFrom::Mode;
+  switch (from.mode) {
+    case Mode::kNone:
+      return std::nullopt;
+    case Mode::kPath:
+      return LoadedCheckpoint(from.path, checkpoint::load_checkpoint(from.path));
+    case Mode::kAuto:
+      break;
+  }
+  // A checkpoint of another model (one copied in, or a config changed since) is passed over
+  // for an older one that fits.
+  const auto other_model = [&config](const checkpoint::CheckpointData& data) {
+    const checkpoint::RunMetadata meta =
+        checkpoint::RunMetadata::parse_resumable(data.metadata, data.source.string());
+    return config::model_difference(config, config::parse_stored_config(meta.config, "checkpoint"));
+  };
+  return checkpoint::CheckpointDir(std::filesystem::path(config.run_dir) / "checkpoints",
+                                   config.checkpoint)
+      .load_newest_valid(other_model);
+}
+
+Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
+                 const config::ResumeFrom& resume, const dist::DeviceInfo& devices,
+                 const dist::WorkerEnv& worker) {
+  Rank rank;
+  // The checkpoint resumed from contributes its config (below --set), so read it first.
+  rank.resume = find_resume_checkpoint(cfg, resume);
+  if (rank.resume) {
+    config::ConfigSources sources = command.sources;
+    sources.checkpoint_yaml =
+        checkpoint::RunMetadata::parse(rank.resume->second.metadata, rank.resume->first.string()).config;
+    sources.checkpoint_name = rank.resume->first.string();
+    cfg = config::load_run_config(sources);
+  }
+  const int64_t local = local_workers(cfg, devices, worker);
+  const int threads = cfg.train.threads > 0
+                          ? static_cast<int>(cfg.train.threads)
+                          : std::max(1, devices.cpu_cores / static_cast<int>(local));
+  at::set_num_threads(threads);
+  if (cfg.train.cache_host_memory) {
+    dist::HostAllocatorOptions cache;
+    cache.local_workers = static_cast<int>(local);  // they share the machine's memory
+    dist::install_caching_host_allocator(cache);
+  }
+  const c10::Device device = pick_device(devices, worker);
+  if (device.is_cuda()) dist::use_cuda_device(device.index());
+  log::info("train", "device {}, {} intra-op thread(s), amp {}", device.str(), threads,
+            amp::mode_name(cfg.amp.mode));
+  if (cfg.amp.mode == amp::AmpMode::kFp16 && !device.is_cuda()) {
+    // Measured on the tiny config, 2 threads: fp16 2.70 s a step, fp32 0.145 s, bf16 0.111 s.
+    log::warn("train", "amp.mode fp16 on CPU: LibTorch has few fast half-precision CPU kernels, "
+              "so a step takes many times longer than in fp32 or bf16 (18x on the tiny config); "
+              "use bf16 on CPU");
+  }
+  std::shared_ptr<dist::Communicator> communicator = connect(cfg, device, devices, worker, local);
+  // Rank 0 builds vocabulary and token caches first; the others then only load them.
+  if (communicator && worker.rank != 0) communicator->barrier();
+  rank.data = data::prepare_data(cfg.data, cfg.run_dir, {threads, static_cast<uint64_t>(cfg.train.seed)});
+  if (communicator && worker.rank == 0) communicator->barrier();
+  // data.max_tokens: auto is measured here, then written into the config as a number:
+  // checkpoints store it, so a resumed run plans the same batches.
+  const int64_t ranks_per_device =
+      devices.cuda_devices > 0 ? (local + devices.cuda_devices - 1) / devices.cuda_devices : 1;
+  train::MaxTokensChoice choice =
+      train::choose_max_tokens(run_setup(cfg, worker, device, communicator), rank.data, ranks_per_device);
+  cfg.data.max_tokens = choice.max_tokens;
+  rank.max_tokens_fit = std::move(choice.fit);
+  rank.setup = run_setup(cfg, worker, device, std::move(communicator));
+  rank.config = std::move(cfg);
+  return rank;
+}
+
+}  // namespace nmt::job

@@ -1,0 +1,180 @@
+#include "job/train_job.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "data/prepare.h"
+#include "dist/launcher.h"
+#include "job/dry_run.h"
+#include "job/rank_setup.h"
+#include "train/benchmark_run.h"
+#include "train/run_summary.h"
+#include "train/stop_signal.h"
+#include "train/trainer.h"
+#include "util/log.h"
+
+namespace nmt::job {
+namespace {
+
+/// What a run does
+enum class RunKind { kDryRun, kLaunch, kBenchmark, kTrain };
+
+/// Logs what this invocation would run: devices, workers, data and model shape.
+void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
+              const dist::WorkerEnv& worker) {
+  log::info("plan", "LibTorch {}{}", devices.torch_version,
+            devices.cuda_compiled ? fmt::format(" (CUDA {} build, NCCL {})", devices.cuda_version,
+                                                devices.nccl_version)
+                                  : std::string(" (CPU build)"));
+  for (const std::string& name : devices.device_names) log::info("plan", "GPU: {}", name);
+  const int64_t workers = local_workers(c, devices, worker);
+  if (devices.cuda_devices == 0)
+    log::info("plan", "{}: {} CPU worker(s), Gloo", devices.no_cuda_reason, workers);
+  else
+    log::info("plan", "{} worker(s), one per GPU, NCCL", workers);
+  if (worker.launcher != dist::Launcher::kNone) {
+    log::info("plan", "started by {} as rank {} of {} (local rank {}, pid {})",
+              dist::launcher_name(worker.launcher), worker.rank, worker.world_size,
+              worker.local_rank, ::getpid());
+  }
+  log::info("plan", "run directory {}; config hash {}", c.run_dir, config::config_hash(c));
+  log::info("plan", "model: {}+{} layers, d_model {}, {} heads, ffn {}", c.model.encoder_layers,
+            c.model.decoder_layers, c.model.d_model, c.model.heads, c.model.ffn_dim);
+  log::info("plan", "data: {} / {}; {} padded tokens per batch per rank, update_freq {}",
+            c.data.train_src, c.data.train_tgt, train::describe_max_tokens(c.data),
+            c.data.update_freq);
+}
+
+/// Built-in launcher: prepares the data once, then starts this node's workers (this same
+/// command line in child processes) and supervises them.
+int launch(const config::TrainCommand& command, const config::RunConfig& cfg,
+           const dist::DeviceInfo& devices, const dist::WorkerEnv& worker, int argc, char** argv) {
+  // Vocabulary and token caches are built here, so workers only load them.
+  data::prepare_data(cfg.data, cfg.run_dir,
+                     {std::max(1, devices.cpu_cores), static_cast<uint64_t>(cfg.train.seed)});
+  dist::LaunchOptions options;
+  options.nproc_per_node = static_cast<int>(local_workers(cfg, devices, worker));
+  options.nnodes = command.nnodes;
+  options.node_rank = command.node_rank;
+  options.master_addr = cfg.dist.master_addr;
+  options.master_port = static_cast<int>(cfg.dist.master_port);
+  // Several nodes must agree on a port without talking first: torchrun's default.
+  if (options.nnodes > 1 && options.master_port == 0) options.master_port = 29500;
+  options.max_restarts = command.max_restarts;
+  options.stop_grace = std::chrono::seconds(cfg.dist.stop_grace_s);
+  if (cfg.log.to_file) options.log_dir = std::filesystem::path(cfg.run_dir) / "logs";
+  options.argv.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
+  for (int i = 1; i < argc; ++i) options.argv.emplace_back(argv[i]);
+  log::info("launch", "{} worker(s) on node {} of {}{}", options.nproc_per_node,
+            options.node_rank, options.nnodes,
+            options.max_restarts ? fmt::format(", up to {} restart(s)", options.max_restarts) : "");
+  return dist::launch_workers(options);
+}
+
+/// --benchmark: timed updates; rank 0 prints the table and writes benchmark.json.
+int benchmark(const config::TrainCommand& command, const Rank& rank, train::RunSummary& summary) {
+  train::BenchmarkOptions options;
+  options.steps = command.benchmark_steps;
+  options.warmup = command.benchmark_warmup;
+  options.synthetic = command.synthetic;
+  options.synthetic_length = command.synthetic_length;
+  options.dump_batches = command.dump_batches;
+  log::info("benchmark", "{} warm-up and {} timed update(s){}", options.warmup, options.steps,
+            options.synthetic ? " on synthetic batches" : "");
+  const train::BenchmarkResult result = train::run_benchmark(rank.setup, rank.data, options);
+  summary.kind = "benchmark";
+  summary.final_step = options.warmup + options.steps;
+  summary.peak_memory_mb = result.peak_memory_mb;
+  summary.tokens_per_s = result.tokens_per_s();
+  if (rank.setup.rank != 0) return 0;
+  std::cout << train::benchmark_table(result) << std::flush;
+  const std::filesystem::path file = rank.setup.run_dir / "benchmark.json";
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream(file) << train::benchmark_json(result);
+  log::info("benchmark", "wrote {}", file.string());
+  summary.details.add("benchmark_json", file.string()).add("mfu", result.mfu());
+  return 0;
+}
+
+/// Trains this process's rank.
+int train_rank(Rank& rank, train::RunSummary& summary) {
+  train::Trainer trainer(rank.setup, rank.data);
+  if (rank.resume) trainer.restore(rank.resume->second, rank.resume->first);
+  rank.resume.reset();  // free the loaded tensors before training
+  train::install_stop_handlers();
+  summary = trainer.run();
+  log::info("train", "done: {} steps, epoch {}{}{}; checkpoint {}", summary.final_step,
+            summary.epoch,
+            summary.last_train_loss ? fmt::format(", last train loss {:.4f}", *summary.last_train_loss)
+                                    : std::string(),
+            summary.last_valid_loss ? fmt::format(", valid loss {:.4f}", *summary.last_valid_loss)
+                                    : std::string(),
+            summary.last_checkpoint);
+  return 0;
+}
+
+/// The rank's run (training or benchmark), ending with summary.json from rank 0.
+int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
+             const dist::DeviceInfo& devices, const dist::WorkerEnv& worker, RunKind kind) {
+  const auto start = std::chrono::steady_clock::now();
+  config::ResumeFrom resume = command.resume;
+  if (kind == RunKind::kBenchmark) {
+    resume = {config::ResumeFrom::Mode::kNone, {}};  // a benchmark always starts fresh
+  } else if (worker.restart_count > 0 && resume.mode == config::ResumeFrom::Mode::kNone) {
+    log::info("train", "restart {}: resuming from the newest checkpoint despite --resume none",
+              worker.restart_count);
+    resume.mode = config::ResumeFrom::Mode::kAuto;
+  }
+  Rank rank = set_up_rank(command, cfg, resume, devices, worker);
+  train::RunSummary summary;
+  const int code = kind == RunKind::kBenchmark ? benchmark(command, rank, summary)
+                                               : train_rank(rank, summary);
+  if (rank.setup.rank != 0) return code;
+  summary.world_size = rank.setup.world_size;
+  summary.max_tokens = *rank.config.data.max_tokens;
+  summary.max_tokens_fit = rank.max_tokens_fit;
+  summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  train::write_run_summary(rank.setup.run_dir, summary);
+  return code;
+}
+
+}  // namespace
+
+int run_train_command(const config::TrainCommand& command, int argc, char** argv) {
+  const dist::WorkerEnv worker = dist::detect_worker_env();
+  // Console logging first, so config errors and warnings are formatted like everything else.
+  log::init(log::LogOptions{}, worker.rank, worker.world_size, !worker.launched_by_us);
+  const config::RunConfig cfg = config::load_run_config(command.sources);
+  log::init(cfg.log, worker.rank, worker.world_size, !worker.launched_by_us);
+  dist::show_libtorch_logs(cfg.log.level <= log::Level::kDebug);
+  if (command.print_config) {
+    std::cout << config::to_yaml(cfg) << std::flush;
+    return 0;
+  }
+  // CUDA is probed here even in a launcher: its workers exec a fresh image, so they inherit
+  // no CUDA state.
+  const dist::DeviceInfo devices = dist::probe_devices();
+  RunKind kind = command.benchmark_steps > 0 ? RunKind::kBenchmark : RunKind::kTrain;
+  if (command.dry_run) kind = RunKind::kDryRun;
+  else if (worker.launcher == dist::Launcher::kNone &&
+           (local_workers(cfg, devices, worker) > 1 || command.nnodes > 1))
+    kind = RunKind::kLaunch;
+  if (cfg.log.to_file) {
+    log::add_file_sink(std::filesystem::path(cfg.run_dir) / "logs" /
+                       (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
+                                                 : fmt::format("rank{}.log", worker.rank)));
+  }
+  log_plan(cfg, devices, worker);
+  switch (kind) {
+    case RunKind::kDryRun: return dry_run(cfg, devices, worker);
+    case RunKind::kLaunch: return launch(command, cfg, devices, worker, argc, argv);
+    case RunKind::kBenchmark:
+    case RunKind::kTrain: break;
+  }
+  return run_rank(command, cfg, devices, worker, kind);
+}
+
+}  // namespace nmt::job

@@ -1,0 +1,195 @@
+#include "train/benchmark_run.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "checkpoint/checkpoint_file.h"
+#include "data/prepare.h"
+#include "dist/process_group.h"
+#include "model/flops.h"
+#include "model/transformer.h"
+#include "train/run_setup.h"
+#include "train/updater.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+namespace nmt::train {
+namespace {
+
+/// One batch of fixed shape: sentences of synthetic_length random ids (no padding), as many
+/// as max_tokens allows.
+data::BatchTensors synthetic_batch(const RunSetup& setup, const data::Vocabularies& vocab,
+                                   const BenchmarkOptions& options) {
+  const int64_t length = options.synthetic_length > 0 ? options.synthetic_length
+                                                      : std::max<int64_t>(2, setup.data.max_len / 2);
+  const int64_t sentences = std::max<int64_t>(1, *setup.data.max_tokens / length);
+  data::BatchTensors b = data::random_batch(sentences, length, vocab.src.size(),
+                                            vocab.tgt.size(), vocab.tgt.bos_id());
+  b.global_tgt_tokens = b.tgt_tokens * setup.world_size;
+  return b;
+}
+
+/// --dump-batches: rank 0's batches, its initial parameters and the effective config.
+class BatchDump {
+ public:
+  BatchDump(Updater& updater, const RunSetup& setup, const BenchmarkOptions& options)
+      : setup_(setup), options_(options), vocab_size_(updater.setup().tgt_vocab_size) {
+    for (const auto& item : updater.model()->named_parameters())
+      dump_.tensors.emplace_back("model." + item.key(), item.value().detach().clone().cpu());
+    update_freq_ = updater.setup().update_freq;
+    src_vocab_ = updater.setup().src_vocab_size;
+    pad_id_ = updater.setup().pad_id;
+  }
+
+  /// Wraps `inner` so that every batch it yields is also recorded.
+  BatchSource recording(BatchSource inner) {
+    return [this, inner = std::move(inner)] {
+      data::BatchTensors batch = inner();
+      const size_t i = tokens_.size();
+      dump_.tensors.emplace_back(fmt::format("batch.{}.src", i), batch.src);
+      dump_.tensors.emplace_back(fmt::format("batch.{}.tgt_in", i), batch.tgt_in);
+      dump_.tensors.emplace_back(fmt::format("batch.{}.tgt_out", i), batch.tgt_out);
+      tokens_.push_back(std::to_string(batch.global_tgt_tokens));
+      flops_.push_back(fmt::format("{}", model::training_flops(setup_.model, vocab_size_,
+                                                               batch.src.size(0), batch.src.size(1),
+                                                               batch.tgt_out.size(1))));
+      return batch;
+    };
+  }
+
+  /// Writes the file: the config YAML holds the model, optimizer and amp settings.
+  void write() {
+    dump_.metadata = {
+        {"config", setup_.config_yaml},
+        {"vocab.src_size", std::to_string(src_vocab_)},
+        {"vocab.tgt_size", std::to_string(vocab_size_)},
+        {"vocab.pad_id", std::to_string(pad_id_)},
+        {"benchmark.warmup", std::to_string(options_.warmup)},
+        {"benchmark.steps", std::to_string(options_.steps)},
+        {"benchmark.update_freq", std::to_string(update_freq_)},
+        {"benchmark.synthetic", options_.synthetic ? "true" : "false"},
+        {"benchmark.threads", std::to_string(at::get_num_threads())},
+        {"batch_global_tgt_tokens", fmt::format("{}", fmt::join(tokens_, ","))},
+        {"batch_training_flops", fmt::format("{}", fmt::join(flops_, ","))},
+        {"batches", std::to_string(tokens_.size())},
+    };
+    checkpoint::save_checkpoint(options_.dump_batches, dump_);
+    log::info("benchmark", "wrote {} batches, the initial parameters and the config to {}",
+              tokens_.size(), options_.dump_batches.string());
+  }
+
+ private:
+  const RunSetup& setup_;
+  const BenchmarkOptions& options_;
+  int64_t vocab_size_ = 0, src_vocab_ = 0, pad_id_ = 0, update_freq_ = 1;
+  checkpoint::CheckpointData dump_;
+  std::vector<std::string> tokens_;  ///< global target tokens per batch
+  std::vector<std::string> flops_;   ///< our training FLOPs per batch
+};
+
+/// Sums the figures of all ranks into `r` (memory stays per rank).
+void reduce_over_ranks(const RunSetup& setup, const IntervalStats& timed, double peak_tflops,
+                       double memory_mb, BenchmarkResult& r) {
+  std::vector<double> packed = {timed.src_tokens + 0.0, timed.tgt_tokens + 0.0,
+                                timed.padded_tokens + 0.0, timed.flops, peak_tflops};
+  for (int64_t rank = 0; rank < setup.world_size; ++rank)
+    packed.push_back(rank == setup.rank ? memory_mb : 0.0);
+  at::Tensor sums = at::tensor(packed, at::kDouble);
+  if (setup.communicator) setup.communicator->all_reduce_sum_host(sums);
+  const auto summed = sums.accessor<double, 1>();
+  r.real_tokens = summed[0] + summed[1];
+  r.target_tokens = summed[1];
+  r.padded_tokens = summed[2];
+  r.flops_per_step = summed[3] / double(r.steps);
+  r.peak_tflops = summed[4];
+  for (int64_t rank = 0; rank < setup.world_size; ++rank) r.peak_memory_mb.push_back(summed[5 + rank]);
+}
+
+}  // namespace
+
+BenchmarkResult run_benchmark(const RunSetup& setup, const data::PreparedData& data,
+                              const BenchmarkOptions& options) {
+  NMT_CHECK(options.steps >= 1 && options.warmup >= 0, ConfigError,
+            "--benchmark: expected at least 1 timed step and no negative warm-up, found {} and {}",
+            options.steps, options.warmup);
+  Updater updater(updater_setup(setup, data.vocab));
+  BenchmarkResult r;
+  r.ranks = setup.world_size;
+  r.threads = at::get_num_threads();
+  r.device = setup.device.str();
+  r.amp = amp::mode_name(setup.amp.mode);
+  r.synthetic = options.synthetic;
+  r.warmup = options.warmup;
+  r.steps = options.steps;
+  r.update_freq = updater.setup().update_freq;
+  r.parameters = updater.model()->parameter_count();
+  // Every rank measures at once, so ranks that share a machine share it as in training.
+  const double peak = measure_peak_tflops(setup.device, setup.amp.mode, 1.0, &r.peak_method);
+
+  // Batches: the corpus from the start of epoch 1, or one fixed random batch.
+  std::unique_ptr<data::BatchPrefetcher> prefetcher;
+  BatchSource next_batch;
+  if (options.synthetic) {
+    next_batch = [batch = synthetic_batch(setup, data.vocab, options)] { return batch; };
+  } else {
+    auto planner = std::make_shared<const data::BatchPlanner>(
+        data.train.cache,
+        data::plan_options(setup.data, setup.world_size, static_cast<uint64_t>(setup.train.seed)));
+    prefetcher = std::make_unique<data::BatchPrefetcher>(
+        data.train.cache, planner, setup.rank, data::IteratorState{},
+        data::SpecialIds{data.vocab.src.pad_id(), data.vocab.tgt.bos_id(), data.vocab.tgt.eos_id()},
+        setup.data.prefetch, /*pin_memory=*/setup.device.is_cuda());
+    next_batch = [&prefetcher] { return prefetcher->next(); };
+  }
+  std::unique_ptr<BatchDump> dump;
+  if (!options.dump_batches.empty() && setup.rank == 0) {
+    dump = std::make_unique<BatchDump>(updater, setup, options);
+    next_batch = dump->recording(next_batch);
+  }
+
+  updater.set_sync_phases(true);
+  std::vector<double> step_seconds;
+  IntervalStats timed = IntervalStats::zero(setup.device);
+  Clock::time_point timed_start;
+  for (int64_t i = 0; i < options.warmup + options.steps; ++i) {
+    if (i == options.warmup) {
+      updater.sync_for_timing();
+      if (setup.communicator) setup.communicator->barrier();  // all ranks start the clock together
+      timed_start = Clock::now();
+    }
+    IntervalStats one = IntervalStats::zero(setup.device);
+    const auto t0 = Clock::now();
+    updater.update(i + 1, next_batch, one, /*want_grad_norm=*/false);
+    updater.sync_for_timing();
+    const double seconds = seconds_since(t0);
+    if (i == 0 || i + 1 == options.warmup + options.steps) {
+      const double loss = one.loss_sum.item<double>() / double(std::max<int64_t>(1, one.tgt_tokens));
+      (i == 0 ? r.first_loss : r.last_loss) = loss;
+    }
+    if (i < options.warmup) continue;
+    step_seconds.push_back(seconds);
+    timed.add_counts(one);
+  }
+  r.seconds = seconds_since(timed_start);
+  updater.set_sync_phases(false);
+
+  reduce_over_ranks(setup, timed, peak, updater.peak_memory_mb(), r);
+  const double n = double(options.steps);
+  r.step_time = summarize_step_times(step_seconds);
+  r.data_wait_s = timed.data_wait_s / n;
+  r.forward_s = timed.forward_s / n;
+  r.backward_s = timed.backward_s / n;
+  r.grad_sync_s = timed.sync_s / n;
+  r.optimizer_s = timed.optimizer_s / n;
+  if (dump) dump->write();
+  return r;
+}
+
+}  // namespace nmt::train

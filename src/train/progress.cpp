@@ -1,0 +1,135 @@
+#include "train/progress.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "train/lr_schedule.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+namespace nmt::train {
+namespace {
+
+double perplexity(double nll) { return std::exp(std::min(nll, 50.0)); }
+
+}  // namespace
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+Progress::Progress(const TrainOptions& options, int64_t rank,
+                   const std::filesystem::path& metrics_file, int64_t first_step,
+                   double elapsed_before)
+    : options_(options),
+      live_(rank == 0 && ::isatty(STDERR_FILENO) && log::enabled(log::Level::kInfo)),
+      metrics_(metrics_file, rank == 0),
+      first_step_(first_step),
+      elapsed_before_(elapsed_before) {}
+
+double Progress::elapsed() const { return elapsed_before_ + seconds_since(start_); }
+double Progress::run_seconds() const { return seconds_since(start_); }
+
+double Progress::eta_seconds(int64_t step) const {
+  const double done = double(step - first_step_);
+  if (done <= 0) return NAN;
+  const double per_step = seconds_since(start_) / done;
+  double eta = options_.max_steps > 0 ? per_step * double(options_.max_steps - step) : NAN;
+  if (options_.max_minutes > 0) {
+    const double left = 60.0 * options_.max_minutes - seconds_since(start_);
+    eta = std::isfinite(eta) ? std::min(eta, left) : left;
+  }
+  return eta;
+}
+
+void Progress::tick(int64_t step) {
+  if (!live_) return;
+  std::fprintf(stderr, "\r\033[K[train] step %lld%s | %s elapsed | ETA %s",
+               static_cast<long long>(step),
+               options_.max_steps > 0 ? fmt::format("/{}", options_.max_steps).c_str() : "",
+               format_duration(elapsed()).c_str(), format_duration(eta_seconds(step)).c_str());
+  std::fflush(stderr);
+}
+
+void Progress::clear() {
+  if (!live_) return;
+  std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
+}
+
+double Progress::interval(int64_t step, int64_t epoch, const IntervalTotals& t,
+                          const amp::ScalerStats& scaler, double grad_norm, double peak_mb) {
+  clear();
+  const double tokens = std::max(1.0, t.tgt_tokens);
+  const double loss = t.loss_sum / tokens;
+  const double nll = t.nll_sum / tokens;
+  const double seconds = std::max(1e-9, t.seconds);
+  const double tokens_per_s = (t.tgt_tokens + t.src_tokens) / seconds;
+  const double eta = eta_seconds(step);
+  const double lr = learning_rate(options_, step);
+  log::info("train",
+            "step {}{} | epoch {} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | lr {:.3g} | {:.0f} "
+            "tok/s | gnorm {:.3f} | scale {:g} | {} MiB | {} elapsed, ETA {}",
+            step, options_.max_steps > 0 ? fmt::format("/{}", options_.max_steps) : "", epoch,
+            loss, nll, perplexity(nll), lr, tokens_per_s, grad_norm, scaler.scale,
+            static_cast<int64_t>(peak_mb), format_duration(elapsed()), format_duration(eta));
+  if (scaler.skipped_total > skipped_logged_) {
+    log::warn("train", "{} update(s) skipped for non-finite gradients so far (loss scale now {:g})",
+              scaler.skipped_total, scaler.scale);
+    skipped_logged_ = scaler.skipped_total;
+  }
+  json::Object record;
+  record.add("type", "train")
+      .add("step", step)
+      .add("epoch", epoch)
+      .add("loss", loss)
+      .add("nll", nll)
+      .add("ppl", perplexity(nll))
+      .add("lr", lr)
+      .add("tokens_per_s", tokens_per_s)
+      .add("padded_tokens_per_s", t.padded_tokens / seconds)
+      .add("grad_norm", grad_norm)
+      .add("loss_scale", scaler.scale)
+      .add("skipped_updates", scaler.skipped_total)
+      .add("peak_memory_mb", peak_mb)
+      .add("data_wait_s", t.data_wait_s)
+      .add("forward_s", t.forward_s)
+      .add("backward_s", t.backward_s)
+      .add("grad_sync_s", t.sync_s)
+      .add("optimizer_s", t.optimizer_s)
+      .add("interval_s", seconds)
+      .add("elapsed_s", elapsed())
+      .add("eta_s", eta);
+  metrics_.write(record);
+  return loss;
+}
+
+void Progress::validation(int64_t step, int64_t epoch, const ValidationResult& v) {
+  clear();
+  log::info("valid", "step {} | epoch {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}{} | {:.1f} s",
+            step, epoch, v.loss, v.nll, perplexity(v.nll),
+            v.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *v.bleu, *v.chrf) : "",
+            v.best ? " | best" : fmt::format(" | {} without improvement", v.without_improvement),
+            v.seconds);
+  json::Object record;
+  record.add("type", "valid")
+      .add("step", step)
+      .add("epoch", epoch)
+      .add("loss", v.loss)
+      .add("nll", v.nll)
+      .add("ppl", perplexity(v.nll))
+      .add("tokens", v.tokens);
+  if (v.bleu) record.add("bleu", *v.bleu).add("chrf", *v.chrf);
+  record.add("best", v.best).add("seconds", v.seconds);
+  metrics_.write(record);
+}
+
+}  // namespace nmt::train

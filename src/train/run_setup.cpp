@@ -1,0 +1,43 @@
+#include "train/run_setup.h"
+
+#include <fmt/format.h>
+
+#include "data/prepare.h"
+#include "data/vocab.h"
+#include "util/error.h"
+
+namespace nmt::train {
+
+std::string vocab_fingerprint(const data::Vocabularies& vocab) {
+  return vocab.joint ? vocab.src.fingerprint()
+                     : vocab.src.fingerprint() + "+" + vocab.tgt.fingerprint();
+}
+
+UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab,
+                           int64_t max_tokens) {
+  if (max_tokens == 0) {
+    NMT_CHECK(run.data.max_tokens.has_value(), ConfigError,
+              "data.max_tokens auto must be resolved (train/max_tokens_fit.h) before training");
+    max_tokens = *run.data.max_tokens;
+  }
+  UpdaterSetup u;
+  u.model = run.model;
+  u.train = run.train;
+  u.amp = run.amp;
+  u.dist = run.dist;
+  u.src_vocab_size = vocab.src.size();
+  u.tgt_vocab_size = vocab.tgt.size();
+  u.pad_id = vocab.src.pad_id();
+  u.max_tokens = max_tokens;
+  data::DataOptions data = run.data;
+  data.max_tokens = max_tokens;
+  u.update_freq = data::resolve_update_freq(data, run.world_size);
+  u.rank = run.rank;
+  u.world_size = run.world_size;
+  u.device = run.device;
+  u.communicator = run.communicator;
+  u.identity = fmt::format("config {} | vocabulary {}", run.config_hash, vocab_fingerprint(vocab));
+  return u;
+}
+
+}  // namespace nmt::train

@@ -1,0 +1,54 @@
+#pragma once
+// Everything one rank's run is built from (the training loop, the benchmark and the
+// max_tokens auto fit take it), and the pieces of it that each component needs.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "amp/amp_options.h"
+#include "checkpoint/checkpoint_options.h"
+#include "data/data_options.h"
+#include "dist/dist_options.h"
+#include "model/model_options.h"
+#include "train/train_options.h"
+#include "train/updater.h"
+
+namespace nmt::data {
+struct Vocabularies;
+}
+namespace nmt::dist {
+class Communicator;
+}
+
+namespace nmt::train {
+
+/// One rank's run.
+struct RunSetup {
+  model::ModelOptions model;
+  data::DataOptions data;           ///< max_tokens resolved, except while max_tokens_fit runs
+  TrainOptions train;
+  amp::AmpOptions amp;
+  checkpoint::CheckpointOptions checkpoint;
+  dist::DistOptions dist;           ///< bucket size and overlap of the gradient all-reduce
+  std::filesystem::path run_dir;    ///< checkpoints/, metrics.jsonl and summary.json go here
+  std::string config_yaml;          ///< effective config, stored in every checkpoint
+  std::string config_hash;          ///< config_hash() of it
+  int64_t rank = 0;                 ///< this process's rank
+  int64_t world_size = 1;           ///< ranks in the job
+  c10::Device device = c10::Device(c10::kCPU);  ///< where the model trains
+  /// The process group of the ranks (null for one process): gradients are summed over it.
+  std::shared_ptr<dist::Communicator> communicator;
+};
+
+/// The fingerprint of the vocabulary (both models' when they are separate).
+std::string vocab_fingerprint(const data::Vocabularies& vocab);
+
+/// What the Updater of this run is built from; max_tokens is `max_tokens`, or data.max_tokens.
+UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab,
+                           int64_t max_tokens = 0);
+
+}  // namespace nmt::train

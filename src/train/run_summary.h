@@ -1,0 +1,59 @@
+#pragma once
+// <run_dir>/summary.json: what a run did, for scripts (written by rank 0 at the end of every
+// run: training, benchmark, dry run). Scripts read it, and benchmark.json and
+// batch_stats.json, instead of log lines meant for people.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/max_tokens_fit.h"
+#include "util/json.h"
+
+namespace nmt::train {
+
+/// Why a training run ended.
+enum class StopReason {
+  kMaxSteps,      ///< train.max_steps reached
+  kMaxEpochs,     ///< train.max_epochs done
+  kMaxMinutes,    ///< train.max_minutes reached
+  kSignal,        ///< SIGINT or SIGTERM
+  kEarlyStop,     ///< train.patience validations without improvement
+  kAlreadyDone,   ///< resumed at or past train.max_steps: nothing to do
+  kCompleted,     ///< not a training run (benchmark, dry run): it ran to its end
+};
+
+/// The name summary.json gives a stop reason ("max_steps", "signal", ...).
+const char* stop_reason_name(StopReason reason);
+
+/// What summary.json holds.
+struct RunSummary {
+  std::string kind = "train";     ///< "train", "benchmark" or "dry_run"
+  StopReason stop_reason = StopReason::kCompleted;
+  int64_t final_step = 0;         ///< updates done in total (resumed ones included)
+  int64_t epoch = 0;              ///< epoch of the last update
+  int64_t world_size = 1;         ///< ranks
+  std::vector<std::string> parameter_hashes;  ///< per rank: XXH64 of the final parameters
+  std::vector<double> peak_memory_mb;         ///< per rank: GPU max allocated or host max RSS
+  int64_t max_tokens = 0;                     ///< the budget of each rank's batches
+  std::optional<MaxTokensFit> max_tokens_fit; ///< with data.max_tokens: auto
+  std::optional<std::string> resumed_from;    ///< checkpoint file this run started from
+  std::optional<int64_t> resumed_step;        ///< its step
+  std::optional<double> last_train_loss;      ///< per-token loss of the last logged interval
+  std::optional<double> last_valid_loss;      ///< per-token loss of the last validation
+  std::string last_checkpoint;                ///< checkpoint written at the end ("" if none)
+  double tokens_per_s = 0;        ///< real (source + target) tokens per second, all ranks,
+                                  ///< over this run's training time (validation excluded)
+  double wall_s = 0;              ///< wall time of this process's run
+  json::Object details;           ///< kind-specific figures (benchmark, dry run)
+};
+
+/// The JSON text of a summary.
+std::string run_summary_json(const RunSummary& summary);
+
+/// Writes <run_dir>/summary.json atomically (a temp file renamed over it).
+void write_run_summary(const std::filesystem::path& run_dir, const RunSummary& summary);
+
+}  // namespace nmt::train

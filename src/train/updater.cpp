@@ -1,0 +1,232 @@
+#include "train/updater.h"
+
+#include <algorithm>
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include "amp/autocast.h"
+#include "amp/loss_scaler.h"
+#include "dist/device.h"
+#include "dist/gradient_reducer.h"
+#include "dist/process_group.h"
+#include "model/flops.h"
+#include "model/transformer.h"
+#include "train/grad_utils.h"
+#include "train/loss.h"
+#include "train/lr_schedule.h"
+#include "train/optimizer.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+namespace nmt::train {
+IntervalStats IntervalStats::zero(c10::Device device) {
+  IntervalStats i;
+  i.loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device));
+  i.nll_sum = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device));
+  return i;
+}
+
+void IntervalStats::add_counts(const IntervalStats& o) {
+  tgt_tokens += o.tgt_tokens;
+  src_tokens += o.src_tokens;
+  padded_tokens += o.padded_tokens;
+  updates += o.updates;
+  data_wait_s += o.data_wait_s;
+  forward_s += o.forward_s;
+  backward_s += o.backward_s;
+  sync_s += o.sync_s;
+  optimizer_s += o.optimizer_s;
+  flops += o.flops;
+}
+
+struct Updater::State {
+  UpdaterSetup setup;
+  model::Transformer model{nullptr};
+  std::vector<at::Tensor> params;
+  std::unique_ptr<AdamOptimizer> optimizer;
+  std::unique_ptr<amp::DynamicLossScaler> scaler;
+  std::unique_ptr<dist::GradientReducer> reducer;
+  /// fp16: the token-summed loss is divided by it before scaling (see the constructor).
+  double loss_normalizer = 1.0;
+  bool sync_phases = false;
+  at::Tensor last_grad_norm;
+
+  dist::Communicator* comm() const { return setup.communicator.get(); }
+
+  /// The loss of a batch on the device, under autocast.
+  LossSums forward(const at::Tensor& src, const at::Tensor& tgt_in, const at::Tensor& tgt_out) {
+    amp::AutocastScope autocast(setup.amp.mode, setup.device.type());
+    const at::Tensor logits = model->forward(src, tgt_in);
+    return label_smoothed_cross_entropy(logits, tgt_out, setup.train.label_smoothing,
+                                        setup.pad_id);
+  }
+
+  /// Adds the gradients of a batch's loss, scaled for fp16.
+  void backward(const LossSums& sums) {
+    scaler->scale(loss_normalizer == 1.0 ? sums.loss : sums.loss / loss_normalizer).backward();
+  }
+
+  /// Refuses to train together unless every rank has the same identity and parameter count.
+  void check_ranks_agree() {
+    const std::string mine =
+        fmt::format("{} | {} parameters", setup.identity, model->parameter_count());
+    const std::vector<std::string> all = comm()->all_gather_strings(mine);
+    for (size_t r = 1; r < all.size(); ++r) {
+      NMT_CHECK(all[r] == all[0], DistError,
+                "ranks disagree: rank 0 has {}, rank {} has {}; every rank must run the same "
+                "config (compare with --print-config) and data",
+                all[0], r, all[r]);
+    }
+  }
+};
+
+Updater::Updater(UpdaterSetup setup) : s_(std::make_unique<State>()) {
+  s_->setup = std::move(setup);
+  const UpdaterSetup& u = s_->setup;
+  // Same initial parameters on every rank; dropout streams differ per rank.
+  at::manual_seed(static_cast<uint64_t>(u.train.seed));
+  s_->model = model::Transformer(u.model, u.src_vocab_size, u.tgt_vocab_size, u.pad_id);
+  s_->model->to(u.device);
+  at::manual_seed(static_cast<uint64_t>(u.train.seed) * 1000003u + static_cast<uint64_t>(u.rank) + 1);
+  NamedTensors named;
+  for (const auto& item : s_->model->named_parameters()) named.emplace_back(item.key(), item.value());
+  s_->optimizer = std::make_unique<AdamOptimizer>(named, u.train);
+  for (const auto& [name, tensor] : named) s_->params.push_back(tensor);
+  s_->scaler = std::make_unique<amp::DynamicLossScaler>(u.amp, u.device,
+                                                         u.amp.mode == amp::AmpMode::kFp16);
+  // The loss is a sum over tokens, so its weight gradients are about as many times larger
+  // than a mean loss's as an update has target tokens. Under fp16 loss scaling that would
+  // overflow half precision until the scale had fallen by that factor, skipping the first
+  // ~log2(tokens) updates; so the summed loss is divided by a fixed bound of the update's
+  // target tokens before scaling, and unscaling multiplies it back. Exact up to rounding;
+  // without fp16 the loss is left as it is.
+  if (s_->scaler->enabled())
+    s_->loss_normalizer = double(u.max_tokens) * double(u.world_size) * double(u.update_freq);
+  if (!s_->comm()) return;
+  s_->check_ranks_agree();
+  {
+    at::NoGradGuard no_grad;
+    s_->comm()->broadcast(s_->params, 0);  // every rank starts from rank 0's parameters
+  }
+  s_->reducer = std::make_unique<dist::GradientReducer>(
+      s_->params, u.communicator, dist::GradientReducerOptions{u.dist.bucket_mb, u.dist.overlap});
+  log::info("train", "{} ranks ({}); gradients summed in {} bucket(s) of about {} MB{}",
+            s_->comm()->world_size(), s_->comm()->backend_name(), s_->reducer->num_buckets(),
+            u.dist.bucket_mb, u.dist.overlap ? ", overlapping backward" : ", after backward");
+}
+
+Updater::~Updater() = default;
+
+UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
+                               IntervalStats& interval, bool want_grad_norm) {
+  State& s = *s_;
+  const UpdaterSetup& u = s.setup;
+  s.model->train();
+  s.optimizer->zero_grad();
+  int64_t update_tokens = 0;
+  UpdatePosition position;
+  for (int64_t k = 0; k < u.update_freq; ++k) {
+    const auto wait_start = Clock::now();
+    data::BatchTensors batch = next_batch();
+    interval.data_wait_s += seconds_since(wait_start);
+    update_tokens += batch.global_tgt_tokens;
+    position = {batch.epoch, batch.next};
+    interval.tgt_tokens += batch.tgt_tokens;
+    interval.src_tokens += batch.src_tokens;
+    interval.padded_tokens += batch.src.numel() + batch.tgt_out.numel();
+    if (s.reducer) s.reducer->set_sync(k + 1 == u.update_freq);
+    if (batch.empty()) continue;  // a rank without data this step still joins the update
+    const bool non_blocking = u.device.is_cuda();
+    const at::Tensor src = batch.src.to(u.device, non_blocking);
+    const at::Tensor tgt_in = batch.tgt_in.to(u.device, non_blocking);
+    const at::Tensor tgt_out = batch.tgt_out.to(u.device, non_blocking);
+    interval.flops += model::training_flops(u.model, u.tgt_vocab_size, src.size(0), src.size(1),
+                                            tgt_out.size(1));
+    sync_for_timing();
+    const auto t0 = Clock::now();
+    const LossSums sums = s.forward(src, tgt_in, tgt_out);
+    sync_for_timing();
+    const auto t1 = Clock::now();
+    s.backward(sums);
+    sync_for_timing();
+    interval.forward_s += std::chrono::duration<double>(t1 - t0).count();
+    interval.backward_s += seconds_since(t1);
+    interval.loss_sum.add_(sums.loss.detach());
+    interval.nll_sum.add_(sums.nll);
+  }
+  // One mark per update, where a rank enters the gradient all-reduce: peers name a rank that
+  // stalls before it (a failed collective reports who is behind), at one store write a step.
+  if (s.comm()) s.comm()->mark_progress(fmt::format("step {}: backward done", step));
+  auto t0 = Clock::now();
+  if (s.reducer) {
+    s.reducer->finalize();  // .grad is now the sum over all ranks
+    sync_for_timing();
+    interval.sync_s += seconds_since(t0);
+    t0 = Clock::now();
+  }
+  std::vector<at::Tensor> grads;
+  grads.reserve(s.params.size());
+  for (at::Tensor& p : s.params) {
+    // A parameter no batch reached (e.g. all ranks empty) gets a zero gradient.
+    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+    grads.push_back(p.grad());
+  }
+  // Loss is a sum over tokens: dividing by the update's global target-token count makes the
+  // result independent of how tokens are split across ranks and accumulation steps.
+  const at::Tensor divisor =
+      at::full({}, static_cast<double>(std::max<int64_t>(1, update_tokens)) / s.loss_normalizer,
+               at::TensorOptions().dtype(at::kFloat).device(u.device));
+  s.scaler->unscale_(grads, divisor);
+  // The norm is needed to clip, else only for the log line: skip the pass over every gradient
+  // when neither wants it.
+  if (u.train.clip_norm > 0 || want_grad_norm)
+    s.last_grad_norm = clip_grad_norm_(grads, u.train.clip_norm);
+  s.optimizer->step(learning_rate(u.train, step), &s.scaler->found_inf());
+  s.scaler->update();
+  sync_for_timing();
+  interval.optimizer_s += seconds_since(t0);
+  ++interval.updates;
+  return position;
+}
+
+void Updater::forward_backward(const data::BatchTensors& batch) {
+  const c10::Device device = s_->setup.device;
+  s_->model->train();
+  s_->backward(s_->forward(batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device)));
+}
+
+void Updater::zero_grad() { s_->optimizer->zero_grad(); }
+
+void Updater::set_sync_phases(bool sync) { s_->sync_phases = sync; }
+
+void Updater::set_gradient_sync(bool sync) {
+  if (s_->reducer) s_->reducer->set_sync(sync);
+}
+
+model::Transformer& Updater::model() { return s_->model; }
+AdamOptimizer& Updater::optimizer() { return *s_->optimizer; }
+amp::DynamicLossScaler& Updater::scaler() { return *s_->scaler; }
+const UpdaterSetup& Updater::setup() const { return s_->setup; }
+const at::Tensor& Updater::last_grad_norm() const { return s_->last_grad_norm; }
+
+int64_t Updater::gradient_bucket_bytes() const {
+  if (!s_->reducer) return 0;
+  int64_t bytes = 0;
+  for (const at::Tensor& p : s_->params) bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  return bytes;
+}
+
+double Updater::peak_memory_mb() const {
+  const c10::Device device = s_->setup.device;
+  return double(device.is_cuda() ? dist::peak_cuda_memory_bytes(device.index())
+                                 : dist::peak_host_memory_bytes()) /
+         (1 << 20);
+}
+
+void Updater::sync_for_timing() const {
+  if (s_->sync_phases && s_->setup.device.is_cuda()) dist::synchronize_cuda(s_->setup.device.index());
+}
+
+}  // namespace nmt::train

@@ -1,0 +1,146 @@
+#include "train/validator.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "amp/autocast.h"
+#include "data/batch_tensors.h"
+#include "data/corpus_reader.h"
+#include "data/prepare.h"
+#include "decode/search.h"
+#include "dist/process_group.h"
+#include "eval/bleu.h"
+#include "eval/chrf.h"
+#include "model/transformer.h"
+#include "train/loss.h"
+#include "util/error.h"
+
+namespace nmt::train {
+namespace {
+
+/// Sums a small CPU tensor over all ranks (a no-op for one process).
+void all_reduce(dist::Communicator* comm, at::Tensor& t) {
+  if (comm) comm->all_reduce_sum_host(t);
+}
+
+}  // namespace
+
+struct Validator::State {
+  RunSetup setup;
+  const data::PreparedData& data;
+  std::vector<std::string> references;  ///< validation target lines, for BLEU and chrF
+
+  State(const RunSetup& s, const data::PreparedData& d) : setup(s), data(d) {}
+
+  /// BLEU and chrF of all ranks' translations: sacreBLEU statistics summed over ranks.
+  void score(const std::vector<std::string>& hypotheses, const std::vector<std::string>& refs,
+             ValidationResult* v) {
+    eval::BleuStats bleu = eval::bleu_stats(hypotheses, {refs});
+    eval::ChrfStats chrf = eval::chrf_stats(hypotheses, {refs});
+    std::vector<double> packed = {double(bleu.sys_len), double(bleu.ref_len)};
+    for (int n = 0; n < 4; ++n) packed.push_back(double(bleu.counts[n]));
+    for (int n = 0; n < 4; ++n) packed.push_back(double(bleu.totals[n]));
+    for (int64_t x : chrf.stats) packed.push_back(double(x));
+    at::Tensor t = at::tensor(packed, at::kDouble);
+    all_reduce(setup.communicator.get(), t);
+    const auto sum = t.accessor<double, 1>();
+    bleu.sys_len = static_cast<int64_t>(sum[0]);
+    bleu.ref_len = static_cast<int64_t>(sum[1]);
+    for (int n = 0; n < 4; ++n) bleu.counts[n] = static_cast<int64_t>(sum[2 + n]);
+    for (int n = 0; n < 4; ++n) bleu.totals[n] = static_cast<int64_t>(sum[6 + n]);
+    for (size_t i = 0; i < chrf.stats.size(); ++i) chrf.stats[i] = static_cast<int64_t>(sum[10 + i]);
+    v->bleu = eval::compute_bleu(bleu).score;
+    v->chrf = eval::compute_chrf(chrf).score;
+  }
+};
+
+Validator::Validator(const RunSetup& setup, const data::PreparedData& data)
+    : s_(std::make_unique<State>(setup, data)) {
+  NMT_CHECK(data.valid.has_value(), ConfigError, "validation needs data.valid_src and data.valid_tgt");
+  if (setup.train.valid_translate) {
+    data::LineReader reader(setup.data.valid_tgt);
+    for (std::string line; reader.next(&line);) s_->references.push_back(line);
+  }
+}
+
+Validator::~Validator() = default;
+
+ValidationResult Validator::validate(model::Transformer& model) {
+  const auto start = std::chrono::steady_clock::now();
+  const RunSetup& setup = s_->setup;
+  const data::PreparedData& data = s_->data;
+  model->eval();
+  at::NoGradGuard no_grad;
+  const data::BatchPlanner planner(
+      data.valid->cache,
+      data::plan_options(setup.data, setup.world_size, static_cast<uint64_t>(setup.train.seed)));
+  const data::EpochPlan plan = planner.plan_epoch(1);
+  at::Tensor loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(setup.device));
+  at::Tensor nll = at::zeros_like(loss);
+  int64_t tokens = 0;
+  const data::SpecialIds ids{data.vocab.src.pad_id(), data.vocab.tgt.bos_id(), data.vocab.tgt.eos_id()};
+  std::vector<std::string> hypotheses, references;
+  for (const data::Step& step : plan.steps) {
+    const data::Batch& batch = step.batches[static_cast<size_t>(setup.rank)];
+    if (batch.size() == 0) continue;
+    const auto t = data::make_batch_tensors(data.valid->cache, batch, ids);
+    amp::AutocastScope autocast(setup.amp.mode, setup.device.type());
+    const at::Tensor src = t.src.to(setup.device);
+    const at::Tensor logits = model->forward(src, t.tgt_in.to(setup.device));
+    const LossSums sums = label_smoothed_cross_entropy(
+        logits, t.tgt_out.to(setup.device), setup.train.label_smoothing, data.vocab.tgt.pad_id());
+    loss.add_(sums.loss.to(at::kDouble));
+    nll.add_(sums.nll.to(at::kDouble));
+    tokens += t.tgt_tokens;
+    if (!setup.train.valid_translate) continue;
+    decode::SearchOptions search;
+    search.beam = setup.train.valid_beam;
+    search.nbest = 1;
+    const auto found = decode::search(*model, src, {ids.bos, ids.eos, ids.pad}, search);
+    for (size_t row = 0; row < found.size(); ++row) {
+      hypotheses.push_back(data.vocab.tgt.decode(found[row].front().tokens));
+      const int64_t line = data.valid->cache.line_number(batch.pairs[row]);
+      references.push_back(s_->references.at(static_cast<size_t>(line - 1)));
+    }
+  }
+  at::Tensor sums = at::stack({loss.cpu(), nll.cpu(), at::scalar_tensor(double(tokens), at::kDouble)});
+  all_reduce(setup.communicator.get(), sums);
+  ValidationResult v;
+  v.tokens = static_cast<int64_t>(sums[2].item<double>());
+  v.loss = sums[0].item<double>() / double(std::max<int64_t>(1, v.tokens));
+  v.nll = sums[1].item<double>() / double(std::max<int64_t>(1, v.tokens));
+  if (setup.train.valid_translate) s_->score(hypotheses, references, &v);
+  switch (setup.train.best_metric) {
+    case BestMetric::kLoss: v.selection = v.loss; break;
+    case BestMetric::kBleu: v.selection = -*v.bleu; break;
+    case BestMetric::kChrf: v.selection = -*v.chrf; break;
+  }
+  v.best = !record_.best_selection || v.selection < *record_.best_selection;
+  if (v.best) {
+    record_.best_selection = v.selection;
+    record_.without_improvement = 0;
+  } else {
+    ++record_.without_improvement;
+  }
+  v.without_improvement = record_.without_improvement;
+  v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return v;
+}
+
+bool Validator::patience_exhausted() const {
+  return s_->setup.train.patience > 0 && record_.without_improvement >= s_->setup.train.patience;
+}
+
+const char* Validator::metric_name() const {
+  switch (s_->setup.train.best_metric) {
+    case BestMetric::kBleu: return "BLEU";
+    case BestMetric::kChrf: return "chrF";
+    case BestMetric::kLoss: break;
+  }
+  return "validation loss";
+}
+
+}  // namespace nmt::train

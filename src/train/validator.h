@@ -1,0 +1,65 @@
+#pragma once
+// Validation during training: the loss on the validation set and, with
+// train.valid_translate, its translations (decode/) scored with sacreBLEU's BLEU and chrF
+// (eval/), each rank taking its share and the sums reduced over the ranks. It also keeps the
+// record that picks the best checkpoint and drives early stopping (train.best_metric,
+// train.patience), which checkpoints save and a resumed run restores. The decode and eval
+// dependencies of training live here and nowhere else.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "train/run_setup.h"
+
+namespace nmt::data {
+struct PreparedData;
+}
+
+namespace nmt::train {
+
+/// What one validation measured and decided.
+struct ValidationResult {
+  double loss = 0;              ///< per-token validation loss (label-smoothed)
+  double nll = 0;               ///< per-token negative log-likelihood
+  int64_t tokens = 0;           ///< target tokens of the validation set (all ranks)
+  std::optional<double> bleu;   ///< with train.valid_translate
+  std::optional<double> chrf;   ///< with train.valid_translate
+  double selection = 0;         ///< lower is better: loss, or minus BLEU or chrF
+  bool best = false;            ///< the best selection so far
+  int64_t without_improvement = 0;  ///< validations since the best one
+  double seconds = 0;           ///< wall time of the validation
+};
+
+/// The record of the run's validations that checkpoints keep.
+struct ValidationRecord {
+  std::optional<double> best_selection;  ///< best selection so far (lower is better)
+  int64_t without_improvement = 0;       ///< validations since the best one
+};
+
+/// Validates one rank's model.
+class Validator {
+ public:
+  /// Needs data.valid (the validation set prepared with the training data).
+  Validator(const RunSetup& setup, const data::PreparedData& data);
+  ~Validator();
+  Validator(const Validator&) = delete;
+  Validator& operator=(const Validator&) = delete;
+
+  /// Validates `model` (every rank must call it) and updates the record.
+  ValidationResult validate(model::Transformer& model);
+  /// The record so far, and restoring it on resume.
+  const ValidationRecord& record() const { return record_; }
+  void restore(const ValidationRecord& record) { record_ = record; }
+  /// True when train.patience validations in a row brought no improvement.
+  bool patience_exhausted() const;
+  /// "validation loss", "BLEU" or "chrF": what train.best_metric ranks by.
+  const char* metric_name() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+  ValidationRecord record_;
+};
+
+}  // namespace nmt::train
