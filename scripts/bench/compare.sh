@@ -118,18 +118,25 @@ def load(name):
         return json.load(f)
 def median(key, runs, sub=None):
     return statistics.median(r[key][sub] if sub else r[key] for r in runs)
+def percent(key, runs):
+    # MFU is null where the hardware's peak is unknown (e.g. a CPU without cpufreq).
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return f"{100 * statistics.median(values):.1f}%" if values else "?"
 first = load(f"{rows[0]}-ours-1")
 print(f"device {first['device']}, {first['threads_per_rank']} thread(s), "
       f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}, medians of {reps} repetition(s)\n")
+print(f"MFU: model FLOPs on real tokens against the hardware's peak ({first['hardware_peak_source']});"
+      f" ceiling: the same against the matmul peak measured here ({first['peak_method']})\n")
 print(f"{'config':<12}{'ours tok/s':>11}{'ref tok/s':>11}{'ratio':>7}{'ours step s':>13}"
-      f"{'ref step s':>12}{'ours MFU':>10}{'ref MFU':>9}")
+      f"{'ref step s':>12}{'ours MFU':>10}{'ref MFU':>9}{'ours ceil':>11}{'ref ceil':>10}")
 for row in rows:
     ours = [load(f"{row}-ours-{i}") for i in range(1, reps + 1)]
     ref = [load(f"{row}-ref-{i}") for i in range(1, reps + 1)]
     o, r = median("tokens_per_s", ours), median("tokens_per_s", ref)
     print(f"{row:<12}{o:>11.0f}{r:>11.0f}{o / r:>6.2f}x{median('step_time_s', ours, 'median'):>13.3f}"
-          f"{median('step_time_s', ref, 'median'):>12.3f}{100 * median('mfu', ours):>9.1f}%"
-          f"{100 * median('mfu', ref):>8.1f}%")
+          f"{median('step_time_s', ref, 'median'):>12.3f}{percent('mfu', ours):>10}"
+          f"{percent('mfu', ref):>9}{percent('matmul_ceiling_fraction', ours):>11}"
+          f"{percent('matmul_ceiling_fraction', ref):>10}")
 print("\nsplit per step (s)   data    fwd     bwd     sync    optim")
 for row in rows:
     for side in ("ours", "ref"):

@@ -157,7 +157,11 @@ class BenchConfig:
     synthetic: bool
     threads: int
     batch_tokens: list  # global target tokens per batch
-    batch_flops: list  # the C++ model-FLOP count per batch (forward + backward)
+    batch_flops: list  # the C++ model FLOPs per batch on real tokens (forward + backward)
+    batch_kernel_flops: list  # the C++ FLOPs of each padded batch, every attention score
+    batch0_weight_flops: float  # batch 0's products with weights only (no scores, context)
+    hardware_peak_tflops: float  # the device's peak by nmt-train's table; 0: unknown
+    hardware_peak_source: str
 
     @staticmethod
     def from_metadata(meta):
@@ -169,6 +173,10 @@ class BenchConfig:
             threads=int(meta["benchmark.threads"]),
             batch_tokens=[int(x) for x in meta["batch_global_tgt_tokens"].split(",")],
             batch_flops=[float(x) for x in meta["batch_training_flops"].split(",")],
+            batch_kernel_flops=[float(x) for x in meta["batch_kernel_flops"].split(",")],
+            batch0_weight_flops=float(meta["batch0_weight_flops"]),
+            hardware_peak_tflops=float(meta["hardware_peak_tflops"]),
+            hardware_peak_source=meta["hardware_peak_source"],
         )
 
 
@@ -431,8 +439,12 @@ def learning_rate(cfg, update):
 
 
 def make_optimizer(params, cfg):
-    kind = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
-    kwargs = dict(lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+    if cfg.optimizer == "sgd":  # plain SGD: checks that the gradients have the right scale
+        kind = torch.optim.SGD
+        kwargs = dict(lr=cfg.lr, momentum=0.0, weight_decay=cfg.weight_decay)
+    else:
+        kind = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
+        kwargs = dict(lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
     try:
         return kind(params, fused=True, **kwargs)
     except (RuntimeError, ValueError) as e:
@@ -668,8 +680,12 @@ def build_report(device, tcfg, bench, model, batches, measured, peak, method, me
     real = sum(b.src_tokens + b.tgt_tokens for b in timed)
     target = sum(b.tgt_tokens for b in timed)
     padded = sum(b.src.numel() + b.tgt_out.numel() for b in timed)
+    # Model FLOPs on real tokens, by the C++ formula: a definition both sides share (the
+    # formula's matrix products are checked against FlopCounterMode, flopcounter_batch0).
     flops_per_step = sum(bench.batch_flops[bench.warmup * bench.update_freq :]) / n
+    kernel_flops_per_step = sum(bench.batch_kernel_flops[bench.warmup * bench.update_freq :]) / n
     achieved = flops_per_step * n / seconds / 1e12
+    hardware = bench.hardware_peak_tflops
     return {
         "ranks": 1,
         "threads_per_rank": torch.get_num_threads(),
@@ -688,10 +704,14 @@ def build_report(device, tcfg, bench, model, batches, measured, peak, method, me
         "time_split_s": {phase: total / n for phase, total in phases.items()},
         "peak_memory_mb": [memory_mb],
         "model_flops_per_step": flops_per_step,
+        "kernel_flops_per_step": kernel_flops_per_step,
         "achieved_tflops": achieved,
+        "hardware_peak_tflops": hardware if hardware > 0 else None,
+        "hardware_peak_source": bench.hardware_peak_source,
+        "mfu": achieved / hardware if hardware > 0 else None,
         "peak_tflops": peak,
         "peak_method": method,
-        "mfu": achieved / peak if peak > 0 else 0.0,
+        "matmul_ceiling_fraction": achieved / peak if peak > 0 else None,
         "first_loss": first_loss,
         "last_loss": last_loss,
     }
@@ -721,11 +741,16 @@ def print_summary(r):
         f"  split per step    data {split['data_wait']:.4f} | forward {split['forward']:.4f} | "
         f"backward {split['backward']:.4f} | sync {split['grad_sync']:.4f} | "
         f"optimizer {split['optimizer']:.4f} s\n"
-        f"  model FLOPs       {r['model_flops_per_step']:.3g} per step, "
-        f"{r['achieved_tflops']:.3f} TFLOP/s of a measured peak {r['peak_tflops']:.3f}: "
-        f"MFU {100 * r['mfu']:.1f}%\n"
-        f"  batch 0 FLOPs     {r['flopcounter_batch0']:.4g} by FlopCounterMode, "
-        f"{r['ours_batch0']:.4g} by the C++ formula\n"
+        f"  model FLOPs       {r['model_flops_per_step']:.3g} per step on real tokens, "
+        f"{r['achieved_tflops']:.3f} TFLOP/s\n"
+        f"  MFU               "
+        f"{'unknown' if r['mfu'] is None else format(100 * r['mfu'], '.1f') + '%'} of the "
+        f"hardware peak ({r['hardware_peak_source']})\n"
+        f"  matmul ceiling    {100 * r['matmul_ceiling_fraction']:.1f}% of "
+        f"{r['peak_tflops']:.3f} TFLOP/s measured\n"
+        f"  batch 0 FLOPs     {r['flopcounter_batch0']:.6g} by FlopCounterMode; the C++ formula: "
+        f"{r['ours_batch0']:.6g} with every attention score, {r['ours_batch0_weights']:.6g} "
+        f"with weight products only\n"
         f"  loss              first {r['first_loss']:.6f}, last {r['last_loss']:.6f}\n"
         f"  peak memory (MiB) {r['peak_memory_mb'][0]:.0f}"
     )
@@ -736,7 +761,8 @@ def parse_args(argv=None):
         description="Plain-PyTorch reference training loop on the batches and initial "
         "parameters that `nmt-train --benchmark N --dump-batches DUMP` wrote; writes a report "
         "with the keys of the C++ benchmark.json, plus flopcounter_batch0 (FlopCounterMode's "
-        "count for one forward + backward of batch 0), ours_batch0 (the C++ formula's) and "
+        "count for one forward + backward of batch 0), ours_batch0 and ours_batch0_weights (the "
+        "C++ formula's, with every attention score and with weight products only) and "
         "implementation.",
     )
     p.add_argument("dump", help="the safetensors file written by --dump-batches")
@@ -792,7 +818,8 @@ def main(argv=None):
     memory_mb = peak_memory_mb(device)  # before the FLOP count's extra forward + backward
     report = build_report(device, tcfg, bench, model, batches, measured, peak, method, memory_mb)
     report["flopcounter_batch0"] = trainer.count_flops(batches[0])
-    report["ours_batch0"] = bench.batch_flops[0]
+    report["ours_batch0"] = bench.batch_kernel_flops[0]
+    report["ours_batch0_weights"] = bench.batch0_weight_flops
     report["implementation"] = "pytorch-reference"
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(json_safe(report), f, indent=2, allow_nan=False)

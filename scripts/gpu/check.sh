@@ -57,8 +57,11 @@ step() {
     return 125
   fi
   echo "[check] $name ..." >&2
-  if declare -F "$1" > /dev/null; then  # a function of this script (the build): no timeout
-    "$@" > "$out/$name.log" 2>&1 || status=$?
+  if declare -F "$1" > /dev/null; then
+    # A function of this script (the build) runs in a child bash, so the budget bounds it too.
+    local fn=$1; shift
+    timeout --kill-after=10 "$left" bash -c "$(declare -f "$fn"); $fn \"\$@\"" _ "$@" \
+      > "$out/$name.log" 2>&1 || status=$?
   else
     timeout --kill-after=10 "$left" "$@" > "$out/$name.log" 2>&1 || status=$?
   fi
@@ -82,12 +85,25 @@ wants() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 # A fixed prefix, so that a second call on a warm machine finds the libraries the build links.
 prefix=$repo/$build-deps
 mkdir -p "$prefix"
+export prefix build python jobs  # for build_project, which step runs in a child bash
 export PKG_CONFIG_SYSROOT_DIR=$prefix
 export PKG_CONFIG_LIBDIR=$prefix/usr/lib/x86_64-linux-gnu/pkgconfig:$prefix/usr/share/pkgconfig
 export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 build_project() {
   ls gpu-deps/*.deb > /dev/null || { echo "no gpu-deps/*.deb: run scripts/gpu/pack-deps.sh and carry gpu-deps"; return 1; }
   for deb in gpu-deps/*.deb; do dpkg-deb -x "$deb" "$prefix" || return 1; done
+  # Everything the build needs, checked up front: one line naming what is missing, not a
+  # CMake error several minutes in.
+  local missing=() f
+  for f in CLI/CLI.hpp spdlog/spdlog.h fmt/format.h yaml-cpp/yaml.h sentencepiece_processor.h \
+           catch2/catch.hpp gloo/config.h zlib.h; do
+    [[ -f $prefix/usr/include/$f || -f /usr/include/$f ]] || missing+=("$f")
+  done
+  [[ -x $prefix/usr/bin/pkgconf ]] || missing+=(pkgconf)
+  if (( ${#missing[@]} )); then
+    echo "[check] missing for the build: ${missing[*]} (rerun scripts/gpu/pack-deps.sh and carry gpu-deps)"
+    return 1
+  fi
   local torch_prefix
   torch_prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)') || return 1
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -105,7 +121,8 @@ have_binary() { [[ -x $train ]]; }
 # --- 2. The [cuda] test cases (the whole suite is step 7) ----------------------------------
 cuda_tests() {
   local status=0 t
-  for t in test_model test_decode test_dist test_amp test_optim test_e2e_training; do
+  for t in test_model test_decode test_dist test_dist_collectives test_amp test_optim test_checkpoint \
+           test_e2e_training; do
     [[ -x $build/tests/$t ]] || { echo "missing $build/tests/$t"; status=1; continue; }
     "$build/tests/$t" "[cuda]" -s -r compact || status=1
   done

@@ -7,16 +7,17 @@
 #   scripts/gpu/pack-deps.sh [DIR]        (default gpu-deps; prints what it packed)
 #
 # Packed: the -dev packages (headers, CMake and pkg-config files), the shared libraries they
-# depend on, and pkgconf, whose pkg-config CMake uses to find SentencePiece. Left out: what
-# every glibc system has (libc6, libstdc++6, libgcc-s1, zlib).
+# depend on, pkgconf, whose pkg-config CMake uses to find SentencePiece, and zlib1g-dev, since
+# CMakeLists.txt requires ZLIB and a box with only the runtime library lacks its header. Left
+# out: what every glibc system has (libc6, libstdc++6, libgcc-s1, zlib1g).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=${1:-$repo/gpu-deps}
 mkdir -p "$dir"
 cd "$dir"
 dev=(libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libsentencepiece-dev catch2 libgloo-dev
-     pkgconf pkgconf-bin libpkgconf3)
-base='^(libc6|libstdc\+\+6|libgcc-s1|zlib1g|zlib1g-dev|libc6-dev|libc-dev)$'
+     zlib1g-dev pkgconf pkgconf-bin libpkgconf3)
+base='^(libc6|libstdc\+\+6|libgcc-s1|zlib1g|libc6-dev|libc-dev)$'
 # One level of Depends of each -dev package: the runtime libraries (libspdlog1.x, libfmt10, ...).
 mapfile -t deps < <(apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks \
                       --no-replaces --no-enhances "${dev[@]}" |

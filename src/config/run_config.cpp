@@ -125,8 +125,10 @@ Schema bind(RunConfig& c) {
   s.integer("train.seed", &t.seed, 0, std::numeric_limits<uint32_t>::max(),
             "seed for initialization, dropout and data order");
   s.choice("train.optimizer", &t.optimizer,
-           {{"adam", train::Optimizer::kAdam}, {"adamw", train::Optimizer::kAdamW}},
-           "Adam, or AdamW with decoupled weight decay");
+           {{"adam", train::Optimizer::kAdam}, {"adamw", train::Optimizer::kAdamW},
+            {"sgd", train::Optimizer::kSgd}},
+           "Adam, AdamW with decoupled weight decay, or plain SGD (no momentum; for checks: "
+           "unlike Adam it shows a wrong gradient scale)");
   s.real("train.lr", &t.lr, 0, 10, "peak learning rate");
   s.real("train.adam_beta1", &t.adam_beta1, 0, 0.999999, "Adam beta1");
   s.real("train.adam_beta2", &t.adam_beta2, 0, 0.999999, "Adam beta2");

@@ -20,6 +20,8 @@ BatchTensors random_batch(int64_t sentences, int64_t length, int64_t src_vocab_s
   b.tgt_in = at::cat({at::full({sentences, 1}, bos, at::kLong), b.tgt_out.slice(1, 0, length - 1)}, 1);
   b.src_tokens = sentences * length;
   b.tgt_tokens = sentences * length;
+  b.src_lengths.assign(static_cast<size_t>(sentences), length);
+  b.tgt_lengths.assign(static_cast<size_t>(sentences), length);
   b.global_tgt_tokens = b.tgt_tokens;
   b.epoch = 1;
   return b;
@@ -35,9 +37,13 @@ BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
   auto src = t.src.accessor<int64_t, 2>();
   auto tgt_in = t.tgt_in.accessor<int64_t, 2>();
   auto tgt_out = t.tgt_out.accessor<int64_t, 2>();
+  t.src_lengths.reserve(static_cast<size_t>(b));
+  t.tgt_lengths.reserve(static_cast<size_t>(b));
   for (int64_t row = 0; row < b; ++row) {
     const uint32_t pair = batch.pairs[static_cast<size_t>(row)];
     const int64_t s = corpus.src_length(pair), n = corpus.tgt_length(pair);
+    t.src_lengths.push_back(s + 1);  // with EOS
+    t.tgt_lengths.push_back(n + 1);
     for (int64_t k = 0; k < s; ++k) src[row][k] = corpus.src_id(pair, k);
     src[row][s] = ids.eos;
     tgt_in[row][0] = ids.bos;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "data/batch_iterator.h"
 #include "data/token_cache.h"
@@ -24,6 +25,8 @@ struct BatchTensors {
   at::Tensor tgt_out;  ///< [B, T]: target ids + EOS (what the decoder predicts)
   int64_t src_tokens = 0;         ///< real source tokens (with EOS)
   int64_t tgt_tokens = 0;         ///< real target tokens (with EOS)
+  std::vector<int64_t> src_lengths;  ///< real source tokens of each row (with EOS)
+  std::vector<int64_t> tgt_lengths;  ///< real target tokens of each row (with EOS)
   int64_t global_tgt_tokens = 0;  ///< real target tokens of this step over all ranks
   int64_t epoch = 0;              ///< epoch of the step
   IteratorState next;             ///< iterator position after this batch (for checkpoints)

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "util/error.h"
+#include "util/json.h"
 #include "util/log.h"
 
 namespace nmt::data {
@@ -73,19 +74,30 @@ BatchPlanOptions plan_options(const DataOptions& options, int64_t world_size, ui
 
 std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int64_t world_size,
                              int64_t max_tokens, int64_t update_freq, double plan_seconds) {
-  auto block = [](const PlanStats& s) {
-    return fmt::format(
-        "\"batches\": {}, \"steps\": {}, \"sentences\": {}, \"src_tokens\": {}, "
-        "\"tgt_tokens\": {}, \"padded_tokens\": {}, \"padding_efficiency\": {:.4f}, "
-        "\"max_rank_token_imbalance\": {:.4f}, \"mean_batch_fill\": {:.4f}, "
-        "\"max_batch_fill\": {:.4f}",
-        s.batches, s.steps, s.sentences, s.src_tokens, s.tgt_tokens, s.padded_tokens,
-        s.padding_efficiency, s.max_rank_token_imbalance, s.mean_batch_fill, s.max_batch_fill);
+  // Ratios to 4 decimals: more would only show the noise of a sample.
+  const auto fixed = [](double v, int digits) { return fmt::format("{:.{}f}", v, digits); };
+  const auto add_stats = [&fixed](json::Object& o, const PlanStats& s) {
+    o.add("batches", s.batches)
+        .add("steps", s.steps)
+        .add("sentences", s.sentences)
+        .add("src_tokens", s.src_tokens)
+        .add("tgt_tokens", s.tgt_tokens)
+        .add("padded_tokens", s.padded_tokens)
+        .add_raw("padding_efficiency", fixed(s.padding_efficiency, 4))
+        .add_raw("max_rank_token_imbalance", fixed(s.max_rank_token_imbalance, 4))
+        .add_raw("mean_batch_fill", fixed(s.mean_batch_fill, 4))
+        .add_raw("max_batch_fill", fixed(s.max_batch_fill, 4));
   };
-  return fmt::format(
-      "{{\n  \"world_size\": {}, \"max_tokens\": {}, \"update_freq\": {}, \"epoch\": 1, "
-      "\"plan_seconds\": {:.3f},\n  {},\n  \"naive\": {{{}}}\n}}\n",
-      world_size, max_tokens, update_freq, plan_seconds, block(ours), block(naive));
+  json::Object o, naive_stats;
+  o.add("world_size", world_size)
+      .add("max_tokens", max_tokens)
+      .add("update_freq", update_freq)
+      .add("epoch", 1)
+      .add_raw("plan_seconds", fixed(plan_seconds, 3));
+  add_stats(o, ours);
+  add_stats(naive_stats, naive);
+  o.add("naive", naive_stats);
+  return o.pretty();
 }
 
 std::string batch_stats_table(const PlanStats& ours, const PlanStats& naive) {

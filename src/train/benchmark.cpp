@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -10,14 +11,10 @@
 #include <fmt/ranges.h>
 
 #include "dist/device.h"
+#include "util/json.h"
 #include "util/error.h"
 
 namespace nmt::train {
-namespace {
-
-std::string number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
-
-}  // namespace
 
 StepTimes summarize_step_times(std::vector<double> seconds) {
   NMT_CHECK(!seconds.empty(), Error, "benchmark: no timed steps to summarize");
@@ -78,44 +75,47 @@ double measure_peak_tflops(c10::Device device, amp::AmpMode mode, double seconds
 }
 
 std::string benchmark_json(const BenchmarkResult& r) {
-  std::string out = "{\n";
-  const auto field = [&](const std::string& key, const std::string& value, bool last = false) {
-    out += fmt::format("  \"{}\": {}{}\n", key, value, last ? "" : ",");
-  };
-  field("ranks", std::to_string(r.ranks));
-  field("threads_per_rank", std::to_string(r.threads));
-  field("device", fmt::format("\"{}\"", r.device));
-  field("amp", fmt::format("\"{}\"", r.amp));
-  field("synthetic", r.synthetic ? "true" : "false");
-  field("warmup_steps", std::to_string(r.warmup));
-  field("steps", std::to_string(r.steps));
-  field("update_freq", std::to_string(r.update_freq));
-  field("parameters", std::to_string(r.parameters));
-  field("seconds", number(r.seconds));
-  field("tokens_per_s", number(r.tokens_per_s()));
-  field("target_tokens_per_s", number(r.target_tokens / r.seconds));
-  field("padded_tokens_per_s", number(r.padded_tokens_per_s()));
-  field("step_time_s", fmt::format("{{\"median\": {}, \"mean\": {}, \"min\": {}, \"max\": {}, "
-                                   "\"p10\": {}, \"p90\": {}}}",
-                                   number(r.step_time.median), number(r.step_time.mean),
-                                   number(r.step_time.min), number(r.step_time.max),
-                                   number(r.step_time.p10), number(r.step_time.p90)));
-  field("time_split_s", fmt::format("{{\"data_wait\": {}, \"forward\": {}, \"backward\": {}, "
-                                    "\"grad_sync\": {}, \"optimizer\": {}}}",
-                                    number(r.data_wait_s), number(r.forward_s),
-                                    number(r.backward_s), number(r.grad_sync_s),
-                                    number(r.optimizer_s)));
-  std::vector<std::string> memory;
-  for (double mb : r.peak_memory_mb) memory.push_back(number(mb));
-  field("peak_memory_mb", fmt::format("[{}]", fmt::join(memory, ", ")));
-  field("model_flops_per_step", number(r.flops_per_step));
-  field("achieved_tflops", number(r.achieved_tflops()));
-  field("peak_tflops", number(r.peak_tflops));
-  field("peak_method", fmt::format("\"{}\"", r.peak_method));
-  field("mfu", number(r.mfu()));
-  field("first_loss", number(r.first_loss));
-  field("last_loss", number(r.last_loss), /*last=*/true);
-  return out + "}\n";
+  json::Object step_time, split, o;
+  step_time.add("median", r.step_time.median)
+      .add("mean", r.step_time.mean)
+      .add("min", r.step_time.min)
+      .add("max", r.step_time.max)
+      .add("p10", r.step_time.p10)
+      .add("p90", r.step_time.p90);
+  split.add("data_wait", r.data_wait_s)
+      .add("forward", r.forward_s)
+      .add("backward", r.backward_s)
+      .add("grad_sync", r.grad_sync_s)
+      .add("optimizer", r.optimizer_s);
+  o.add("ranks", r.ranks)
+      .add("threads_per_rank", r.threads)
+      .add("device", r.device)
+      .add("amp", r.amp)
+      .add("synthetic", r.synthetic)
+      .add("warmup_steps", r.warmup)
+      .add("steps", r.steps)
+      .add("update_freq", r.update_freq)
+      .add("parameters", r.parameters)
+      .add("seconds", r.seconds)
+      .add("tokens_per_s", r.tokens_per_s())
+      .add("target_tokens_per_s", r.target_tokens / r.seconds)
+      .add("padded_tokens_per_s", r.padded_tokens_per_s())
+      .add_raw("step_time_s", step_time.str())  // one line each, as the reference writes them
+      .add_raw("time_split_s", split.str())
+      .add("peak_memory_mb", r.peak_memory_mb)
+      .add("model_flops_per_step", r.flops_per_step)
+      .add("kernel_flops_per_step", r.kernel_flops_per_step)
+      .add("achieved_tflops", r.achieved_tflops())
+      .add("hardware_peak_tflops",
+           r.hardware_peak_tflops > 0 ? std::optional<double>(r.hardware_peak_tflops) : std::nullopt)
+      .add("hardware_peak_source", r.hardware_peak_source)
+      .add("mfu", r.mfu())
+      .add("peak_tflops", r.peak_tflops)
+      .add("peak_method", r.peak_method)
+      .add("matmul_ceiling_fraction", r.matmul_ceiling_fraction())
+      .add("first_loss", r.first_loss)
+      .add("last_loss", r.last_loss);
+  return o.pretty();
 }
 
 std::string benchmark_table(const BenchmarkResult& r) {
@@ -127,13 +127,17 @@ std::string benchmark_table(const BenchmarkResult& r) {
       "  step time         median {:.4f} s (p10 {:.4f}, p90 {:.4f})\n"
       "  split per step    data {:.4f} | forward {:.4f} | backward {:.4f} | sync {:.4f} | "
       "optimizer {:.4f} s\n"
-      "  model FLOPs       {:.3g} per step, {:.3f} TFLOP/s of a measured peak {:.3f}: MFU "
-      "{:.1f}%\n"
+      "  model FLOPs       {:.3g} per step on real tokens ({:.3g} padded), {:.3f} TFLOP/s\n"
+      "  MFU               {} of the hardware peak ({})\n"
+      "  matmul ceiling    {:.1f}% of {:.3f} TFLOP/s measured ({})\n"
       "  peak memory (MiB){}\n",
       r.steps, r.warmup, r.ranks, r.threads, r.device, r.amp, r.synthetic ? ", synthetic" : "",
       r.tokens_per_s(), r.padded_tokens_per_s(), r.step_time.median, r.step_time.p10,
       r.step_time.p90, r.data_wait_s, r.forward_s, r.backward_s, r.grad_sync_s, r.optimizer_s,
-      r.flops_per_step, r.achieved_tflops(), r.peak_tflops, 100.0 * r.mfu(), memory);
+      r.flops_per_step, r.kernel_flops_per_step, r.achieved_tflops(),
+      std::isfinite(r.mfu()) ? fmt::format("{:.1f}%", 100.0 * r.mfu()) : std::string("unknown"),
+      r.hardware_peak_source, 100.0 * r.matmul_ceiling_fraction(), r.peak_tflops, r.peak_method,
+      memory);
 }
 
 }  // namespace nmt::train

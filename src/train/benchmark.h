@@ -1,12 +1,14 @@
 #pragma once
 // Benchmark mode (nmt-train --benchmark N): timed training updates on real or synthetic
-// batches, reported with the split of a step, peak memory and model FLOPs utilization (MFU)
-// against a peak the benchmark measures itself on the same hardware, so every figure also
-// says how far it is from what the machine can do.
+// batches, reported with the split of a step, peak memory and model FLOPs utilization: MFU is
+// model FLOPs on real tokens (model/flops.h) against the hardware's peak (hardware_peak.h:
+// datasheet, or unknown), and beside it, named, the fraction of the matrix-multiply ceiling
+// the benchmark measures itself on the same hardware.
 //
 // The same report comes from scripts/bench/reference_train.py (a plain PyTorch loop fed the
 // batches that --dump-batches writes), so scripts/bench/compare.sh can set the two side by side.
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -53,16 +55,27 @@ struct BenchmarkResult {
   /// all-reduce (what backward did not hide), optimizer (unscale, clip, Adam).
   double data_wait_s = 0, forward_s = 0, backward_s = 0, grad_sync_s = 0, optimizer_s = 0;
   std::vector<double> peak_memory_mb;  ///< per rank: CUDA max allocated, or host max RSS
-  double flops_per_step = 0;         ///< model FLOPs of a mean update, all ranks
-  double peak_tflops = 0;            ///< measured matmul peak, summed over ranks
-  std::string peak_method;           ///< how the peak was measured
+  double flops_per_step = 0;         ///< model FLOPs of a mean update on real tokens, all ranks
+  double kernel_flops_per_step = 0;  ///< FLOPs of the padded shapes, every score, all ranks
+  double hardware_peak_tflops = 0;   ///< the hardware's peak, summed over ranks; 0: unknown
+  std::string hardware_peak_source;  ///< where it comes from, or why it is unknown
+  double peak_tflops = 0;            ///< measured matmul ceiling, summed over ranks
+  std::string peak_method;           ///< how the ceiling was measured
   double first_loss = 0;             ///< per-token loss of the first update, for cross-checks
   double last_loss = 0;              ///< per-token loss of the last update
 
   double tokens_per_s() const { return real_tokens / seconds; }
   double padded_tokens_per_s() const { return padded_tokens / seconds; }
+  /// Model FLOPs on real tokens per second (TFLOP/s).
   double achieved_tflops() const { return flops_per_step * double(steps) / seconds / 1e12; }
-  double mfu() const { return peak_tflops > 0 ? achieved_tflops() / peak_tflops : 0.0; }
+  /// Model FLOPs utilization: achieved against the hardware's peak; NaN when that is unknown.
+  double mfu() const {
+    return hardware_peak_tflops > 0 ? achieved_tflops() / hardware_peak_tflops : std::nan("");
+  }
+  /// Achieved against the measured matmul ceiling (not the hardware's peak).
+  double matmul_ceiling_fraction() const {
+    return peak_tflops > 0 ? achieved_tflops() / peak_tflops : std::nan("");
+  }
 };
 
 /// Median, mean, extremes and 10th/90th percentiles of the samples (not empty).

@@ -14,6 +14,7 @@
 #include "dist/process_group.h"
 #include "model/flops.h"
 #include "model/transformer.h"
+#include "train/hardware_peak.h"
 #include "train/run_setup.h"
 #include "train/updater.h"
 #include "util/error.h"
@@ -39,8 +40,12 @@ data::BatchTensors synthetic_batch(const RunSetup& setup, const data::Vocabulari
 /// --dump-batches: rank 0's batches, its initial parameters and the effective config.
 class BatchDump {
  public:
-  BatchDump(Updater& updater, const RunSetup& setup, const BenchmarkOptions& options)
-      : setup_(setup), options_(options), vocab_size_(updater.setup().tgt_vocab_size) {
+  BatchDump(Updater& updater, const RunSetup& setup, const BenchmarkOptions& options,
+            HardwarePeak hardware)
+      : setup_(setup),
+        options_(options),
+        hardware_(std::move(hardware)),
+        vocab_size_(updater.setup().tgt_vocab_size) {
     for (const auto& item : updater.model()->named_parameters())
       dump_.tensors.emplace_back("model." + item.key(), item.value().detach().clone().cpu());
     update_freq_ = updater.setup().update_freq;
@@ -57,9 +62,18 @@ class BatchDump {
       dump_.tensors.emplace_back(fmt::format("batch.{}.tgt_in", i), batch.tgt_in);
       dump_.tensors.emplace_back(fmt::format("batch.{}.tgt_out", i), batch.tgt_out);
       tokens_.push_back(std::to_string(batch.global_tgt_tokens));
-      flops_.push_back(fmt::format("{}", model::training_flops(setup_.model, vocab_size_,
-                                                               batch.src.size(0), batch.src.size(1),
-                                                               batch.tgt_out.size(1))));
+      flops_.push_back(fmt::format("{}", model::real_training_flops(setup_.model, vocab_size_,
+                                                                    batch.src_lengths,
+                                                                    batch.tgt_lengths)));
+      if (i == 0)
+        weight_flops0_ = fmt::format(
+            "{}", model::training_flops(setup_.model, vocab_size_, batch.src.size(0),
+                                        batch.src.size(1), batch.tgt_out.size(1),
+                                        model::AttentionCount::kWeights));
+      kernel_flops_.push_back(fmt::format(
+          "{}", model::training_flops(setup_.model, vocab_size_, batch.src.size(0),
+                                      batch.src.size(1), batch.tgt_out.size(1),
+                                      model::AttentionCount::kKernel)));
       return batch;
     };
   }
@@ -78,6 +92,10 @@ class BatchDump {
         {"benchmark.threads", std::to_string(at::get_num_threads())},
         {"batch_global_tgt_tokens", fmt::format("{}", fmt::join(tokens_, ","))},
         {"batch_training_flops", fmt::format("{}", fmt::join(flops_, ","))},
+        {"batch_kernel_flops", fmt::format("{}", fmt::join(kernel_flops_, ","))},
+        {"batch0_weight_flops", weight_flops0_},
+        {"hardware_peak_tflops", fmt::format("{}", hardware_.tflops)},
+        {"hardware_peak_source", hardware_.source},
         {"batches", std::to_string(tokens_.size())},
     };
     checkpoint::save_checkpoint(options_.dump_batches, dump_);
@@ -88,17 +106,21 @@ class BatchDump {
  private:
   const RunSetup& setup_;
   const BenchmarkOptions& options_;
+  HardwarePeak hardware_;  ///< this rank's hardware peak, for the reference's MFU
   int64_t vocab_size_ = 0, src_vocab_ = 0, pad_id_ = 0, update_freq_ = 1;
   checkpoint::CheckpointData dump_;
   std::vector<std::string> tokens_;  ///< global target tokens per batch
-  std::vector<std::string> flops_;   ///< our training FLOPs per batch
+  std::vector<std::string> flops_;   ///< our model FLOPs per batch (real tokens)
+  std::vector<std::string> kernel_flops_;  ///< our FLOPs of each padded batch, every score
+  std::string weight_flops0_;  ///< batch 0's products with weights only (no scores, context)
 };
 
 /// Sums the figures of all ranks into `r` (memory stays per rank).
 void reduce_over_ranks(const RunSetup& setup, const IntervalStats& timed, double peak_tflops,
-                       double memory_mb, BenchmarkResult& r) {
+                       double hardware_tflops, double memory_mb, BenchmarkResult& r) {
   std::vector<double> packed = {timed.src_tokens + 0.0, timed.tgt_tokens + 0.0,
-                                timed.padded_tokens + 0.0, timed.flops, peak_tflops};
+                                timed.padded_tokens + 0.0, timed.flops, peak_tflops,
+                                timed.kernel_flops, hardware_tflops};
   for (int64_t rank = 0; rank < setup.world_size; ++rank)
     packed.push_back(rank == setup.rank ? memory_mb : 0.0);
   at::Tensor sums = at::tensor(packed, at::kDouble);
@@ -109,7 +131,9 @@ void reduce_over_ranks(const RunSetup& setup, const IntervalStats& timed, double
   r.padded_tokens = summed[2];
   r.flops_per_step = summed[3] / double(r.steps);
   r.peak_tflops = summed[4];
-  for (int64_t rank = 0; rank < setup.world_size; ++rank) r.peak_memory_mb.push_back(summed[5 + rank]);
+  r.kernel_flops_per_step = summed[5] / double(r.steps);
+  r.hardware_peak_tflops = summed[6];
+  for (int64_t rank = 0; rank < setup.world_size; ++rank) r.peak_memory_mb.push_back(summed[7 + rank]);
 }
 
 }  // namespace
@@ -132,6 +156,8 @@ BenchmarkResult run_benchmark(const RunSetup& setup, const data::PreparedData& d
   r.parameters = updater.model()->parameter_count();
   // Every rank measures at once, so ranks that share a machine share it as in training.
   const double peak = measure_peak_tflops(setup.device, setup.amp.mode, 1.0, &r.peak_method);
+  const HardwarePeak hardware = hardware_peak(setup.device, setup.amp.mode, r.threads);
+  r.hardware_peak_source = hardware.source;
 
   // Batches: the corpus from the start of epoch 1, or one fixed random batch.
   std::unique_ptr<data::BatchPrefetcher> prefetcher;
@@ -150,7 +176,7 @@ BenchmarkResult run_benchmark(const RunSetup& setup, const data::PreparedData& d
   }
   std::unique_ptr<BatchDump> dump;
   if (!options.dump_batches.empty() && setup.rank == 0) {
-    dump = std::make_unique<BatchDump>(updater, setup, options);
+    dump = std::make_unique<BatchDump>(updater, setup, options, hardware);
     next_batch = dump->recording(next_batch);
   }
 
@@ -180,7 +206,9 @@ BenchmarkResult run_benchmark(const RunSetup& setup, const data::PreparedData& d
   r.seconds = seconds_since(timed_start);
   updater.set_sync_phases(false);
 
-  reduce_over_ranks(setup, timed, peak, updater.peak_memory_mb(), r);
+  // A peak that one rank does not know is unknown for all (0 in the sum means unknown).
+  reduce_over_ranks(setup, timed, peak, hardware.tflops, updater.peak_memory_mb(), r);
+  if (hardware.tflops <= 0) r.hardware_peak_tflops = 0;
   const double n = double(options.steps);
   r.step_time = summarize_step_times(step_seconds);
   r.data_wait_s = timed.data_wait_s / n;

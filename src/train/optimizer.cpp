@@ -26,6 +26,7 @@ AdamOptimizer::AdamOptimizer(NamedTensors parameters, const TrainOptions& option
     : parameters_(std::move(parameters)),
       device_(c10::kCPU),
       decoupled_(options.optimizer == Optimizer::kAdamW),
+      sgd_(options.optimizer == Optimizer::kSgd),
       beta1_(options.adam_beta1),
       beta2_(options.adam_beta2),
       eps_(options.adam_eps),
@@ -80,7 +81,11 @@ void AdamOptimizer::step(double lr, const at::Tensor* found_inf) {
     // the bias corrections) and take it back when the kernel skipped the update, so that a
     // skipped step does not advance bias correction either.
     at::_foreach_add_(steps, 1);
-    if (decoupled_) {
+    if (sgd_) {
+      at::_fused_sgd_(params, grads, /*momentum_buffer_list=*/{}, weight_decay_, /*momentum=*/0.0,
+                      lr, /*dampening=*/0.0, /*nesterov=*/false, /*maximize=*/false,
+                      /*is_first_step=*/false, /*grad_scale=*/std::nullopt, skip);
+    } else if (decoupled_) {
       at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr,
                         beta1_, beta2_, weight_decay_, eps_, /*amsgrad=*/false,
                         /*maximize=*/false, /*grad_scale=*/std::nullopt, skip);

@@ -27,7 +27,8 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 ///   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
 ///   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
 /// State (exp_avg m, exp_avg_sq v, float32 step t) is allocated as zeros at construction,
-/// on the parameters' device.
+/// on the parameters' device. With Optimizer::kSgd it is plain SGD instead (LibTorch's fused
+/// SGD, no momentum), p -= lr * (g + weight_decay * p), the moments left at zero.
 class AdamOptimizer {
  public:
   /// Throws nmt::Error for an empty list, duplicate names, undefined or non-floating
@@ -62,6 +63,7 @@ class AdamOptimizer {
   NamedTensors parameters_;
   c10::Device device_;
   bool decoupled_;  ///< AdamW
+  bool sgd_;        ///< plain SGD: p -= lr * (g + weight_decay * p); moments unused
   double beta1_, beta2_, eps_, weight_decay_;
   std::vector<at::Tensor> exp_avg_;          ///< per parameter, like it
   std::vector<at::Tensor> exp_avg_sq_;       ///< per parameter, like it

@@ -5,7 +5,9 @@
 
 namespace nmt::train {
 
-enum class Optimizer { kAdam, kAdamW };
+/// The optimizer. kSgd is plain SGD (no momentum): Adam's update is nearly invariant to the
+/// scale of the gradient, so checks of the gradients' scale (tests, the reference loop) use it.
+enum class Optimizer { kAdam, kAdamW, kSgd };
 enum class LrSchedule { kInverseSqrt, kConstant, kCosine };
 /// What picks the best checkpoint and drives early stopping.
 enum class BestMetric { kLoss, kBleu, kChrf };

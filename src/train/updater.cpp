@@ -39,6 +39,7 @@ void IntervalStats::add_counts(const IntervalStats& o) {
   sync_s += o.sync_s;
   optimizer_s += o.optimizer_s;
   flops += o.flops;
+  kernel_flops += o.kernel_flops;
 }
 
 struct Updater::State {
@@ -142,8 +143,11 @@ UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
     const at::Tensor src = batch.src.to(u.device, non_blocking);
     const at::Tensor tgt_in = batch.tgt_in.to(u.device, non_blocking);
     const at::Tensor tgt_out = batch.tgt_out.to(u.device, non_blocking);
-    interval.flops += model::training_flops(u.model, u.tgt_vocab_size, src.size(0), src.size(1),
-                                            tgt_out.size(1));
+    interval.flops +=
+        model::real_training_flops(u.model, u.tgt_vocab_size, batch.src_lengths, batch.tgt_lengths);
+    interval.kernel_flops += model::training_flops(u.model, u.tgt_vocab_size, src.size(0),
+                                                   src.size(1), tgt_out.size(1),
+                                                   model::AttentionCount::kKernel);
     sync_for_timing();
     const auto t0 = Clock::now();
     const LossSums sums = s.forward(src, tgt_in, tgt_out);

@@ -69,7 +69,8 @@ struct IntervalStats {
   int64_t padded_tokens = 0;  ///< source + target positions computed by this rank
   int64_t updates = 0;        ///< updates done
   double data_wait_s = 0, forward_s = 0, backward_s = 0, sync_s = 0, optimizer_s = 0;
-  double flops = 0;           ///< model FLOPs of this rank's batches
+  double flops = 0;           ///< model FLOPs of this rank's batches on real tokens
+  double kernel_flops = 0;    ///< FLOPs of the padded shapes, every score (model/flops.h)
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
   /// Empty figures, starting now, with loss sums on `device`.

@@ -205,13 +205,20 @@ TEST_CASE("a peer that exits makes the collective fail", "[dist][gloo]") {
   CHECK(what.find("rank 0: all_reduce_sum") != std::string::npos);
 }
 
-TEST_CASE("NCCL without a usable GPU is a clear DistError", "[dist]") {
+TEST_CASE("NCCL without a usable GPU is a clear DistError, and with one it reduces", "[dist][cuda]") {
   CommunicatorOptions o = options(nmt::dist::find_free_port(), 0, 1, 2s);
   o.use_nccl = true;
   o.device = c10::Device(c10::kCUDA, 0);
   try {
     Communicator comm(o);
-    SUCCEED("a GPU and NCCL are present");  // only reached on a GPU machine
+    // Only reached on a GPU machine: the group must also reduce (one rank: the sum is itself).
+    std::vector<at::Tensor> tensors{at::full({3}, 2.5, at::TensorOptions().device(o.device))};
+    comm.all_reduce_sum(tensors);
+    CHECK(tensors[0].cpu().equal(at::full({3}, 2.5)));
+    at::Tensor host = at::tensor({1.0, 2.0}, at::kDouble);
+    comm.all_reduce_sum_host(host);
+    CHECK(host.equal(at::tensor({1.0, 2.0}, at::kDouble)));
+    comm.barrier();
   } catch (const nmt::DistError& e) {
     const std::string what = e.what();
     INFO(what);

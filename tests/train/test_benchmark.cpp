@@ -1,8 +1,10 @@
 #include "catch_torch.h"  // first: see the header
 
+#include <cmath>
 #include <string>
 
 #include "train/benchmark.h"
+#include "train/hardware_peak.h"
 #include "util/error.h"
 
 using nmt::train::BenchmarkResult;
@@ -30,24 +32,59 @@ TEST_CASE("the measured matmul peak is positive and says how it was measured",
   CHECK(method.find("2048x2048") != std::string::npos);
 }
 
-TEST_CASE("benchmark.json holds every figure, MFU from FLOPs and the peak", "[train][benchmark]") {
+TEST_CASE("benchmark.json holds every figure: MFU against the hardware peak, the measured ceiling beside it",
+          "[train][benchmark]") {
   BenchmarkResult r;
   r.steps = 4;
   r.seconds = 2.0;
   r.real_tokens = 1000;
   r.padded_tokens = 1200;
   r.flops_per_step = 0.5e12;
-  r.peak_tflops = 4.0;
+  r.kernel_flops_per_step = 0.6e12;
+  r.hardware_peak_tflops = 4.0;
+  r.hardware_peak_source = "datasheet: X";
+  r.peak_tflops = 2.0;
   r.peak_memory_mb = {10.0, 12.5};
   CHECK(r.tokens_per_s() == 500);
   CHECK(r.achieved_tflops() == 1.0);
   CHECK(r.mfu() == 0.25);
+  CHECK(r.matmul_ceiling_fraction() == 0.5);
   const std::string json = nmt::train::benchmark_json(r);
   for (const char* key :
        {"\"tokens_per_s\": 500", "\"padded_tokens_per_s\": 600", "\"mfu\": 0.25",
-        "\"peak_memory_mb\": [10, 12.5]", "\"step_time_s\": {\"median\"",
-        "\"time_split_s\": {\"data_wait\"", "\"model_flops_per_step\": 500000000000"}) {
+        "\"matmul_ceiling_fraction\": 0.5", "\"hardware_peak_tflops\": 4",
+        "\"hardware_peak_source\": \"datasheet: X\"", "\"peak_memory_mb\": [10, 12.5]",
+        "\"step_time_s\": {\"median\"", "\"time_split_s\": {\"data_wait\"",
+        "\"model_flops_per_step\": 500000000000", "\"kernel_flops_per_step\": 600000000000"}) {
     INFO(json);
     CHECK(json.find(key) != std::string::npos);
   }
+  // An unknown hardware peak gives no MFU rather than one against another ceiling.
+  r.hardware_peak_tflops = 0;
+  CHECK(std::isnan(r.mfu()));
+  const std::string unknown = nmt::train::benchmark_json(r);
+  CHECK(unknown.find("\"mfu\": null") != std::string::npos);
+  CHECK(unknown.find("\"hardware_peak_tflops\": null") != std::string::npos);
+}
+
+TEST_CASE("hardware peaks: GPU datasheets by name and precision, CPUs only with a known clock",
+          "[train][benchmark]") {
+  using nmt::amp::AmpMode;
+  using nmt::train::cpu_peak;
+  using nmt::train::gpu_peak;
+  CHECK(gpu_peak("NVIDIA H200, 139.8 GiB, sm_90", AmpMode::kBf16).tflops == 989);
+  CHECK(gpu_peak("NVIDIA H200", AmpMode::kOff).tflops == 67);
+  CHECK(gpu_peak("NVIDIA H100 PCIe", AmpMode::kFp16).tflops == 756);
+  CHECK(gpu_peak("NVIDIA A100-SXM4-80GB", AmpMode::kBf16).tflops == 312);
+  CHECK(gpu_peak("NVIDIA V100-SXM2-16GB", AmpMode::kBf16).tflops == 0);  // no bf16 math
+  CHECK_THAT(gpu_peak("Some GPU", AmpMode::kBf16).source, Catch::Matchers::Contains("unknown"));
+  const std::string intel = "vendor_id\t: GenuineIntel\nflags\t\t: fpu avx2 fma avx512f\n";
+  const std::string amd = "vendor_id\t: AuthenticAMD\nflags\t\t: fpu avx2 fma avx512f avx512_bf16\n";
+  // 2 threads x 16 lanes x 2 FMA units x 2 x 3 GHz = 0.384 TFLOP/s.
+  CHECK(cpu_peak(intel, 3000000, 2, AmpMode::kOff).tflops == Approx(0.384));
+  // AMD's two 256-bit pipes: 8 lanes x 2 x 2; bf16 twice that with AVX512-BF16.
+  CHECK(cpu_peak(amd, 3000000, 2, AmpMode::kOff).tflops == Approx(0.192));
+  CHECK(cpu_peak(amd, 3000000, 2, AmpMode::kBf16).tflops == Approx(0.384));
+  CHECK(cpu_peak(amd, 0, 2, AmpMode::kOff).tflops == 0);
+  CHECK_THAT(cpu_peak(amd, 0, 2, AmpMode::kOff).source, Catch::Matchers::Contains("unknown"));
 }

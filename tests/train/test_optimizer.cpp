@@ -160,6 +160,25 @@ TEST_CASE("found_inf = 1 changes neither parameters nor moments nor step counts"
   CHECK(to_map(opt.state()).at("optim.step.p").item<double>() == 1.0);
 }
 
+TEST_CASE("plain SGD steps by lr x gradient (with weight decay), and skips on found_inf",
+          "[train][optimizer]") {
+  const TrainOptions o = adam_options(nmt::train::Optimizer::kSgd, 0.1);
+  const at::Tensor p = param({1.0f, -2.0f});
+  AdamOptimizer opt({{"p", p}}, o);
+  set_grad(p, {0.5f, -1.0f});
+  const at::Tensor found_inf = at::ones({1});
+  opt.step(0.1, &found_inf);
+  check_close(p, {1.0, -2.0});
+  const at::Tensor ok = at::zeros({1});
+  opt.step(0.1, &ok);
+  // p -= 0.1 * (g + 0.1 p): 1 - 0.1 * (0.5 + 0.1) = 0.94; -2 - 0.1 * (-1 - 0.2) = -1.88.
+  check_close(p, {0.94, -1.88});
+  // Twice the gradient moves twice as far: the scale shows, as it does not with Adam.
+  set_grad(p, {1.0f, -2.0f});
+  opt.step(0.1);
+  check_close(p, {0.94 - 0.1 * (1.0 + 0.094), -1.88 - 0.1 * (-2.0 - 0.188)});
+}
+
 TEST_CASE("optimizer state round trip continues bitwise identically", "[train][optimizer]") {
   const TrainOptions o = adam_options(nmt::train::Optimizer::kAdamW, 0.01);
   const auto make = [] {
