@@ -115,6 +115,23 @@ class BatchDump {
   std::string weight_flops0_;  ///< batch 0's products with weights only (no scores, context)
 };
 
+/// The benchmark's batches: the corpus from the start of epoch 1 (through `prefetcher`, which
+/// the caller keeps alive), or one fixed random batch.
+BatchSource benchmark_batches(const RunSetup& setup, const data::PreparedData& data,
+                              const BenchmarkOptions& options,
+                              std::unique_ptr<data::BatchPrefetcher>& prefetcher) {
+  if (options.synthetic)
+    return [batch = synthetic_batch(setup, data.vocab, options)] { return batch; };
+  auto planner = std::make_shared<const data::BatchPlanner>(
+      data.train.cache,
+      data::plan_options(setup.data, setup.world_size, static_cast<uint64_t>(setup.train.seed)));
+  prefetcher = std::make_unique<data::BatchPrefetcher>(
+      data.train.cache, planner, setup.rank, data::IteratorState{},
+      data::SpecialIds{data.vocab.src.pad_id(), data.vocab.tgt.bos_id(), data.vocab.tgt.eos_id()},
+      setup.data.prefetch, /*pin_memory=*/setup.device.is_cuda());
+  return [p = prefetcher.get()] { return p->next(); };
+}
+
 /// Sums the figures of all ranks into `r` (memory stays per rank).
 void reduce_over_ranks(const RunSetup& setup, const IntervalStats& timed, double peak_tflops,
                        double hardware_tflops, double memory_mb, BenchmarkResult& r) {
@@ -159,21 +176,8 @@ BenchmarkResult run_benchmark(const RunSetup& setup, const data::PreparedData& d
   const HardwarePeak hardware = hardware_peak(setup.device, setup.amp.mode, r.threads);
   r.hardware_peak_source = hardware.source;
 
-  // Batches: the corpus from the start of epoch 1, or one fixed random batch.
   std::unique_ptr<data::BatchPrefetcher> prefetcher;
-  BatchSource next_batch;
-  if (options.synthetic) {
-    next_batch = [batch = synthetic_batch(setup, data.vocab, options)] { return batch; };
-  } else {
-    auto planner = std::make_shared<const data::BatchPlanner>(
-        data.train.cache,
-        data::plan_options(setup.data, setup.world_size, static_cast<uint64_t>(setup.train.seed)));
-    prefetcher = std::make_unique<data::BatchPrefetcher>(
-        data.train.cache, planner, setup.rank, data::IteratorState{},
-        data::SpecialIds{data.vocab.src.pad_id(), data.vocab.tgt.bos_id(), data.vocab.tgt.eos_id()},
-        setup.data.prefetch, /*pin_memory=*/setup.device.is_cuda());
-    next_batch = [&prefetcher] { return prefetcher->next(); };
-  }
+  BatchSource next_batch = benchmark_batches(setup, data, options, prefetcher);
   std::unique_ptr<BatchDump> dump;
   if (!options.dump_batches.empty() && setup.rank == 0) {
     dump = std::make_unique<BatchDump>(updater, setup, options, hardware);
