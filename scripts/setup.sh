@@ -13,6 +13,7 @@
 #   NMT_BUILD_TYPE   CMake build type                           [Release]
 #   NMT_JOBS         parallel compile jobs                      [nproc]
 #   NMT_SKIP_APT=1   do not check or install Debian packages
+#   NMT_TARGETS      build only these targets (space-separated); unset: everything, tests too
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -94,7 +95,9 @@ else
 fi
 
 # --- 4. Build --------------------------------------------------------------------------------
-step 4/4 "build with $jobs jobs"
+targets=()
+[ -n "${NMT_TARGETS:-}" ] && read -r -a targets <<< "$NMT_TARGETS"
+step 4/4 "build with $jobs jobs${targets[*]:+: ${targets[*]}}"
 start=$(date +%s)
-cmake --build "$build_dir" -j "$jobs"
+cmake --build "$build_dir" -j "$jobs" ${targets[@]:+--target "${targets[@]}"}
 echo "build finished in $(( $(date +%s) - start )) s; ccache: $(ccache -s 2>/dev/null | grep -m1 -iE 'hits' | tr -s ' ' || true)"
