@@ -24,16 +24,12 @@ const char* stop_reason_name(StopReason reason) {
 
 std::string run_summary_json(const RunSummary& s) {
   json::Object o;
-  std::string hashes = "[";
-  for (size_t i = 0; i < s.parameter_hashes.size(); ++i)
-    hashes += (i ? ", " : "") + json::quote(s.parameter_hashes[i]);
-  hashes += "]";
   o.add("kind", s.kind)
       .add("stop_reason", stop_reason_name(s.stop_reason))
       .add("final_step", s.final_step)
       .add("epoch", s.epoch)
       .add("world_size", s.world_size)
-      .add_raw("parameter_hashes", hashes)
+      .add("parameter_hashes", s.parameter_hashes)
       .add("peak_memory_mb", s.peak_memory_mb)
       .add("max_tokens", s.max_tokens);
   if (s.max_tokens_fit) o.add("max_tokens_fit", s.max_tokens_fit->to_json());

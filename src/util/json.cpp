@@ -365,6 +365,11 @@ Object& Object::add(std::string_view key, const std::vector<double>& values) {
   for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + number(values[i]);
   return add_raw(key, out + "]");
 }
+Object& Object::add(std::string_view key, const std::vector<std::string>& strings) {
+  std::string out = "[";
+  for (size_t i = 0; i < strings.size(); ++i) out += (i ? ", " : "") + quote(strings[i]);
+  return add_raw(key, out + "]");
+}
 Object& Object::add(std::string_view key, const std::vector<Object>& objects) {
   std::string out = "[";
   for (size_t i = 0; i < objects.size(); ++i) out += (i ? ", " : "") + objects[i].str();

@@ -70,6 +70,7 @@ class Object {
   Object& add(std::string_view key, const std::string& text) { return add(key, std::string_view(text)); }
   Object& add(std::string_view key, const Object& object);
   Object& add(std::string_view key, const std::vector<double>& values);
+  Object& add(std::string_view key, const std::vector<std::string>& strings);
   Object& add(std::string_view key, const std::vector<Object>& objects);
   /// The value, or null when absent.
   template <class T>

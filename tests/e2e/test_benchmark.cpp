@@ -5,6 +5,7 @@
 
 #include <regex>
 #include <string>
+#include <utility>
 
 #include "train_support.h"
 
@@ -22,6 +23,21 @@ nmt::test::CommandResult benchmark(const std::filesystem::path& run_dir, const s
   return run_command(kTrain + " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
                      " --set data.spm_model=" + nmt::test::shared_vocab() +
                      " --set data.max_tokens=1024 --set train.threads=1 " + extra);
+}
+
+/// Our benchmark with `flags` and a batch dump, then the PyTorch reference loop on that dump
+/// (dropout off on both sides): the two reports' texts, ours first.
+std::pair<std::string, std::string> ours_and_reference(const TempDir& run, const std::string& flags) {
+  const std::string dump = (run.path() / "dump.safetensors").string();
+  auto ours = benchmark(run.path(), "--set model.dropout=0 --dump-batches " + dump + " " + flags);
+  INFO(ours.err);
+  REQUIRE(ours.exit_code == 0);
+  const std::string reference_json = (run.path() / "reference.json").string();
+  auto ref = run_command(kPython + " scripts/bench/reference_train.py " + dump +
+                         " --no-dropout --out " + reference_json);
+  INFO(ref.out << ref.err);
+  REQUIRE(ref.exit_code == 0);
+  return {read_file(run.path() / "benchmark.json"), read_file(reference_json)};
 }
 
 /// The number after "key": in a JSON text (first occurrence); NaN when absent.
@@ -100,19 +116,8 @@ TEST_CASE("the PyTorch reference loop fed the dump computes the same losses",
   for (const char* variant : {"--set model.norm=pre", "--set model.norm=post --set train.clip_norm=0.5"}) {
     DYNAMIC_SECTION(variant) {
       TempDir run;
-      const std::string dump = (run.path() / "dump.safetensors").string();
-      auto ours = benchmark(run.path(), std::string("--benchmark 3 --benchmark-warmup 1 "
-                                                    "--set model.dropout=0 --dump-batches ") +
-                                            dump + " " + variant);
-      INFO(ours.err);
-      REQUIRE(ours.exit_code == 0);
-      const std::string reference_json = (run.path() / "reference.json").string();
-      auto ref = run_command(kPython + " scripts/bench/reference_train.py " + dump +
-                             " --no-dropout --out " + reference_json);
-      INFO(ref.out << ref.err);
-      REQUIRE(ref.exit_code == 0);
-      const std::string a = read_file(run.path() / "benchmark.json");
-      const std::string b = read_file(reference_json);
+      const auto [a, b] =
+          ours_and_reference(run, std::string("--benchmark 3 --benchmark-warmup 1 ") + variant);
       // Same initial parameters, batches, loss and optimizer: the same per-token losses
       // before and after 3 updates (float32 kernels may sum in another order).
       CHECK(json_number(b, "first_loss") == Approx(json_number(a, "first_loss")).epsilon(1e-5));
@@ -137,20 +142,9 @@ TEST_CASE("plain SGD: the reference loop's losses follow ours update by update, 
   for (const std::string amp : {"off", "bf16"}) {
     DYNAMIC_SECTION("amp " << amp) {
       TempDir run;
-      const std::string dump = (run.path() / "dump.safetensors").string();
-      auto ours = benchmark(run.path(), "--benchmark 4 --benchmark-warmup 0 --set model.dropout=0 "
-                                        "--set train.optimizer=sgd --set train.schedule=constant "
-                                        "--set train.lr=4.0 --set amp.mode=" + amp +
-                                        " --dump-batches " + dump);
-      INFO(ours.err);
-      REQUIRE(ours.exit_code == 0);
-      const std::string reference_json = (run.path() / "reference.json").string();
-      auto ref = run_command(kPython + " scripts/bench/reference_train.py " + dump +
-                             " --no-dropout --out " + reference_json);
-      INFO(ref.out << ref.err);
-      REQUIRE(ref.exit_code == 0);
-      const std::string a = read_file(run.path() / "benchmark.json");
-      const std::string b = read_file(reference_json);
+      const auto [a, b] = ours_and_reference(
+          run, "--benchmark 4 --benchmark-warmup 0 --set train.optimizer=sgd "
+               "--set train.schedule=constant --set train.lr=4.0 --set amp.mode=" + amp);
       // Relative; measured here: float32 agrees to ~1e-7, bf16 to ~4e-4 (other kernels).
       const double tolerance = amp == "off" ? 1e-5 : 2e-3;
       const double first = json_number(a, "first_loss"), last = json_number(a, "last_loss");

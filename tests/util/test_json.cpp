@@ -97,14 +97,16 @@ TEST_CASE("json: Object writes members in order, nulls for absent and non-finite
       .add("absent", std::optional<double>())
       .add("present", std::optional<int64_t>(7))
       .add("peaks", std::vector<double>{1.5, 2})
+      .add("hashes", std::vector<std::string>{"ab", "c\"d"})
       .add("fit", inner);
   CHECK(o.str() ==
         "{\"step\": 12, \"loss\": 2.5, \"nan\": null, \"note\": \"a \\\"q\\\"\", "
-        "\"absent\": null, \"present\": 7, \"peaks\": [1.5, 2], "
+        "\"absent\": null, \"present\": 7, \"peaks\": [1.5, 2], \"hashes\": [\"ab\", \"c\\\"d\"], "
         "\"fit\": {\"sentences\": 31, \"oom\": true}}");
   CHECK(o.pretty() ==
         "{\n  \"step\": 12,\n  \"loss\": 2.5,\n  \"nan\": null,\n  \"note\": \"a \\\"q\\\"\",\n"
         "  \"absent\": null,\n  \"present\": 7,\n  \"peaks\": [1.5, 2],\n"
+        "  \"hashes\": [\"ab\", \"c\\\"d\"],\n"
         "  \"fit\": {\n    \"sentences\": 31,\n    \"oom\": true\n  }\n}\n");
   CHECK(nmt::json::Object().pretty() == "{}\n");
 }
