@@ -203,11 +203,19 @@ void GradientReducer::finalize() {
   record_locked("finalize");
   if (!error_.empty()) {
     const std::string error = error_;
-    // Launch the rest anyway so the other ranks' collectives are matched, then fail.
+    // Launch the rest anyway so the other ranks' collectives are matched, then fail. Every
+    // launched bucket is waited for, each on its own: one failed wait must not leave the
+    // others writing into buffers that reset and destruction may free.
     try {
       while (next_launch_ < buckets_.size()) launch_locked(next_launch_++);
-      for (Bucket& b : buckets_) b.op->wait();
     } catch (const DistError&) {
+    }
+    for (Bucket& b : buckets_) {
+      if (!b.op) continue;
+      try {
+        b.op->wait();
+      } catch (const DistError&) {
+      }
     }
     reset_locked();
     NMT_THROW(DistError, "rank {}: gradient reducer: {}", comm_->rank(), error);
