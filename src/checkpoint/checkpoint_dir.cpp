@@ -207,4 +207,34 @@ std::optional<std::filesystem::path> CheckpointDir::best_or_last() const {
   return newest;
 }
 
+std::vector<std::filesystem::path> model_checkpoints(const std::string& given, int64_t average) {
+  const std::filesystem::path path(given);
+  std::error_code ec;
+  NMT_CHECK(!given.empty(), ConfigError, "no checkpoint given (a checkpoint file or run directory)");
+  if (std::filesystem::is_regular_file(path, ec)) {
+    NMT_CHECK(average <= 1, ConfigError,
+              "--average {} needs a run directory (or its checkpoints/ folder), found the file {}",
+              average, given);
+    return {path};
+  }
+  NMT_CHECK(std::filesystem::is_directory(path, ec), CheckpointError,
+            "{}: no such checkpoint file or run directory", given);
+  const std::filesystem::path dir =
+      std::filesystem::is_directory(path / "checkpoints", ec) ? path / "checkpoints" : path;
+  const CheckpointDir checkpoints(dir, CheckpointOptions{});
+  if (average > 1) {
+    std::vector<std::filesystem::path> newest = checkpoints.list();
+    NMT_CHECK(static_cast<int64_t>(newest.size()) >= average, CheckpointError,
+              "{}: --average {} needs {} checkpoints, found {}", dir.string(), average, average,
+              newest.size());
+    newest.resize(static_cast<size_t>(average));
+    std::reverse(newest.begin(), newest.end());
+    return newest;
+  }
+  const auto chosen = checkpoints.best_or_last();
+  NMT_CHECK(chosen.has_value(), CheckpointError, "{}: no checkpoint-*.safetensors files",
+            dir.string());
+  return {*chosen};
+}
+
 }  // namespace nmt::checkpoint

@@ -60,6 +60,12 @@ class CheckpointDir {
   CheckpointOptions options_;
 };
 
+/// The checkpoint files a model is read from (nmt-translate, fine-tuning, export): `given` is
+/// a file, or a run directory (or its checkpoints/ folder) whose best_or_last() is taken; with
+/// average > 1, the newest `average` files of the run, oldest first (average_checkpoints keeps
+/// the newest one's metadata). Throws ConfigError or CheckpointError naming what is missing.
+std::vector<std::filesystem::path> model_checkpoints(const std::string& given, int64_t average = 1);
+
 /// The step in a checkpoint file name ("checkpoint-00001000.safetensors" -> 1000), or nullopt
 /// for any other name.
 std::optional<int64_t> step_of_checkpoint_file(const std::filesystem::path& file);

@@ -55,10 +55,11 @@ double max_abs_difference(const at::Tensor& a, const at::Tensor& b) {
 
 /// The tensors a comparison or average looks at.
 std::vector<std::pair<std::string, at::Tensor>> selected(const CheckpointData& data,
-                                                         bool all_tensors) {
+                                                         bool all_tensors,
+                                                         std::string_view prefix = kModelPrefix) {
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& entry : data.tensors) {
-    if (all_tensors || is_model_tensor(entry.first)) out.push_back(entry);
+    if (all_tensors || entry.first.rfind(prefix, 0) == 0) out.push_back(entry);
   }
   return out;
 }
@@ -181,7 +182,8 @@ DiffReport diff_checkpoints(const std::filesystem::path& a_file,
   return report;
 }
 
-CheckpointData average_checkpoints(const std::vector<std::filesystem::path>& inputs) {
+CheckpointData average_checkpoints(const std::vector<std::filesystem::path>& inputs,
+                                   std::string_view prefix) {
   NMT_CHECK(!inputs.empty(), CheckpointError, "average: no input checkpoints");
   at::NoGradGuard no_grad;
   // One input in memory at a time (plus the float64 sums), so averaging many checkpoints of
@@ -191,11 +193,11 @@ CheckpointData average_checkpoints(const std::vector<std::filesystem::path>& inp
   CheckpointData last;
   for (size_t i = 0; i < inputs.size(); ++i) {
     CheckpointData data = load_checkpoint(inputs[i]);
-    auto model = selected(data, false);
+    auto model = selected(data, false, prefix);
     const std::string& first = inputs[0].string();
     const std::string& current = inputs[i].string();
     if (i == 0) {
-      NMT_CHECK(!model.empty(), CheckpointError, "{}: no model.* tensors to average", current);
+      NMT_CHECK(!model.empty(), CheckpointError, "{}: no {}* tensors to average", current, prefix);
       for (const auto& [name, tensor] : model) {
         const bool floating = c10::isFloatingType(tensor.scalar_type());
         sums.push_back(floating ? tensor.to(c10::ScalarType::Double, false, /*copy=*/true)
@@ -204,7 +206,7 @@ CheckpointData average_checkpoints(const std::vector<std::filesystem::path>& inp
       reference = std::move(model);
     } else {
       NMT_CHECK(model.size() == reference.size(), CheckpointError,
-                "{}: {} model.* tensors, but {} has {}", current, model.size(), first,
+                "{}: {} {}* tensors, but {} has {}", current, model.size(), prefix, first,
                 reference.size());
       for (size_t k = 0; k < reference.size(); ++k) {
         const auto& [name, ref] = reference[k];

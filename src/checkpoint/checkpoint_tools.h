@@ -44,10 +44,12 @@ struct DiffReport {
 DiffReport diff_checkpoints(const std::filesystem::path& a, const std::filesystem::path& b,
                             const DiffOptions& options);
 
-/// Element-wise mean of the model.* tensors of inputs (in float64, cast back to each tensor's
+/// Element-wise mean of the model.* tensors (or those named `prefix`*, e.g. the moving
+/// average's "ema.*") of inputs (in float64, cast back to each tensor's
 /// dtype; integer and bool tensors must be equal in all inputs). Metadata is the last input's
 /// plus "averaged_from" (the inputs, comma-separated); other tensors are dropped. Throws
 /// CheckpointError naming the tensor and file on mismatched names, dtypes or shapes.
-CheckpointData average_checkpoints(const std::vector<std::filesystem::path>& inputs);
+CheckpointData average_checkpoints(const std::vector<std::filesystem::path>& inputs,
+                                   std::string_view prefix = kModelPrefix);
 
 }  // namespace nmt::checkpoint

@@ -72,6 +72,7 @@ std::map<std::string, std::string> RunMetadata::to_map() const {
       {std::string(kIteratorEpoch), std::to_string(iterator_epoch)},
       {std::string(kIteratorStep), std::to_string(iterator_step)},
       {std::string(kWorldSize), std::to_string(world_size)},
+      {std::string(kIteratorConsumed), iterator_consumed},
       {std::string(kConfig), config},
       {std::string(kConfigHash), config_hash},
       {std::string(kVocabFingerprint), vocab_fingerprint},
@@ -82,6 +83,7 @@ std::map<std::string, std::string> RunMetadata::to_map() const {
   const auto put = [&m](std::string_view key, const std::optional<double>& v) {
     if (v) m[std::string(key)] = number(*v);
   };
+  if (update_freq > 0) m[std::string(kUpdateFreq)] = std::to_string(update_freq);
   put(kValidLoss, valid_loss);
   put(kValidBleu, valid_bleu);
   put(kValidChrf, valid_chrf);
@@ -99,6 +101,8 @@ RunMetadata RunMetadata::parse(const std::map<std::string, std::string>& m,
   read(m, kIteratorEpoch, origin, &r.iterator_epoch);
   read(m, kIteratorStep, origin, &r.iterator_step);
   read(m, kWorldSize, origin, &r.world_size);
+  read(m, kUpdateFreq, origin, &r.update_freq);
+  read(m, kIteratorConsumed, origin, &r.iterator_consumed);
   read(m, kConfig, origin, &r.config);
   read(m, kConfigHash, origin, &r.config_hash);
   read(m, kVocabFingerprint, origin, &r.vocab_fingerprint);
@@ -110,11 +114,12 @@ RunMetadata RunMetadata::parse(const std::map<std::string, std::string>& m,
   read(m, kSelection, origin, &r.selection);
   read(m, kBestSelection, origin, &r.best_selection);
   read(m, kWithoutImprovement, origin, &r.validations_without_improvement);
-  NMT_CHECK(r.step >= 0 && r.iterator_epoch >= 1 && r.iterator_step >= 0 && r.world_size >= 1,
+  NMT_CHECK(r.step >= 0 && r.iterator_epoch >= 1 && r.iterator_step >= 0 && r.world_size >= 1 &&
+                r.update_freq >= 0,
             CheckpointError,
             "{}: metadata out of range: step {}, iterator_epoch {}, iterator_step {}, "
-            "world_size {}",
-            origin, r.step, r.iterator_epoch, r.iterator_step, r.world_size);
+            "world_size {}, update_freq {}",
+            origin, r.step, r.iterator_epoch, r.iterator_step, r.world_size, r.update_freq);
   return r;
 }
 

@@ -21,6 +21,9 @@ inline constexpr std::string_view kEpoch = "epoch";                    ///< epoc
 inline constexpr std::string_view kIteratorEpoch = "iterator_epoch";   ///< data position: epoch
 inline constexpr std::string_view kIteratorStep = "iterator_step";     ///< data position: step in it
 inline constexpr std::string_view kWorldSize = "world_size";           ///< ranks that trained it
+inline constexpr std::string_view kUpdateFreq = "update_freq";         ///< batches per update per rank
+/// Data position: this epoch's updates under earlier global batches ("group:updates,...").
+inline constexpr std::string_view kIteratorConsumed = "iterator_consumed";
 inline constexpr std::string_view kConfig = "config";                  ///< effective config YAML
 inline constexpr std::string_view kConfigHash = "config_hash";         ///< hash of that YAML
 inline constexpr std::string_view kVocabFingerprint = "vocab_fingerprint";
@@ -42,6 +45,8 @@ struct RunMetadata {
   int64_t iterator_epoch = 1;    ///< where the data continues: epoch (1-based)
   int64_t iterator_step = 0;     ///< where the data continues: step within that epoch
   int64_t world_size = 1;        ///< ranks that trained it
+  int64_t update_freq = 0;       ///< batches per update per rank; 0: not recorded (older files)
+  std::string iterator_consumed; ///< data position: updates under earlier global batches
   std::string config;            ///< the effective config as YAML
   std::string config_hash;       ///< config_hash() of it
   std::string vocab_fingerprint; ///< fingerprint of the SentencePiece model(s)

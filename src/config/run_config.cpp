@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <map>
 
@@ -73,6 +74,10 @@ Schema bind(RunConfig& c) {
   s.boolean("model.scale_embeddings", &m.scale_embeddings, "multiply embeddings by sqrt(d_model)");
 
   data::DataOptions& d = c.data;
+  s.corpus_list("data.train", &d.train,
+                "several weighted training corpora [{name, src, tgt, weight}, ...]; weight is "
+                "relative to a corpus's size (1: each pair once an epoch, 2: twice, 0.5: half); "
+                "empty: the one corpus train_src/train_tgt");
   s.input_path("data.train_src", &d.train_src, "training source text, one sentence per line");
   s.input_path("data.train_tgt", &d.train_tgt, "training target text, aligned with train_src");
   s.input_path("data.valid_src", &d.valid_src, "validation source text (empty: no validation)");
@@ -142,6 +147,12 @@ Schema bind(RunConfig& c) {
   s.integer("train.warmup_steps", &t.warmup_steps, 0, kIntMax, "linear warm-up (steps)");
   s.real("train.clip_norm", &t.clip_norm, 0, kRealMax, "gradient-norm clipping; 0: off");
   s.real("train.label_smoothing", &t.label_smoothing, 0, 0.99, "label-smoothing epsilon");
+  s.real("train.ema_decay", &t.ema_decay, 0, 0.999999,
+         "moving average of the parameters, updated every step (e.g. 0.999 short runs, 0.9999 "
+         "long ones); validation and nmt-translate use it; 0: off");
+  s.text("train.init_from", &t.init_from,
+         "fine-tune: start from this checkpoint (file or run directory)'s parameters and "
+         "vocabulary, with a fresh optimizer, schedule and data position; empty: random init");
   s.integer("train.log_every", &t.log_every, 1, kIntMax, "steps between log lines and metrics");
   s.integer("train.valid_every", &t.valid_every, 0, kIntMax, "steps between validations; 0: never");
   s.boolean("train.valid_translate", &t.valid_translate,
@@ -227,7 +238,20 @@ void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& 
     const Origin origin = s.origin(key);
     return origin.source == "default" ? file.string() : origin.describe();
   };
-  if (c.data.train_src.empty() || c.data.train_tgt.empty()) {
+  if (!c.data.train.empty()) {
+    NMT_CHECK(c.data.train_src.empty() && c.data.train_tgt.empty(), ConfigError,
+              "{}: data.train and data.train_src/train_tgt are both set; give the corpora in "
+              "data.train only (set data.train_src and data.train_tgt to null)",
+              where("data.train"));
+    for (const data::CorpusOptions& corpus : c.data.train) {
+      for (const std::string* path : {&corpus.src, &corpus.tgt}) {
+        std::error_code ec;
+        NMT_CHECK(std::filesystem::is_regular_file(*path, ec), ConfigError,
+                  "{}: data.train corpus {}: file not found: '{}'", where("data.train"),
+                  corpus.name, *path);
+      }
+    }
+  } else if (c.data.train_src.empty() || c.data.train_tgt.empty()) {
     const char* key = c.data.train_src.empty() ? "data.train_src" : "data.train_tgt";
     NMT_THROW(ConfigError, "{}: {} is required (a training text file), but it is not set", where(key),
               key);

@@ -17,6 +17,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "data/data_options.h"
+
 namespace nmt::config {
 
 /// Where a value came from, for messages: a YAML file position, an override, or the default.
@@ -38,6 +40,9 @@ struct Field {
   std::function<void(const YAML::Node&, const Origin&)> parse;
   /// The current value as a YAML scalar text (round-trips through parse).
   std::function<std::string()> print;
+  /// For values that are not scalars (lists): the value as a YAML node, which to_yaml writes
+  /// instead of print()'s text.
+  std::function<YAML::Node()> node;
 };
 
 /// The set of fields of one config object, in declaration order.
@@ -57,6 +62,10 @@ class Schema {
   /// A file the run reads; empty means unset, otherwise it must exist (checked by
   /// check_input_paths once all sources are applied).
   void input_path(std::string key, std::string* value, std::string doc);
+  /// A list of named corpora, each a map {name, src, tgt, weight} (weight optional, 1 by
+  /// default); null or [] is the empty list. Names must be unique words (they name token
+  /// cache files); file existence is checked by the caller.
+  void corpus_list(std::string key, std::vector<data::CorpusOptions>* value, std::string doc);
   /// One of a fixed set of names, stored as an enum. Where "off" is a name, YAML 1.1's false
   /// (what PyYAML writes for an unquoted off) also reads as off.
   template <class Enum>

@@ -22,6 +22,7 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
   std::string nproc_per_node;
   std::string master_addr;
   std::string master_port;
+  std::string init_from;
   app.add_option("-c,--config", config_file, "YAML config file (see configs/)")
       ->required()
       ->type_name("FILE");
@@ -43,6 +44,11 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
                  "file; the checkpoint's config sits between the YAML and --set")
       ->type_name("auto|none|PATH")
       ->capture_default_str();
+  app.add_option("--init-from", init_from,
+                 "fine-tune: start from this checkpoint file or run directory's parameters and "
+                 "vocabulary (fresh optimizer, schedule and data position); same as --set "
+                 "train.init_from=PATH; ignored once the run has a checkpoint of its own")
+      ->type_name("PATH");
   app.add_option("--log-level", log_level, "same as --set log.level=LEVEL")
       ->check(CLI::IsMember(log::level_names()))
       ->type_name("LEVEL");
@@ -117,6 +123,7 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
   command.sources.file = config_file;
   command.sources.overrides = sets;
   if (!log_level.empty()) command.sources.overrides.push_back("log.level=" + log_level);
+  if (!init_from.empty()) command.sources.overrides.push_back("train.init_from=" + init_from);
   if (!nproc_per_node.empty())
     command.sources.overrides.push_back("dist.nproc_per_node=" + nproc_per_node);
   if (!master_addr.empty()) command.sources.overrides.push_back("dist.master_addr=" + master_addr);

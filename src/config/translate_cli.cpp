@@ -87,6 +87,13 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
                  "directory")
       ->check(CLI::NonNegativeNumber)
       ->type_name("K");
+  std::string weights = "auto";
+  app.add_option("--weights", weights,
+                 "ema: the moving average of the parameters that train.ema_decay keeps; raw: "
+                 "the trained parameters; auto: ema when the checkpoint has it, else raw")
+      ->check(CLI::IsMember({"auto", "ema", "raw"}))
+      ->capture_default_str()
+      ->type_name("auto|ema|raw");
   bool no_cache = false;
   app.add_flag("--no-cache", no_cache,
                "re-run the decoder over the whole prefix at every step instead of using its "
@@ -113,6 +120,9 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   o.device = device == "cpu"    ? decode::DeviceChoice::kCpu
              : device == "cuda" ? decode::DeviceChoice::kCuda
                                 : decode::DeviceChoice::kAuto;
+  o.weights = weights == "ema"   ? decode::WeightsChoice::kEma
+              : weights == "raw" ? decode::WeightsChoice::kRaw
+                                 : decode::WeightsChoice::kAuto;
   for (const auto& [name, mode] : amp::kAmpModeNames)
     if (name == amp) o.amp = mode;
   return command;

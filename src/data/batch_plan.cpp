@@ -82,30 +82,39 @@ PlanStats EpochPlan::stats(int64_t max_tokens) const {
   return s;
 }
 
-BatchPlanner::BatchPlanner(const TokenCache& corpus, BatchPlanOptions options)
-    : corpus_(corpus), options_(options) {
+BatchPlanner::BatchPlanner(CorpusSet corpus, BatchPlanOptions options)
+    : corpus_(std::move(corpus)), options_(options) {
   NMT_CHECK(options_.world_size >= 1 && options_.accumulation >= 1, DataError,
             "batch plan: world size {} and accumulation {} must be >= 1", options_.world_size,
             options_.accumulation);
-  NMT_CHECK(corpus_.size() < int64_t{std::numeric_limits<uint32_t>::max()}, DataError,
-            "{}: {} sentence pairs; at most 2^32 - 1 are supported", corpus_.path().string(),
-            corpus_.size());
   NMT_CHECK(corpus_.size() >= options_.world_size, DataError,
-            "{}: {} sentence pairs cannot give each of {} ranks a batch", corpus_.path().string(),
+            "{}: {} sentence pairs cannot give each of {} ranks a batch", corpus_.describe(),
             corpus_.size(), options_.world_size);
   int64_t longest = 0;
   for (int64_t i = 0; i < corpus_.size(); ++i)
     longest = std::max({longest, corpus_.src_length(i) + 1, corpus_.tgt_length(i) + 1});
   NMT_CHECK(longest <= options_.max_tokens, DataError,
             "{}: a sentence of {} tokens (with EOS) does not fit data.max_tokens {}",
-            corpus_.path().string(), longest, options_.max_tokens);
+            corpus_.describe(), longest, options_.max_tokens);
 }
 
-Batch BatchPlanner::make_batch(const uint32_t* begin, const uint32_t* end) const {
+BatchPlanner::Slots BatchPlanner::slots_of_epoch(int64_t epoch) const {
+  Slots slots;
+  slots.ids = corpus_.draw(epoch, options_.seed);
+  slots.src.resize(slots.ids.size());
+  slots.tgt.resize(slots.ids.size());
+  for (size_t j = 0; j < slots.ids.size(); ++j) {
+    slots.src[j] = static_cast<int32_t>(corpus_.src_length(slots.ids[j]) + 1);
+    slots.tgt[j] = static_cast<int32_t>(corpus_.tgt_length(slots.ids[j]) + 1);
+  }
+  return slots;
+}
+
+Batch BatchPlanner::make_batch(const uint32_t* begin, const uint32_t* end, const Slots& slots) const {
   Batch b;
   b.pairs.assign(begin, end);
   for (const uint32_t* p = begin; p != end; ++p) {
-    const int64_t s = corpus_.src_length(*p) + 1, t = corpus_.tgt_length(*p) + 1;
+    const int64_t s = slots.src[*p], t = slots.tgt[*p];
     b.src_len = std::max(b.src_len, s);
     b.tgt_len = std::max(b.tgt_len, t);
     b.src_tokens += s;
@@ -114,7 +123,8 @@ Batch BatchPlanner::make_batch(const uint32_t* begin, const uint32_t* end) const
   return b;
 }
 
-std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order) const {
+std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order,
+                                             const Slots& slots) const {
   // best[j]: least cost of cutting order[0, j) into batches, where a batch costs its padded
   // tokens plus a fixed overhead. The backward scan stops once the budget is exceeded, as
   // adding pairs never lowers a batch's longest side.
@@ -129,22 +139,22 @@ std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order)
     int64_t max_src = 0, max_tgt = 0;
     for (size_t i = j; i-- > 0;) {
       const int64_t count = static_cast<int64_t>(j - i);
-      max_src = std::max(max_src, corpus_.src_length(order[i]) + 1);
-      max_tgt = std::max(max_tgt, corpus_.tgt_length(order[i]) + 1);
+      max_src = std::max<int64_t>(max_src, slots.src[order[i]]);
+      max_tgt = std::max<int64_t>(max_tgt, slots.tgt[order[i]]);
       if (count > max_sentences || count * std::max(max_src, max_tgt) > options_.max_tokens) break;
       const double cost = best[i] + double(count * (max_src + max_tgt)) + overhead;
       if (cost < best[j]) best[j] = cost, cut[j] = i;
     }
   }
   std::vector<Batch> batches;
-  for (size_t j = n; j > 0; j = cut[j]) batches.push_back(make_batch(&order[cut[j]], &order[j]));
+  for (size_t j = n; j > 0; j = cut[j])
+    batches.push_back(make_batch(&order[cut[j]], &order[j], slots));
   std::reverse(batches.begin(), batches.end());
   return batches;
 }
 
-std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t stream) const {
-  const auto w = static_cast<size_t>(options_.world_size);
-  const auto f = static_cast<size_t>(options_.accumulation);
+std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t stream, size_t w,
+                                       size_t f, const Slots& slots) const {
   // An update takes one batch per rank per accumulation step: split the largest batches until
   // the count divides.
   const size_t group = w * f;
@@ -157,8 +167,9 @@ std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t str
     }
     const Batch whole = std::move(*largest);
     const size_t half = whole.pairs.size() / 2;
-    *largest = make_batch(whole.pairs.data(), whole.pairs.data() + half);
-    batches.push_back(make_batch(whole.pairs.data() + half, whole.pairs.data() + whole.pairs.size()));
+    *largest = make_batch(whole.pairs.data(), whole.pairs.data() + half, slots);
+    batches.push_back(
+        make_batch(whole.pairs.data() + half, whole.pairs.data() + whole.pairs.size(), slots));
   }
   // Batches of near-equal cost share an update, so no rank waits long for another. Grouping
   // depends on ranks x accumulation only: 2 ranks x 1 step and 1 rank x 2 steps see the same
@@ -189,35 +200,70 @@ std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t str
   return steps;
 }
 
-EpochPlan BatchPlanner::plan_epoch(int64_t epoch) const {
-  const uint64_t stream = mix(mix(options_.seed) ^ static_cast<uint64_t>(epoch));
-  const auto n = static_cast<uint32_t>(corpus_.size());
+std::vector<uint32_t> BatchPlanner::length_order(uint64_t stream, const Slots& slots) const {
+  const auto n = static_cast<uint32_t>(slots.ids.size());
   int64_t longest = 1;
-  for (uint32_t i = 0; i < n; ++i)
-    longest = std::max({longest, corpus_.src_length(i) + 1, corpus_.tgt_length(i) + 1});
+  for (uint32_t i = 0; i < n; ++i) longest = std::max<int64_t>({longest, slots.src[i], slots.tgt[i]});
   int order_bits = 1;
   while ((int64_t{1} << order_bits) <= longest) ++order_bits;
   // Sort by (Hilbert index, per-epoch hash): pairs of equal lengths are interchangeable for
   // padding, so the hash reshuffles batch contents each epoch at no cost in efficiency.
   std::vector<std::pair<uint64_t, uint64_t>> keys(n);
   for (uint32_t i = 0; i < n; ++i) {
-    keys[i] = {hilbert_index(static_cast<uint32_t>(corpus_.src_length(i) + 1),
-                             static_cast<uint32_t>(corpus_.tgt_length(i) + 1), order_bits),
+    keys[i] = {hilbert_index(static_cast<uint32_t>(slots.src[i]), static_cast<uint32_t>(slots.tgt[i]),
+                             order_bits),
                (mix(stream ^ i) & ~uint64_t{0xffffffff}) | i};
   }
   std::sort(keys.begin(), keys.end());
   std::vector<uint32_t> order(n);
   for (uint32_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i].second & 0xffffffff);
+  return order;
+}
+
+EpochPlan BatchPlanner::plan_epoch(int64_t epoch, const std::vector<ConsumedUpdates>& consumed) const {
+  const uint64_t stream = mix(mix(options_.seed) ^ static_cast<uint64_t>(epoch));
+  NMT_CHECK(consumed.empty() || options_.batching == Batching::kTokens, DataError,
+            "epoch {}: data.batching sentences (a comparison mode) cannot continue an epoch "
+            "under another global batch; resume with the ranks x update_freq it was saved with",
+            epoch);
+  // The plan is made over the epoch's draw (slots, data/corpus_set.h), and its batches then
+  // name the pairs drawn; with one corpus of weight 1 slot j is pair j.
+  const Slots slots = slots_of_epoch(epoch);
+  std::vector<uint32_t> order = length_order(stream, slots);
+  for (const ConsumedUpdates& earlier : consumed) {
+    // That plan's updates, one step of `group` batches each; drop the slots of its first ones.
+    NMT_CHECK(earlier.group >= 1 && earlier.updates >= 0, DataError,
+              "epoch {}: consumed updates ({} of {} batches) out of range", epoch,
+              earlier.updates, earlier.group);
+    const std::vector<Step> steps =
+        balance(cut_batches(order, slots), stream, static_cast<size_t>(earlier.group), 1, slots);
+    NMT_CHECK(earlier.updates <= static_cast<int64_t>(steps.size()), DataError,
+              "epoch {}: {} updates of {} batches were trained, but that plan has only {} (was "
+              "the data changed since the checkpoint?)",
+              epoch, earlier.updates, earlier.group, steps.size());
+    std::vector<char> used(slots.ids.size(), 0);
+    for (int64_t u = 0; u < earlier.updates; ++u)
+      for (const Batch& b : steps[static_cast<size_t>(u)].batches)
+        for (uint32_t slot : b.pairs) used[slot] = 1;
+    order.erase(std::remove_if(order.begin(), order.end(), [&used](uint32_t j) { return used[j] != 0; }),
+                order.end());
+  }
   EpochPlan plan;
   plan.epoch = epoch;
-  plan.steps = balance(cut_batches(order), stream);
+  plan.steps = balance(cut_batches(order, slots), stream, static_cast<size_t>(options_.world_size),
+                       static_cast<size_t>(options_.accumulation), slots);
+  for (Step& step : plan.steps)
+    for (Batch& batch : step.batches)
+      for (uint32_t& pair : batch.pairs) pair = slots.ids[pair];
   if (options_.batching == Batching::kSentences) return plan_naive(plan);
   return plan;
 }
 
 EpochPlan BatchPlanner::plan_by_sentence_count(int64_t epoch, size_t per_rank) const {
   const auto w = static_cast<size_t>(options_.world_size);
-  const size_t n = static_cast<size_t>(corpus_.size());
+  // The epoch's draw in corpus order (each corpus's pairs in file order).
+  const Slots slots = slots_of_epoch(epoch);
+  const size_t n = slots.ids.size();
   EpochPlan plan;
   plan.epoch = epoch;
   std::vector<uint32_t> order(n);
@@ -227,7 +273,9 @@ EpochPlan BatchPlanner::plan_by_sentence_count(int64_t epoch, size_t per_rank) c
     for (size_t r = 0; r < w; ++r) {
       const size_t begin = std::min(n, start + r * per_rank);
       const size_t end = std::min(n, begin + per_rank);
-      step.batches.push_back(make_batch(order.data() + begin, order.data() + end));
+      Batch batch = make_batch(order.data() + begin, order.data() + end, slots);
+      for (uint32_t& pair : batch.pairs) pair = slots.ids[pair];
+      step.batches.push_back(std::move(batch));
     }
     plan.steps.push_back(std::move(step));
   }

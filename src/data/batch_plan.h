@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "data/token_cache.h"
+#include "data/corpus_set.h"
 
 namespace nmt::data {
 
@@ -70,27 +70,52 @@ struct EpochPlan {
   PlanStats stats(int64_t max_tokens) const;
 };
 
+/// Updates of an epoch already trained under another global batch: `updates` updates of a
+/// plan whose updates each took `group` batches (ranks x accumulation steps). A run resumed
+/// with another global batch plans the rest of its epoch from the pairs these did not use.
+struct ConsumedUpdates {
+  int64_t group = 1;    ///< batches per update (world_size x accumulation) of that plan
+  int64_t updates = 0;  ///< its first updates, already trained
+  bool operator==(const ConsumedUpdates& o) const { return group == o.group && updates == o.updates; }
+};
+
 /// Computes epoch plans for a corpus.
 class BatchPlanner {
  public:
-  /// Throws DataError when a sentence cannot fit max_tokens or there are fewer pairs than ranks.
-  BatchPlanner(const TokenCache& corpus, BatchPlanOptions options);
-  /// The plan of an epoch (1-based), the same on every rank for the same seed.
-  EpochPlan plan_epoch(int64_t epoch) const;
+  /// Plans over `corpus` (one token cache converts to a set of one). Throws DataError when a
+  /// sentence cannot fit max_tokens or there are fewer pairs than ranks.
+  BatchPlanner(CorpusSet corpus, BatchPlanOptions options);
+  /// The plan of an epoch (1-based), the same on every rank for the same seed. With
+  /// `consumed` (oldest first), the plan covers only the pairs that those earlier updates of
+  /// the epoch did not train on: each is replanned in turn from what the ones before left
+  /// over, so every pair is still trained once in the epoch. The sets of pairs per update
+  /// depend on world_size x accumulation only, not on how it is split.
+  EpochPlan plan_epoch(int64_t epoch, const std::vector<ConsumedUpdates>& consumed = {}) const;
   /// For comparison: DataParallel-style batching by sentence count in corpus order, each
   /// global batch of world_size x B sentences split evenly across ranks, with the largest B
   /// whose mean padded tokens per batch do not exceed the reference plan's (the same average
   /// memory; its fullest batches then show what a sentence-count budget risks).
   EpochPlan plan_naive(const EpochPlan& reference) const;
   const BatchPlanOptions& options() const { return options_; }
+  const CorpusSet& corpus() const { return corpus_; }
 
  private:
-  std::vector<Batch> cut_batches(const std::vector<uint32_t>& order) const;
-  Batch make_batch(const uint32_t* begin, const uint32_t* end) const;
-  std::vector<Step> balance(std::vector<Batch> batches, uint64_t stream) const;
+  /// An epoch's draw: slot j holds pair ids[j] with lengths src[j], tgt[j] (with EOS).
+  struct Slots {
+    std::vector<uint32_t> ids;
+    std::vector<int32_t> src, tgt;
+  };
+  Slots slots_of_epoch(int64_t epoch) const;
+  /// Batches of slots, cut from `order` (slot indices).
+  std::vector<Batch> cut_batches(const std::vector<uint32_t>& order, const Slots& slots) const;
+  Batch make_batch(const uint32_t* begin, const uint32_t* end, const Slots& slots) const;
+  std::vector<Step> balance(std::vector<Batch> batches, uint64_t stream, size_t world,
+                            size_t accumulation, const Slots& slots) const;
+  /// Slots in length order (Hilbert curve, then a per-epoch hash), the order batches are cut from.
+  std::vector<uint32_t> length_order(uint64_t stream, const Slots& slots) const;
   EpochPlan plan_by_sentence_count(int64_t epoch, size_t sentences_per_rank) const;
 
-  const TokenCache& corpus_;
+  CorpusSet corpus_;
   BatchPlanOptions options_;
 };
 

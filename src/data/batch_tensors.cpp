@@ -27,7 +27,7 @@ BatchTensors random_batch(int64_t sentences, int64_t length, int64_t src_vocab_s
   return b;
 }
 
-BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
+BatchTensors make_batch_tensors(const CorpusSet& corpus, const Batch& batch,
                                 const SpecialIds& ids) {
   BatchTensors t;
   const int64_t b = batch.size();
@@ -40,15 +40,15 @@ BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
   t.src_lengths.reserve(static_cast<size_t>(b));
   t.tgt_lengths.reserve(static_cast<size_t>(b));
   for (int64_t row = 0; row < b; ++row) {
-    const uint32_t pair = batch.pairs[static_cast<size_t>(row)];
-    const int64_t s = corpus.src_length(pair), n = corpus.tgt_length(pair);
+    const auto [cache, pair] = corpus.locate(batch.pairs[static_cast<size_t>(row)]);
+    const int64_t s = cache->src_length(pair), n = cache->tgt_length(pair);
     t.src_lengths.push_back(s + 1);  // with EOS
     t.tgt_lengths.push_back(n + 1);
-    for (int64_t k = 0; k < s; ++k) src[row][k] = corpus.src_id(pair, k);
+    for (int64_t k = 0; k < s; ++k) src[row][k] = cache->src_id(pair, k);
     src[row][s] = ids.eos;
     tgt_in[row][0] = ids.bos;
     for (int64_t k = 0; k < n; ++k) {
-      const int32_t id = corpus.tgt_id(pair, k);
+      const int32_t id = cache->tgt_id(pair, k);
       tgt_in[row][k + 1] = id;
       tgt_out[row][k] = id;
     }
@@ -59,11 +59,11 @@ BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
   return t;
 }
 
-BatchPrefetcher::BatchPrefetcher(const TokenCache& corpus,
+BatchPrefetcher::BatchPrefetcher(CorpusSet corpus,
                                  std::shared_ptr<const BatchPlanner> planner, int64_t rank,
                                  IteratorState start, SpecialIds ids, int64_t depth,
                                  bool pin_memory)
-    : corpus_(corpus),
+    : corpus_(std::move(corpus)),
       iterator_(std::move(planner), start),
       rank_(rank),
       ids_(ids),
@@ -86,7 +86,7 @@ BatchTensors BatchPrefetcher::produce() {
   BatchTensors t = make_batch_tensors(corpus_, step.batches[static_cast<size_t>(rank_)], ids_);
   t.global_tgt_tokens = step.global_tgt_tokens();
   t.next = iterator_.state();
-  t.epoch = t.next.epoch;  // next() always leaves the position inside the step's epoch
+  t.epoch = iterator_.last_epoch();
   if (pin_memory_) {
     t.src = t.src.pin_memory();
     t.tgt_in = t.tgt_in.pin_memory();

@@ -47,8 +47,8 @@ struct SpecialIds {
 BatchTensors random_batch(int64_t sentences, int64_t length, int64_t src_vocab_size,
                           int64_t tgt_vocab_size, int64_t bos);
 
-/// Builds the tensors of a batch from the token cache.
-BatchTensors make_batch_tensors(const TokenCache& corpus, const Batch& batch,
+/// Builds the tensors of a batch from the corpora (a token cache converts to a set of one).
+BatchTensors make_batch_tensors(const CorpusSet& corpus, const Batch& batch,
                                 const SpecialIds& ids);
 
 /// Produces this rank's batches in plan order, `depth` ahead on a background thread.
@@ -58,7 +58,7 @@ class BatchPrefetcher {
   /// With pin_memory (training on a GPU) each batch is made in page-locked memory, so that
   /// its non_blocking copy to the device really is asynchronous (from pageable memory it
   /// waits for the copy); needs CUDA.
-  BatchPrefetcher(const TokenCache& corpus, std::shared_ptr<const BatchPlanner> planner,
+  BatchPrefetcher(CorpusSet corpus, std::shared_ptr<const BatchPlanner> planner,
                   int64_t rank, IteratorState start, SpecialIds ids, int64_t depth,
                   bool pin_memory = false);
   ~BatchPrefetcher();
@@ -74,7 +74,7 @@ class BatchPrefetcher {
   BatchTensors produce();
   void run();
 
-  const TokenCache& corpus_;
+  CorpusSet corpus_;
   BatchIterator iterator_;
   int64_t rank_;
   SpecialIds ids_;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nmt::data {
 
@@ -17,8 +18,23 @@ enum class Batching {
 /// What to do with a corpus line that is not valid UTF-8.
 enum class InvalidUtf8Policy { kError, kSkip };
 
+/// One training corpus of several (data.train).
+struct CorpusOptions {
+  std::string name;    ///< names it in logs, batch_stats.json and its token cache
+  std::string src;     ///< source text, one sentence per line (.gz ok)
+  std::string tgt;     ///< target text, aligned with src
+  /// Share of an epoch relative to the corpus's size: 1 draws each pair once an epoch, 2
+  /// twice (upsampled), 0.5 a different half each epoch (deterministic from seed and epoch).
+  double weight = 1.0;
+  bool operator==(const CorpusOptions& o) const {
+    return name == o.name && src == o.src && tgt == o.tgt && weight == o.weight;
+  }
+};
+
 /// Inputs and batching. Paths are relative to the working directory.
 struct DataOptions {
+  /// Several weighted training corpora; empty: the one corpus train_src/train_tgt.
+  std::vector<CorpusOptions> train;
   std::string train_src;                ///< training source text, one sentence per line (.gz ok)
   std::string train_tgt;                ///< training target text, aligned with train_src
   std::string valid_src;                ///< validation source text (empty: no validation)

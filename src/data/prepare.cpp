@@ -35,10 +35,22 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
   log::info("data", "vocabulary: {} pieces{} ({})", data.vocab.src.size(),
             data.vocab.joint ? " (joint)" : "", data.vocab.src.model_path().string());
   const std::filesystem::path cache_dir = run_dir / "cache";
-  data.train = build_or_open_token_cache(
-      {"train", options.train_src, options.train_tgt, cache_dir, prepare.threads}, data.vocab,
-      options);
-  log_counts("train", data.train);
+  // One token cache per corpus: "train" for the data.train_src shorthand (the name it always
+  // had), "train-<name>" for each corpus of data.train.
+  std::vector<CorpusPart> parts;
+  for (const CorpusOptions& corpus : training_corpora(options)) {
+    const std::string name = options.train.empty() ? "train" : "train-" + corpus.name;
+    TokenCacheResult result = build_or_open_token_cache(
+        {name, corpus.src, corpus.tgt, cache_dir, prepare.threads}, data.vocab, options);
+    log_counts(name, result);
+    parts.push_back({corpus.name, corpus.weight, std::move(result.cache)});
+  }
+  data.train = CorpusSet(std::move(parts));
+  if (data.train.parts().size() > 1) {
+    for (const CorpusDraw& d : data.train.draws())
+      log::info("data", "corpus {}: {} pairs x weight {} = {} pairs drawn per epoch", d.name,
+                d.pairs, d.weight, d.drawn);
+  }
   if (!options.valid_src.empty()) {
     data.valid = build_or_open_token_cache(
         {"valid", options.valid_src, options.valid_tgt, cache_dir, prepare.threads}, data.vocab,
@@ -72,8 +84,18 @@ BatchPlanOptions plan_options(const DataOptions& options, int64_t world_size, ui
   return p;
 }
 
+std::vector<CorpusDraw> drawn_in_plan(const CorpusSet& corpora, const EpochPlan& plan) {
+  std::vector<CorpusDraw> out = corpora.draws();
+  for (CorpusDraw& d : out) d.drawn = 0;
+  for (const Step& step : plan.steps)
+    for (const Batch& batch : step.batches)
+      for (uint32_t pair : batch.pairs) ++out[corpora.part_of(pair)].drawn;
+  return out;
+}
+
 std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int64_t world_size,
-                             int64_t max_tokens, int64_t update_freq, double plan_seconds) {
+                             int64_t max_tokens, int64_t update_freq, double plan_seconds,
+                             const std::vector<CorpusDraw>& corpora) {
   // Ratios to 4 decimals: more would only show the noise of a sample.
   const auto fixed = [](double v, int digits) { return fmt::format("{:.{}f}", v, digits); };
   const auto add_stats = [&fixed](json::Object& o, const PlanStats& s) {
@@ -95,6 +117,13 @@ std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int6
       .add("epoch", 1)
       .add_raw("plan_seconds", fixed(plan_seconds, 3));
   add_stats(o, ours);
+  std::vector<json::Object> drawn;
+  for (const CorpusDraw& d : corpora) {
+    json::Object corpus;
+    corpus.add("name", d.name).add("pairs", d.pairs).add("weight", d.weight).add("drawn", d.drawn);
+    drawn.push_back(std::move(corpus));
+  }
+  o.add("corpora", drawn);
   add_stats(naive_stats, naive);
   o.add("naive", naive_stats);
   return o.pretty();

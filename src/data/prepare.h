@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "data/batch_plan.h"
+#include "data/corpus_set.h"
 #include "data/data_options.h"
 #include "data/token_cache.h"
 #include "data/vocab.h"
@@ -17,7 +19,7 @@ namespace nmt::data {
 /// Vocabularies and encoded corpora of a run.
 struct PreparedData {
   Vocabularies vocab;
-  TokenCacheResult train;
+  CorpusSet train;  ///< the training corpora, one token cache each
   std::optional<TokenCacheResult> valid;  ///< when data.valid_src is set
 };
 
@@ -39,9 +41,14 @@ int64_t resolve_update_freq(const DataOptions& options, int64_t world_size);
 /// The batch plan settings that follow from the data options.
 BatchPlanOptions plan_options(const DataOptions& options, int64_t world_size, uint64_t seed);
 
-/// batch_stats.json: the plan of an epoch next to naive sentence-count batching.
+/// Per corpus: its pairs, weight, and the pairs `plan` trains on (counted in the plan).
+std::vector<CorpusDraw> drawn_in_plan(const CorpusSet& corpora, const EpochPlan& plan);
+
+/// batch_stats.json: the plan of an epoch next to naive sentence-count batching, and the
+/// pairs it draws from each corpus.
 std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int64_t world_size,
-                             int64_t max_tokens, int64_t update_freq, double plan_seconds);
+                             int64_t max_tokens, int64_t update_freq, double plan_seconds,
+                             const std::vector<CorpusDraw>& corpora);
 /// A short table of the same figures for the console.
 std::string batch_stats_table(const PlanStats& ours, const PlanStats& naive);
 

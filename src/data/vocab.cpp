@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/corpus_set.h"
 #include "data/file_hash.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -149,12 +150,20 @@ Vocabularies prepare_vocabularies(const DataOptions& options, const std::filesys
     }
     return Vocab::load(model);
   };
+  // Trained on every training corpus (data.train), source files before target files.
+  std::vector<std::filesystem::path> sources, targets;
+  for (const CorpusOptions& corpus : training_corpora(options)) {
+    sources.emplace_back(corpus.src);
+    targets.emplace_back(corpus.tgt);
+  }
   if (options.joint_vocab) {
-    v.src = ensure(dir / "joint.model", {options.train_src, options.train_tgt});
+    std::vector<std::filesystem::path> both = sources;
+    both.insert(both.end(), targets.begin(), targets.end());
+    v.src = ensure(dir / "joint.model", both);
     v.tgt = v.src;
   } else {
-    v.src = ensure(dir / "src.model", {options.train_src});
-    v.tgt = ensure(dir / "tgt.model", {options.train_tgt});
+    v.src = ensure(dir / "src.model", sources);
+    v.tgt = ensure(dir / "tgt.model", targets);
   }
   return v;
 }

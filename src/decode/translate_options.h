@@ -13,11 +13,19 @@ namespace nmt::decode {
 /// Where the model runs.
 enum class DeviceChoice { kAuto, kCpu, kCuda };
 
+/// Which of a checkpoint's weights translate.
+enum class WeightsChoice {
+  kAuto,  ///< the moving average ("ema.*", train.ema_decay) when the checkpoint has it, else raw
+  kEma,   ///< the moving average; an error when the checkpoint has none
+  kRaw,   ///< the trained parameters ("model.*")
+};
+
 /// How to load the model and batch the input; every field has a default.
 struct TranslateOptions {
   std::string checkpoint;     ///< checkpoint file, or run directory (its checkpoints/:
                               ///< lowest "selection": best by train.best_metric, else newest)
   int64_t average = 0;        ///< > 1: average the newest K checkpoints of the run dir
+  WeightsChoice weights = WeightsChoice::kAuto;  ///< trained or moving-average weights
   int64_t max_tokens = 4096;  ///< padded source tokens per batch (sentences x longest)
   DeviceChoice device = DeviceChoice::kAuto;  ///< kAuto: CUDA when available, else CPU
   amp::AmpMode amp = amp::AmpMode::kOff;      ///< autocast precision of the forward passes

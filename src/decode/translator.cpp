@@ -47,36 +47,24 @@ std::string format_duration(double seconds) {
   return fmt::format("{}s", s);
 }
 
-/// The checkpoint files to load: one, or the newest `average` of a run (oldest first, so
-/// the newest one's metadata is kept by average_checkpoints).
-std::vector<std::filesystem::path> resolve_checkpoints(const std::string& given, int64_t average) {
-  const std::filesystem::path path(given);
-  std::error_code ec;
-  NMT_CHECK(!given.empty(), ConfigError, "no checkpoint given (--checkpoint FILE|RUN_DIR)");
-  if (std::filesystem::is_regular_file(path, ec)) {
-    NMT_CHECK(average <= 1, ConfigError,
-              "--average {} needs a run directory (or its checkpoints/ folder), found the file {}",
-              average, given);
-    return {path};
+/// The name prefix of the weights to translate with: "ema." or "model.".
+std::string weights_prefix(const checkpoint::CheckpointData& data, WeightsChoice choice,
+                           const std::string& name) {
+  bool has_ema = false;
+  for (const auto& entry : data.tensors) has_ema = has_ema || entry.first.rfind("ema.", 0) == 0;
+  switch (choice) {
+    case WeightsChoice::kRaw:
+      return "model.";
+    case WeightsChoice::kEma:
+      NMT_CHECK(has_ema, CheckpointError,
+                "--weights ema: {} has no ema.* tensors (it was trained without "
+                "train.ema_decay); use --weights raw",
+                name);
+      return "ema.";
+    case WeightsChoice::kAuto:
+      break;
   }
-  NMT_CHECK(std::filesystem::is_directory(path, ec), CheckpointError,
-            "{}: no such checkpoint file or run directory", given);
-  const std::filesystem::path dir =
-      std::filesystem::is_directory(path / "checkpoints", ec) ? path / "checkpoints" : path;
-  const checkpoint::CheckpointDir checkpoints(dir, checkpoint::CheckpointOptions{});
-  if (average > 1) {
-    std::vector<std::filesystem::path> newest = checkpoints.list();
-    NMT_CHECK(static_cast<int64_t>(newest.size()) >= average, CheckpointError,
-              "{}: --average {} needs {} checkpoints, found {}", dir.string(), average, average,
-              newest.size());
-    newest.resize(average);
-    std::reverse(newest.begin(), newest.end());
-    return newest;
-  }
-  const auto chosen = checkpoints.best_or_last();
-  NMT_CHECK(chosen.has_value(), CheckpointError, "{}: no checkpoint-*.safetensors files",
-            dir.string());
-  return {*chosen};
+  return has_ema ? "ema." : "model.";
 }
 
 std::string tensor_bytes(const at::Tensor& tensor) {
@@ -144,18 +132,17 @@ struct Translator::Impl {
     NMT_CHECK(amp::autocast_supported(options.amp, device.type()), ConfigError,
               "--amp {} is not supported on {}", amp::mode_name(options.amp), device.str());
 
-    files = resolve_checkpoints(options.checkpoint, options.average);
+    files = checkpoint::model_checkpoints(options.checkpoint, options.average);
     const auto t0 = Clock::now();
-    checkpoint::CheckpointData data;
-    checkpoint::CheckpointData newest;  // for the vocabulary, which averaging drops
-    if (files.size() == 1) {
-      data = checkpoint::load_checkpoint(files[0]);
-    } else {
-      data = checkpoint::average_checkpoints(files);
-      newest = checkpoint::load_checkpoint(files.back());
-    }
-    const checkpoint::CheckpointData& with_vocab = files.size() == 1 ? data : newest;
+    // The newest file holds the vocabulary (which averaging drops) and says whether there is
+    // a moving average to use.
+    checkpoint::CheckpointData newest = checkpoint::load_checkpoint(files.back());
     const std::string name = files.back().string();
+    const std::string prefix = weights_prefix(newest, options.weights, name);
+    checkpoint::CheckpointData averaged;
+    if (files.size() > 1) averaged = checkpoint::average_checkpoints(files, prefix);
+    const checkpoint::CheckpointData& data = files.size() > 1 ? averaged : newest;
+    const checkpoint::CheckpointData& with_vocab = newest;
 
     const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(with_vocab.metadata, name);
     NMT_CHECK(!meta.config.empty(), CheckpointError, "{}: no metadata key \"{}\"", name,
@@ -176,7 +163,7 @@ struct Translator::Impl {
     {
       at::NoGradGuard no_grad;
       for (const auto& item : model->named_parameters()) {
-        const std::string key = "model." + item.key();
+        const std::string key = prefix + item.key();
         const at::Tensor* saved = data.find(key);
         NMT_CHECK(saved != nullptr, CheckpointError, "{}: tensor {} is missing", name, key);
         NMT_CHECK(saved->sizes() == item.value().sizes(), CheckpointError,
@@ -187,8 +174,9 @@ struct Translator::Impl {
     }
     model->eval();
     model->to(device);
-    log::info("translate", "loaded {}{} in {:.2f} s: {} parameters, vocabulary {}{}, on {}{}", name,
-              files.size() > 1 ? fmt::format(" (average of the newest {})", files.size()) : "",
+    log::info("translate", "loaded {}{}{} in {:.2f} s: {} parameters, vocabulary {}{}, on {}{}",
+              name, files.size() > 1 ? fmt::format(" (average of the newest {})", files.size()) : "",
+              prefix == "ema." ? ", moving-average weights" : "",
               seconds_since(t0), model->parameter_count(), src_vocab.size(),
               !meta.vocab_joint
                   ? fmt::format("+{}", tgt_vocab.size())

@@ -1,5 +1,7 @@
 #include "job/dry_run.h"
 
+#include "job/fine_tune.h"
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -20,10 +22,11 @@ int dry_run(config::RunConfig c, const dist::DeviceInfo& devices, const dist::Wo
   const int64_t world = worker.launcher != dist::Launcher::kNone ? worker.world_size
                                                                  : local_workers(c, devices, worker);
   const std::filesystem::path run_dir = c.run_dir;
+  prepare_init_vocabulary(c);  // a fine-tuning run encodes with its source's vocabulary
   data::PreparedData prepared = data::prepare_data(
       c.data, run_dir, {std::max(1, devices.cpu_cores), static_cast<uint64_t>(c.train.seed)});
   const auto plan_start = std::chrono::steady_clock::now();
-  data::BatchPlanner planner(prepared.train.cache,
+  data::BatchPlanner planner(prepared.train,
                              data::plan_options(c.data, world, static_cast<uint64_t>(c.train.seed)));
   const data::EpochPlan plan = planner.plan_epoch(1);
   const double plan_seconds =
@@ -37,8 +40,14 @@ int dry_run(config::RunConfig c, const dist::DeviceInfo& devices, const dist::Wo
             world, max_tokens, update_freq, plan_seconds);
   std::cout << data::batch_stats_table(ours, naive) << std::flush;
   const std::filesystem::path stats_file = run_dir / "batch_stats.json";
+  const std::vector<data::CorpusDraw> drawn = data::drawn_in_plan(prepared.train, plan);
+  if (drawn.size() > 1) {
+    for (const data::CorpusDraw& d : drawn)
+      log::info("dry-run", "corpus {}: {} of its {} pairs drawn in epoch 1 (weight {})", d.name,
+                d.drawn, d.pairs, d.weight);
+  }
   std::ofstream(stats_file) << data::batch_stats_json(ours, naive, world, max_tokens, update_freq,
-                                                      plan_seconds);
+                                                      plan_seconds, drawn);
   log::info("dry-run", "wrote {}", stats_file.string());
 
   train::RunSummary summary;

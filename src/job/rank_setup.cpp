@@ -132,8 +132,11 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
               "use bf16 on CPU");
   }
   std::shared_ptr<dist::Communicator> communicator = connect(cfg, device, devices, worker, local);
+  // Fine-tuning starts from another run's model and vocabulary; a resumed run has its own.
+  if (!rank.resume) rank.init = load_init_checkpoint(cfg);
   // Rank 0 builds vocabulary and token caches first; the others then only load them.
   if (communicator && worker.rank != 0) communicator->barrier();
+  if (rank.init && worker.rank == 0) install_init_vocabulary(*rank.init, cfg);
   rank.data = data::prepare_data(cfg.data, cfg.run_dir, {threads, static_cast<uint64_t>(cfg.train.seed)});
   if (communicator && worker.rank == 0) communicator->barrier();
   // data.max_tokens: auto is measured here, then written into the config as a number:

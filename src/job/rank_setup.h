@@ -16,6 +16,7 @@
 #include "data/prepare.h"
 #include "dist/device.h"
 #include "dist/worker_env.h"
+#include "job/fine_tune.h"
 #include "train/max_tokens_fit.h"
 #include "train/run_setup.h"
 
@@ -25,9 +26,6 @@ namespace nmt::job {
 /// per GPU (1 without GPU).
 int64_t local_workers(const config::RunConfig& config, const dist::DeviceInfo& devices,
                       const dist::WorkerEnv& worker);
-
-/// A checkpoint file and what it holds.
-using LoadedCheckpoint = std::pair<std::filesystem::path, checkpoint::CheckpointData>;
 
 /// The checkpoint a run resumes from: none; the newest one under run_dir/checkpoints that
 /// loads, verifies and is of this config's model (newer files that are not are skipped with a
@@ -41,6 +39,8 @@ struct Rank {
   train::RunSetup setup;              ///< what the training components take
   data::PreparedData data;            ///< vocabulary and token caches
   std::optional<LoadedCheckpoint> resume;  ///< the checkpoint to restore, if any
+  /// train.init_from's checkpoint when the run starts fresh from it (fine-tuning)
+  std::optional<LoadedCheckpoint> init;
   std::optional<train::MaxTokensFit> max_tokens_fit;  ///< what data.max_tokens: auto measured
 };
 

@@ -6,9 +6,11 @@
 #include <fstream>
 #include <iostream>
 
+#include "data/corpus_set.h"
 #include "data/prepare.h"
 #include "dist/launcher.h"
 #include "job/dry_run.h"
+#include "job/fine_tune.h"
 #include "job/rank_setup.h"
 #include "train/benchmark_run.h"
 #include "train/run_summary.h"
@@ -43,9 +45,13 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
   log::info("plan", "run directory {}; config hash {}", c.run_dir, config::config_hash(c));
   log::info("plan", "model: {}+{} layers, d_model {}, {} heads, ffn {}", c.model.encoder_layers,
             c.model.decoder_layers, c.model.d_model, c.model.heads, c.model.ffn_dim);
-  log::info("plan", "data: {} / {}; {} padded tokens per batch per rank, update_freq {}",
-            c.data.train_src, c.data.train_tgt, train::describe_max_tokens(c.data),
-            c.data.update_freq);
+  std::string corpora;
+  for (const data::CorpusOptions& corpus : data::training_corpora(c.data)) {
+    corpora += (corpora.empty() ? "" : ", ") + fmt::format("{} / {}", corpus.src, corpus.tgt);
+    if (!c.data.train.empty()) corpora += fmt::format(" ({}, weight {})", corpus.name, corpus.weight);
+  }
+  log::info("plan", "data: {}; {} padded tokens per batch per rank, update_freq {}", corpora,
+            train::describe_max_tokens(c.data), c.data.update_freq);
 }
 
 /// Built-in launcher: prepares the data once, then starts this node's workers (this same
@@ -53,6 +59,7 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
 int launch(const config::TrainCommand& command, const config::RunConfig& cfg,
            const dist::DeviceInfo& devices, const dist::WorkerEnv& worker, int argc, char** argv) {
   // Vocabulary and token caches are built here, so workers only load them.
+  prepare_init_vocabulary(cfg);
   data::prepare_data(cfg.data, cfg.run_dir,
                      {std::max(1, devices.cpu_cores), static_cast<uint64_t>(cfg.train.seed)});
   dist::LaunchOptions options;
@@ -103,7 +110,9 @@ int benchmark(const config::TrainCommand& command, const Rank& rank, train::RunS
 int train_rank(Rank& rank, train::RunSummary& summary) {
   train::Trainer trainer(rank.setup, rank.data);
   if (rank.resume) trainer.restore(rank.resume->second, rank.resume->first);
+  else if (rank.init) trainer.initialize_from(rank.init->second, rank.init->first);
   rank.resume.reset();  // free the loaded tensors before training
+  rank.init.reset();
   train::install_stop_handlers();
   summary = trainer.run();
   log::info("train", "done: {} steps, epoch {}{}{}; checkpoint {}", summary.final_step,

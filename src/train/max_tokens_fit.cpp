@@ -88,7 +88,7 @@ void measure(const RunSetup& setup, const data::PreparedData& data, int64_t memo
   } catch (const Error& e) {
     failure = fmt::format("rank {}: {} (sentences of {} tokens, the longest in {}; "
                           "data.auto_memory_mb and data.auto_memory_fraction set the limit)",
-                          setup.rank, e.what(), fit.length, d.train_src);
+                          setup.rank, e.what(), fit.length, data.train.describe());
   }
 }
 
@@ -108,7 +108,7 @@ MaxTokensFit fit_max_tokens(const RunSetup& setup, const data::PreparedData& dat
   const auto start = std::chrono::steady_clock::now();
   const data::DataOptions& d = setup.data;
   MaxTokensFit fit;
-  const data::TokenCache& corpus = data.train.cache;
+  const data::CorpusSet& corpus = data.train;
   fit.length = 2;
   for (int64_t i = 0; i < corpus.size(); ++i)
     fit.length = std::max({fit.length, corpus.src_length(i) + 1, corpus.tgt_length(i) + 1});

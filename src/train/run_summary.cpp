@@ -41,6 +41,7 @@ std::string run_summary_json(const RunSummary& s) {
   o.add("last_train_loss", s.last_train_loss)
       .add("last_valid_loss", s.last_valid_loss)
       .add("last_checkpoint", s.last_checkpoint)
+      .add("tokens", s.tokens)
       .add("tokens_per_s", s.tokens_per_s)
       .add("wall_s", s.wall_s);
   if (!s.details.empty()) o.add(s.kind, s.details);

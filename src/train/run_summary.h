@@ -44,6 +44,7 @@ struct RunSummary {
   std::optional<double> last_train_loss;      ///< per-token loss of the last logged interval
   std::optional<double> last_valid_loss;      ///< per-token loss of the last validation
   std::string last_checkpoint;                ///< checkpoint written at the end ("" if none)
+  int64_t tokens = 0;             ///< real (source + target) tokens this run trained on, all ranks
   double tokens_per_s = 0;        ///< real (source + target) tokens per second, all ranks,
                                   ///< over this run's training time (validation excluded)
   double wall_s = 0;              ///< wall time of this process's run

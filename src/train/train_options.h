@@ -2,6 +2,7 @@
 // Optimization and the training loop (YAML section `train`).
 
 #include <cstdint>
+#include <string>
 
 namespace nmt::train {
 
@@ -27,6 +28,13 @@ struct TrainOptions {
   int64_t warmup_steps = 4000;          ///< linear warm-up length (steps)
   double clip_norm = 0.0;               ///< gradient-norm clipping threshold; 0: off
   double label_smoothing = 0.1;         ///< label-smoothing epsilon
+  /// Moving average of the parameters (train/ema.h): ema = decay ema + (1 - decay) p after
+  /// every update; 0: off. Validation and nmt-translate use it when on.
+  double ema_decay = 0.0;
+  /// Fine-tuning: a checkpoint file or run directory whose model parameters and vocabulary a
+  /// fresh run starts from (optimizer, schedule and data position start anew); ignored once
+  /// the run has a checkpoint of its own. Empty: random initialization.
+  std::string init_from;
   int64_t log_every = 100;              ///< steps between log lines and metrics.jsonl records
   int64_t valid_every = 1000;           ///< steps between validations; 0: never
   bool valid_translate = false;         ///< validation also translates and scores BLEU and chrF

@@ -10,6 +10,7 @@
 #include "data/prepare.h"
 #include "dist/process_group.h"
 #include "model/transformer.h"
+#include "train/ema.h"
 #include "train/progress.h"
 #include "train/stop_signal.h"
 #include "train/training_state.h"
@@ -26,7 +27,7 @@ Trainer::Trainer(RunSetup setup, const data::PreparedData& data)
       checkpoints_(std::make_unique<checkpoint::CheckpointDir>(setup_.run_dir / "checkpoints",
                                                                setup_.checkpoint)),
       planner_(std::make_shared<const data::BatchPlanner>(
-          data.train.cache, data::plan_options(setup_.data, setup_.world_size,
+          data.train, data::plan_options(setup_.data, setup_.world_size,
                                                static_cast<uint64_t>(setup_.train.seed)))) {
   if (data.valid) validator_ = std::make_unique<Validator>(setup_, data);
   log::info("train", "model: {} parameters; {} steps per epoch, update_freq {}",
@@ -39,13 +40,43 @@ Trainer::~Trainer() = default;
 void Trainer::restore(const checkpoint::CheckpointData& saved, const std::filesystem::path& file) {
   const checkpoint::RunMetadata meta = restore_checkpoint(saved, file, *updater_, data_.vocab);
   step_ = first_step_ = meta.step;
-  iterator_ = {meta.iterator_epoch, meta.iterator_step};
+  iterator_ = continue_data_position(meta, file);
   elapsed_before_ = meta.elapsed_s;
   // Early-stopping state continues across the resume.
   if (validator_) validator_->restore({meta.best_selection, meta.validations_without_improvement});
   resumed_from_ = file;
   log::info("train", "resumed from {} at step {} (epoch {}, step {} of the epoch)", file.string(),
             step_, iterator_.epoch, iterator_.step);
+}
+
+void Trainer::initialize_from(const checkpoint::CheckpointData& saved,
+                              const std::filesystem::path& file) {
+  load_initial_parameters(saved, file, *updater_, data_.vocab);
+  log::info("train", "initialized the model from {}", file.string());
+}
+
+data::IteratorState Trainer::continue_data_position(const checkpoint::RunMetadata& meta,
+                                                    const std::filesystem::path& file) const {
+  data::IteratorState saved{meta.iterator_epoch, meta.iterator_step,
+                            data::parse_consumed(meta.iterator_consumed)};
+  const int64_t freq = updater_->setup().update_freq;
+  // Files from before update_freq was recorded resume only on the same ranks (checked by
+  // restore_checkpoint), with the update_freq they had.
+  const int64_t saved_freq = meta.update_freq > 0 ? meta.update_freq : freq;
+  if (meta.world_size == setup_.world_size && saved_freq == freq) return saved;
+  const int64_t saved_batch = meta.world_size * saved_freq, batch = setup_.world_size * freq;
+  if (saved_batch == batch) {
+    log::info("train", "{}: saved by {} rank(s) x update_freq {}, resumed as {} x {}: the same {} "
+              "batches per update, so the same updates continue", file.string(), meta.world_size,
+              saved_freq, setup_.world_size, freq, batch);
+  } else {
+    log::info("train", "{}: saved by {} rank(s) x update_freq {}, resumed as {} x {}: the global "
+              "batch changes from {} to {} batches per update; the rest of epoch {} is planned "
+              "from the pairs it has not trained on, and the update count and schedule continue",
+              file.string(), meta.world_size, saved_freq, setup_.world_size, freq, saved_batch,
+              batch, saved.epoch);
+  }
+  return data::continue_position(saved, meta.world_size, saved_freq, setup_.world_size, freq);
 }
 
 RunSummary Trainer::run() {
@@ -62,7 +93,7 @@ RunSummary Trainer::run() {
     return summary;
   }
   data::BatchPrefetcher batches(
-      data_.train.cache, planner_, setup_.rank, iterator_,
+      data_.train, planner_, setup_.rank, iterator_,
       {data_.vocab.src.pad_id(), data_.vocab.tgt.bos_id(), data_.vocab.tgt.eos_id()},
       setup_.data.prefetch, /*pin_memory=*/setup_.device.is_cuda());
   const BatchSource next_batch = [&batches] { return batches.next(); };
@@ -168,7 +199,12 @@ double Trainer::log_interval(Progress& progress, IntervalStats& interval, int64_
 
 ValidationResult Trainer::validate(Progress& progress, int64_t epoch) {
   progress.clear();
+  // With train.ema_decay the averaged weights are what is validated (and what nmt-translate
+  // uses), so they rank the checkpoints and drive early stopping.
+  std::optional<ParameterAverage::Swap> averaged;
+  if (ParameterAverage* average = updater_->average()) averaged.emplace(*average);
   const ValidationResult v = validator_->validate(updater_->model());
+  averaged.reset();
   last_valid_loss_ = v.loss;
   progress.validation(step_, epoch, v);
   return v;
@@ -186,6 +222,8 @@ void Trainer::save(int64_t epoch, const std::optional<ValidationResult>& validat
   meta.iterator_epoch = iterator_.epoch;
   meta.iterator_step = iterator_.step;
   meta.world_size = setup_.world_size;
+  meta.update_freq = updater_->setup().update_freq;
+  meta.iterator_consumed = data::format_consumed(iterator_.consumed);
   meta.config = setup_.config_yaml;
   meta.config_hash = setup_.config_hash;
   meta.vocab_fingerprint = vocab_fingerprint(data_.vocab);
@@ -229,6 +267,7 @@ void Trainer::finish(RunSummary& summary, const Progress& progress) {
   }
   const auto summed = sums.accessor<double, 1>();
   for (int64_t r = 0; r < world; ++r) summary.peak_memory_mb.push_back(summed[r]);
+  summary.tokens = static_cast<int64_t>(summed[world]);
   summary.tokens_per_s = train_seconds_ > 0 ? summed[world] / train_seconds_ : 0.0;
   summary.kind = "train";
   summary.final_step = step_;

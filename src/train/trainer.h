@@ -13,6 +13,7 @@
 #include <string>
 
 #include "checkpoint/checkpoint_file.h"
+#include "checkpoint/run_metadata.h"
 #include "data/batch_iterator.h"
 #include "train/run_setup.h"
 #include "train/run_summary.h"
@@ -43,15 +44,24 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  /// Restores the full training state saved in a checkpoint. Throws CheckpointError naming
-  /// the mismatch when it does not fit this model, vocabulary or world size.
+  /// Restores the full training state saved in a checkpoint, on any number of ranks and
+  /// update_freq (the data position is mapped so that no pair of the epoch is repeated or
+  /// skipped). Throws CheckpointError naming the mismatch when it does not fit this model or
+  /// vocabulary.
   void restore(const checkpoint::CheckpointData& saved, const std::filesystem::path& file);
+  /// Fine-tuning: starts from the model parameters of another run's checkpoint (see
+  /// load_initial_parameters in training_state.h); everything else starts fresh.
+  void initialize_from(const checkpoint::CheckpointData& saved, const std::filesystem::path& file);
   /// Trains until train.max_steps, train.max_epochs, train.max_minutes, early stopping or
   /// SIGINT/SIGTERM, then validates and writes a final checkpoint; every rank returns the
   /// summary (parameter hashes and peak memory of every rank included).
   RunSummary run();
 
  private:
+  /// Where the data continues after restoring `meta`, mapped to this job's ranks and
+  /// update_freq when they differ from the saved ones.
+  data::IteratorState continue_data_position(const checkpoint::RunMetadata& meta,
+                                             const std::filesystem::path& file) const;
   std::optional<StopReason> should_stop(const Progress& progress);
   double log_interval(Progress& progress, IntervalStats& interval, int64_t epoch);
   ValidationResult validate(Progress& progress, int64_t epoch);

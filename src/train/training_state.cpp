@@ -13,10 +13,13 @@
 #include "dist/process_group.h"
 #include "dist/random_state.h"
 #include "model/transformer.h"
+#include "train/ema.h"
 #include "train/optimizer.h"
 #include "train/run_setup.h"
 #include "train/updater.h"
 #include "util/error.h"
+#include "util/hash.h"
+#include "util/log.h"
 #include "util/shape.h"
 
 namespace nmt::train {
@@ -56,6 +59,12 @@ void check_model_shapes(const checkpoint::CheckpointData& saved, const std::stri
 
 }  // namespace
 
+uint64_t fresh_rank_seed(int64_t seed, int64_t rank, int64_t step) {
+  Fnv1a64 hash;
+  hash.update(fmt::format("{}/{}/{}", seed, rank, step));
+  return hash.digest();
+}
+
 StateTensors gather_rng_states(const Updater& updater) {
   const UpdaterSetup& u = updater.setup();
   StateTensors out;
@@ -77,11 +86,32 @@ checkpoint::CheckpointData make_checkpoint(Updater& updater, StateTensors rng_st
     out.tensors.emplace_back("model." + item.key(), item.value().detach());
   for (auto& entry : updater.optimizer().state()) out.tensors.push_back(std::move(entry));
   for (auto& entry : updater.scaler().state()) out.tensors.push_back(std::move(entry));
+  if (const ParameterAverage* average = updater.average())
+    for (auto& entry : average->state()) out.tensors.push_back(std::move(entry));
   for (auto& entry : rng_states) out.tensors.push_back(std::move(entry));
   out.tensors.emplace_back("vocab.src_model", file_bytes(vocab.src.model_path()));
   if (!vocab.joint) out.tensors.emplace_back("vocab.tgt_model", file_bytes(vocab.tgt.model_path()));
   out.metadata = meta.to_map();
   return out;
+}
+
+void load_initial_parameters(const checkpoint::CheckpointData& saved,
+                             const std::filesystem::path& file, Updater& updater,
+                             const data::Vocabularies& vocab) {
+  const std::string where = file.string();
+  check_model_shapes(saved, where, updater.model());
+  const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(saved.metadata, where);
+  NMT_CHECK(meta.vocab_fingerprint.empty() || meta.vocab_fingerprint == vocab_fingerprint(vocab),
+            CheckpointError,
+            "{}: its vocabulary (fingerprint {}) is not this run's ({}, {}): fine-tuning needs the "
+            "checkpoint's vocabulary",
+            where, meta.vocab_fingerprint, vocab_fingerprint(vocab), vocab.src.model_path().string());
+  {
+    at::NoGradGuard no_grad;
+    for (const auto& item : updater.model()->named_parameters())
+      item.value().copy_(saved.at("model." + item.key()));
+  }
+  if (ParameterAverage* average = updater.average()) average->restart();
 }
 
 checkpoint::RunMetadata restore_checkpoint(const checkpoint::CheckpointData& saved,
@@ -94,10 +124,10 @@ checkpoint::RunMetadata restore_checkpoint(const checkpoint::CheckpointData& sav
   NMT_CHECK(meta.vocab_fingerprint == vocab_fingerprint(vocab), CheckpointError,
             "{}: vocabulary differs: checkpoint fingerprint {}, this run's {} ({})", where,
             meta.vocab_fingerprint, vocab_fingerprint(vocab), vocab.src.model_path().string());
-  NMT_CHECK(meta.world_size == u.world_size, CheckpointError,
-            "{}: saved with {} ranks, resumed with {}: the batch plan differs, so exact resume is "
-            "impossible (run with the same number of ranks)",
-            where, meta.world_size, u.world_size);
+  NMT_CHECK(meta.update_freq > 0 || meta.world_size == u.world_size, CheckpointError,
+            "{}: saved with {} ranks by a version that did not record update_freq, resumed with "
+            "{}: resume it with {} ranks",
+            where, meta.world_size, u.world_size, meta.world_size);
   {
     at::NoGradGuard no_grad;
     for (const auto& item : updater.model()->named_parameters())
@@ -106,9 +136,20 @@ checkpoint::RunMetadata restore_checkpoint(const checkpoint::CheckpointData& sav
   auto find = [&saved](std::string_view name) { return saved.find(name); };
   updater.optimizer().load_state(find);
   updater.scaler().load_state(find);
-  // Random streams last, so nothing above consumes from the restored state.
-  for (const auto& [kind, state] : dist::generator_states(u.device))
-    dist::set_generator_state(kind, u.device, saved.at(fmt::format("rng.{}.{}", kind, u.rank)));
+  if (ParameterAverage* average = updater.average()) {
+    if (!average->load_state(find))
+      log::info("train", "{}: no ema.* tensors (trained without train.ema_decay): the moving "
+                "average starts at the restored parameters", where);
+  }
+  // Random streams last, so nothing above consumes from the restored state. A rank the
+  // checkpoint has streams for continues them; a rank beyond the ranks that saved it (a job
+  // resumed on more ranks) starts fresh streams seeded from (train.seed, rank, step).
+  const bool saved_rank = u.rank < meta.world_size;
+  if (!saved_rank) at::manual_seed(fresh_rank_seed(u.train.seed, u.rank, meta.step));
+  for (const auto& [kind, state] : dist::generator_states(u.device)) {
+    if (saved_rank)
+      dist::set_generator_state(kind, u.device, saved.at(fmt::format("rng.{}.{}", kind, u.rank)));
+  }
   return meta;
 }
 

@@ -5,6 +5,7 @@
 // validation record). One file restores every rank, so saving gathers the random states of
 // all ranks first: a collective that every rank calls, while only rank 0 writes.
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -36,9 +37,24 @@ checkpoint::CheckpointData make_checkpoint(Updater& updater, StateTensors rng_st
                                            const data::Vocabularies& vocab,
                                            const checkpoint::RunMetadata& meta);
 
+/// Fine-tuning: copies the model parameters ("model.*") of another run's checkpoint into
+/// `updater` (and restarts its moving average there), leaving optimizer, scaler, step count and
+/// random streams fresh. Throws CheckpointError naming the tensor and both shapes when the
+/// config's model differs from the checkpoint's, or the vocabulary differs.
+void load_initial_parameters(const checkpoint::CheckpointData& saved,
+                             const std::filesystem::path& file, Updater& updater,
+                             const data::Vocabularies& vocab);
+
+/// The seed of the random streams of a rank that a checkpoint has none for: one that resumes
+/// a job on more ranks than saved it. FNV-1a of "seed/rank/step".
+uint64_t fresh_rank_seed(int64_t seed, int64_t rank, int64_t step);
+
 /// Restores what make_checkpoint saved into `updater` and into this rank's random generators,
-/// and returns the metadata. Throws CheckpointError naming the mismatch: other model shapes,
-/// another vocabulary, another number of ranks, missing or malformed metadata.
+/// and returns the metadata. The number of ranks may differ from the saved one: rank r
+/// restores the streams of saved rank r, and ranks beyond those seed fresh streams with
+/// fresh_rank_seed. (The data position is mapped by the caller, data/batch_iterator.h.) Throws
+/// CheckpointError naming the mismatch: other model shapes, another vocabulary, missing or
+/// malformed metadata.
 checkpoint::RunMetadata restore_checkpoint(const checkpoint::CheckpointData& saved,
                                            const std::filesystem::path& file, Updater& updater,
                                            const data::Vocabularies& vocab);

@@ -12,6 +12,7 @@
 #include "dist/process_group.h"
 #include "model/flops.h"
 #include "model/transformer.h"
+#include "train/ema.h"
 #include "train/grad_utils.h"
 #include "train/loss.h"
 #include "train/lr_schedule.h"
@@ -47,6 +48,7 @@ struct Updater::State {
   model::Transformer model{nullptr};
   std::vector<at::Tensor> params;
   std::unique_ptr<AdamOptimizer> optimizer;
+  std::unique_ptr<ParameterAverage> average;  ///< null without train.ema_decay
   std::unique_ptr<amp::DynamicLossScaler> scaler;
   std::unique_ptr<dist::GradientReducer> reducer;
   /// fp16: the token-summed loss is divided by it before scaling (see the constructor).
@@ -105,12 +107,13 @@ Updater::Updater(UpdaterSetup setup) : s_(std::make_unique<State>()) {
   // without fp16 the loss is left as it is.
   if (s_->scaler->enabled())
     s_->loss_normalizer = double(u.max_tokens) * double(u.world_size) * double(u.update_freq);
-  if (!s_->comm()) return;
-  s_->check_ranks_agree();
-  {
+  if (s_->comm()) {
+    s_->check_ranks_agree();
     at::NoGradGuard no_grad;
     s_->comm()->broadcast(s_->params, 0);  // every rank starts from rank 0's parameters
   }
+  if (u.train.ema_decay > 0) s_->average = std::make_unique<ParameterAverage>(named, u.train.ema_decay);
+  if (!s_->comm()) return;
   s_->reducer = std::make_unique<dist::GradientReducer>(
       s_->params, u.communicator, dist::GradientReducerOptions{u.dist.bucket_mb, u.dist.overlap});
   log::info("train", "{} ranks ({}); gradients summed in {} bucket(s) of about {} MB{}",
@@ -189,6 +192,7 @@ UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
     s.last_grad_norm = clip_grad_norm_(grads, u.train.clip_norm);
   s.optimizer->step(learning_rate(u.train, step), &s.scaler->found_inf());
   s.scaler->update();
+  if (s.average) s.average->update();
   sync_for_timing();
   interval.optimizer_s += seconds_since(t0);
   ++interval.updates;
@@ -211,6 +215,7 @@ void Updater::set_gradient_sync(bool sync) {
 
 model::Transformer& Updater::model() { return s_->model; }
 AdamOptimizer& Updater::optimizer() { return *s_->optimizer; }
+ParameterAverage* Updater::average() { return s_->average.get(); }
 amp::DynamicLossScaler& Updater::scaler() { return *s_->scaler; }
 const UpdaterSetup& Updater::setup() const { return s_->setup; }
 const at::Tensor& Updater::last_grad_norm() const { return s_->last_grad_norm; }

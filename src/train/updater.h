@@ -1,6 +1,7 @@
 #pragma once
 // One optimizer update of one rank, and nothing around it. The Updater owns the model, the
-// Adam optimizer, the fp16 loss scaler and the gradient all-reduce; update() runs forward,
+// Adam optimizer, the fp16 loss scaler, the gradient all-reduce and the parameters' moving
+// average (train.ema_decay); update() runs forward,
 // loss and backward over update_freq batches, sums the gradients over the ranks, unscales,
 // clips and steps. The loop (trainer.h), the benchmark (benchmark_run.h) and the max_tokens
 // auto fit (max_tokens_fit.h) all train through it, so an update has one definition.
@@ -38,6 +39,7 @@ class DynamicLossScaler;
 namespace nmt::train {
 
 class AdamOptimizer;
+class ParameterAverage;
 
 /// What an Updater is built from.
 struct UpdaterSetup {
@@ -117,6 +119,9 @@ class Updater {
 
   model::Transformer& model();
   AdamOptimizer& optimizer();
+  /// The moving average of the parameters (train.ema_decay > 0), updated after every
+  /// optimizer step; null when train.ema_decay is 0.
+  ParameterAverage* average();
   amp::DynamicLossScaler& scaler();
   const UpdaterSetup& setup() const;
   /// Norm of the last update's gradients (device scalar; undefined when none was computed).

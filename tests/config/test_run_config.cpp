@@ -199,3 +199,56 @@ TEST_CASE("amp.mode false, what YAML 1.1 writers make of off, reads as off", "[c
   CHECK_THAT(file_error(dir, std::string(kTrainData) + "amp:\n  mode: true\n"),
              Contains("amp.mode: expected one of off, fp16, bf16, found 'true'"));
 }
+
+TEST_CASE("data.train takes a list of named, weighted corpora", "[config]") {
+  nmt::test::TempDir dir;
+  const std::string corpora =
+      "data:\n"
+      "  train:\n"
+      "    - {name: curated, src: data/ddtp.en-de.train.en, tgt: data/ddtp.en-de.train.de}\n"
+      "    - name: crawled\n"
+      "      src: data/ddtp.en-de.valid.en\n"
+      "      tgt: data/ddtp.en-de.valid.de\n"
+      "      weight: 0.5\n";
+  const RunConfig c = load_run_config({dir.write("run.yaml", corpora)});
+  REQUIRE(c.data.train.size() == 2);
+  CHECK(c.data.train[0].name == "curated");
+  CHECK(c.data.train[0].weight == 1.0);
+  CHECK(c.data.train[1].src == "data/ddtp.en-de.valid.en");
+  CHECK(c.data.train[1].weight == 0.5);
+  // The printed config is YAML that loads back to the same list.
+  const std::string printed = nmt::config::to_yaml(c);
+  CHECK_THAT(printed, Contains("train: [{name: curated"));
+  const RunConfig again = load_run_config({dir.write("printed.yaml", printed)});
+  CHECK(again.data.train == c.data.train);
+  // --set takes the list in YAML flow syntax.
+  ConfigSources sources{dir.write("base.yaml", "data: {}\n")};
+  sources.overrides = {"data.train=[{name: a, src: data/ddtp.en-de.valid.en, tgt: "
+                       "data/ddtp.en-de.valid.de, weight: 2}]"};
+  const RunConfig set = load_run_config(sources);
+  REQUIRE(set.data.train.size() == 1);
+  CHECK(set.data.train[0].weight == 2.0);
+}
+
+TEST_CASE("data.train errors name the file, line, entry and key", "[config]") {
+  nmt::test::TempDir dir;
+  const std::string head = "data:\n  train:\n";
+  const std::string ok = "    - {name: a, src: data/ddtp.en-de.valid.en, tgt: data/ddtp.en-de.valid.de}\n";
+  CHECK_THAT(file_error(dir, head + ok +
+                                 "    - {name: b, src: data/ddtp.en-de.valid.en, tgt: "
+                                 "data/ddtp.en-de.valid.de, wieght: 2}\n"),
+             Contains("run.yaml:4:7: data.train[1]: unknown key 'wieght'; did you mean 'weight'?"));
+  CHECK_THAT(file_error(dir, head + ok + ok), Contains("data.train[1]: the name a is given twice"));
+  CHECK_THAT(file_error(dir, head + "    - {name: a, src: data/ddtp.en-de.valid.en, tgt: "
+                                    "data/ddtp.en-de.valid.de, weight: 0}\n"),
+             Contains("weight: expected a number > 0, found '0'"));
+  CHECK_THAT(file_error(dir, head + "    - {name: 'a b', src: x, tgt: y}\n"),
+             Contains("name: expected a word"));
+  CHECK_THAT(file_error(dir, head + "    - {name: a, src: x}\n"), Contains("corpus a needs both src and tgt"));
+  CHECK_THAT(file_error(dir, head + "    - {name: a, src: missing.en, tgt: data/ddtp.en-de.valid.de}\n"),
+             Contains("data.train corpus a: file not found: 'missing.en'"));
+  CHECK_THAT(file_error(dir, std::string(kTrainData) + "  train:\n" + ok),
+             Contains("data.train and data.train_src/train_tgt are both set"));
+  CHECK_THAT(file_error(dir, "data:\n  train: data/ddtp.en-de.train.en\n"),
+             Contains("data.train: expected a list of corpora"));
+}

@@ -33,7 +33,7 @@ struct SmallCorpus {
     options.max_len = 100;
     prepared = data::prepare_data(options, dir.path() / "run", {2, 1});
   }
-  const data::TokenCache& cache() const { return prepared.train.cache; }
+  const data::TokenCache& cache() const { return prepared.train.parts()[0].cache; }
 };
 
 inline const SmallCorpus& small_corpus() {

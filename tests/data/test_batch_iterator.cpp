@@ -1,6 +1,8 @@
 
 #include "catch_torch.h"  // first: see the header
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 
 #include "data/batch_iterator.h"
@@ -79,4 +81,113 @@ TEST_CASE("the prefetcher yields the same batches as building them in order", "[
     CHECK(got.global_tgt_tokens == step.global_tgt_tokens());
     CHECK(got.next == reference.state());
   }
+}
+
+namespace nmt::data {
+// For Catch's messages (c10 defines operator<< for vectors of printable things).
+std::ostream& operator<<(std::ostream& os, const ConsumedUpdates& c) {
+  return os << c.group << ':' << c.updates;
+}
+}  // namespace nmt::data
+
+namespace {
+
+std::shared_ptr<const BatchPlanner> planner(int64_t world, int64_t accumulation) {
+  nmt::data::BatchPlanOptions o;
+  o.max_tokens = 1024;
+  o.world_size = world;
+  o.accumulation = accumulation;
+  o.seed = 3;
+  return std::make_shared<const BatchPlanner>(nmt::test::small_corpus().cache(), o);
+}
+
+/// The pairs of the next `updates` updates of `it`, one sorted list per update.
+std::vector<std::vector<uint32_t>> next_updates(BatchIterator& it, int64_t accumulation,
+                                                int64_t updates) {
+  std::vector<std::vector<uint32_t>> out;
+  for (int64_t u = 0; u < updates; ++u) {
+    std::vector<uint32_t> pairs;
+    for (int64_t k = 0; k < accumulation; ++k)
+      for (const auto& batch : it.next().batches) pairs.insert(pairs.end(), batch.pairs.begin(), batch.pairs.end());
+    std::sort(pairs.begin(), pairs.end());
+    out.push_back(std::move(pairs));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a resume on other ranks x update_freq of the same product continues the same updates",
+          "[data]") {
+  // Saved by 2 ranks x 1 after 7 updates; resumed as 1 rank x 2 (and back the other way).
+  BatchIterator two(planner(2, 1));
+  next_updates(two, 1, 7);
+  const IteratorState saved = two.state();
+  const IteratorState mapped = nmt::data::continue_position(saved, 2, 1, 1, 2);
+  CHECK(mapped.epoch == saved.epoch);
+  CHECK(mapped.step == 14);
+  CHECK(mapped.consumed.empty());
+  BatchIterator one(planner(1, 2), mapped);
+  CHECK(next_updates(one, 2, 5) == next_updates(two, 1, 5));
+  const IteratorState back = nmt::data::continue_position(one.state(), 1, 2, 2, 1);
+  CHECK(back.step == two.state().step);
+}
+
+TEST_CASE("a resume with another global batch trains every pair of the epoch exactly once",
+          "[data]") {
+  const auto& cache = nmt::test::small_corpus().cache();
+  // 2 ranks for 6 updates, then 3 ranks x 2 for 4 updates, then 1 rank to the end of the epoch.
+  BatchIterator first(planner(2, 1));
+  std::vector<int> seen(static_cast<size_t>(cache.size()), 0);
+  auto count = [&seen](const std::vector<std::vector<uint32_t>>& updates) {
+    for (const auto& update : updates)
+      for (uint32_t pair : update) ++seen[pair];
+  };
+  count(next_updates(first, 1, 6));
+  IteratorState state = nmt::data::continue_position(first.state(), 2, 1, 3, 2);
+  REQUIRE(state.consumed.size() == 1);
+  CHECK(state.consumed[0].group == 2);
+  CHECK(state.consumed[0].updates == 6);
+  CHECK(state.step == 0);
+  BatchIterator second(planner(3, 2), state);
+  count(next_updates(second, 2, 4));
+  state = nmt::data::continue_position(second.state(), 3, 2, 1, 1);
+  REQUIRE(state.consumed.size() == 2);
+  // Saving and restoring the position text keeps it.
+  CHECK(nmt::data::parse_consumed(nmt::data::format_consumed(state.consumed)) == state.consumed);
+  CHECK(nmt::data::format_consumed(state.consumed) == "2:6,6:4");
+  BatchIterator third(planner(1, 1), state);
+  while (third.state().epoch == 1 && third.state().step < third.steps_in_epoch())
+    count(next_updates(third, 1, 1));
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  // The next epoch is whole again.
+  third.next();
+  CHECK(third.state().epoch == 2);
+  CHECK(third.state().consumed.empty());
+}
+
+TEST_CASE("malformed consumed-updates text and positions inside an update are refused", "[data]") {
+  CHECK(nmt::data::parse_consumed("").empty());
+  for (const char* bad : {"x", "2:", "2:3:4", "0:5", "2:-1", "2:3,", "2:3x"})
+    CHECK_THROWS_AS(nmt::data::parse_consumed(bad), nmt::DataError);
+  CHECK_THROWS_AS(nmt::data::continue_position(IteratorState{1, 3, {}}, 1, 2, 2, 1), nmt::DataError);
+}
+
+TEST_CASE("after an epoch's last step the position is the next epoch's start", "[data]") {
+  // So a run with train.max_epochs stops right after its last epoch, not one update into the
+  // next (a bug until the elastic-resume work found it).
+  BatchIterator it(planner(2));
+  const int64_t per_epoch = it.steps_in_epoch();
+  for (int64_t i = 0; i + 1 < per_epoch; ++i) it.next();
+  CHECK(it.state() == IteratorState{1, per_epoch - 1, {}});
+  it.next();
+  CHECK(it.last_epoch() == 1);
+  CHECK(it.state() == IteratorState{2, 0, {}});
+  it.next();
+  CHECK(it.last_epoch() == 2);
+  CHECK(it.state() == IteratorState{2, 1, {}});
+  // A position saved at the end of an epoch by an older version continues with the next one.
+  BatchIterator old_style(planner(2), IteratorState{1, per_epoch, {}});
+  BatchIterator fresh(planner(2), IteratorState{2, 0, {}});
+  CHECK(old_style.next().batches[0].pairs == fresh.next().batches[0].pairs);
 }

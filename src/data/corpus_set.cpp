@@ -1,0 +1,98 @@
+#include "data/corpus_set.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace nmt::data {
+namespace {
+
+/// splitmix64 (as in batch_plan.cpp): the same draw on every rank and platform.
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// Pairs a corpus of n pairs contributes to an epoch at `weight`.
+int64_t drawn_count(int64_t n, double weight) {
+  return static_cast<int64_t>(std::llround(weight * static_cast<double>(n)));
+}
+
+}  // namespace
+
+CorpusSet::CorpusSet(std::vector<CorpusPart> parts) : parts_(std::move(parts)) {
+  NMT_CHECK(!parts_.empty(), DataError, "no training corpus");
+  offsets_.push_back(0);
+  int64_t drawn = 0;
+  for (const CorpusPart& part : parts_) {
+    NMT_CHECK(part.weight > 0 && std::isfinite(part.weight), DataError,
+              "corpus {}: weight {} must be a positive number", part.name, part.weight);
+    offsets_.push_back(offsets_.back() + part.cache.size());
+    drawn += drawn_count(part.cache.size(), part.weight);
+  }
+  const int64_t limit = std::numeric_limits<uint32_t>::max();
+  NMT_CHECK(size() < limit && drawn < limit, DataError,
+            "{}: {} pairs, {} drawn an epoch; at most 2^32 - 1 are supported", describe(), size(),
+            drawn);
+}
+
+CorpusSet::CorpusSet(const TokenCache& cache) : CorpusSet(std::vector<CorpusPart>{{"train", 1.0, cache}}) {}
+
+size_t CorpusSet::part_of(int64_t id) const {
+  const auto it = std::upper_bound(offsets_.begin(), offsets_.end(), id);
+  return static_cast<size_t>(it - offsets_.begin()) - 1;
+}
+
+std::string CorpusSet::describe() const {
+  if (parts_.size() == 1) return parts_[0].cache.path().string();
+  std::string names;
+  for (const CorpusPart& part : parts_) names += (names.empty() ? "" : ", ") + part.name;
+  return fmt::format("{} corpora ({})", parts_.size(), names);
+}
+
+std::vector<uint32_t> CorpusSet::draw(int64_t epoch, uint64_t seed) const {
+  std::vector<uint32_t> ids;
+  for (size_t p = 0; p < parts_.size(); ++p) {
+    const int64_t n = parts_[p].cache.size();
+    const auto first = static_cast<uint32_t>(offsets_[p]);
+    const int64_t count = drawn_count(n, parts_[p].weight);
+    const int64_t whole = n > 0 ? count / n : 0;
+    for (int64_t copy = 0; copy < whole; ++copy)
+      for (int64_t i = 0; i < n; ++i) ids.push_back(first + static_cast<uint32_t>(i));
+    const int64_t rest = count - whole * n;
+    if (rest == 0) continue;
+    // The rest: the pairs with the smallest hashes of (seed, epoch, corpus, pair).
+    const uint64_t stream = mix(mix(mix(seed) ^ static_cast<uint64_t>(epoch)) ^ (p + 1));
+    std::vector<std::pair<uint64_t, uint32_t>> keys(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      keys[static_cast<size_t>(i)] = {mix(stream ^ static_cast<uint64_t>(i)), static_cast<uint32_t>(i)};
+    std::nth_element(keys.begin(), keys.begin() + rest, keys.end());
+    std::vector<uint32_t> chosen;
+    chosen.reserve(static_cast<size_t>(rest));
+    for (int64_t k = 0; k < rest; ++k) chosen.push_back(keys[static_cast<size_t>(k)].second);
+    std::sort(chosen.begin(), chosen.end());
+    for (uint32_t i : chosen) ids.push_back(first + i);
+  }
+  return ids;
+}
+
+std::vector<CorpusDraw> CorpusSet::draws() const {
+  std::vector<CorpusDraw> out;
+  for (const CorpusPart& part : parts_)
+    out.push_back({part.name, part.cache.size(), part.weight, drawn_count(part.cache.size(), part.weight)});
+  return out;
+}
+
+std::vector<CorpusOptions> training_corpora(const DataOptions& options) {
+  if (!options.train.empty()) return options.train;
+  return {CorpusOptions{"train", options.train_src, options.train_tgt, 1.0}};
+}
+
+}  // namespace nmt::data

@@ -1,0 +1,102 @@
+#include "job/fine_tune.h"
+
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <ATen/ATen.h>
+
+#include "checkpoint/atomic_file.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/run_metadata.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace nmt::job {
+namespace {
+
+std::string read_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  NMT_CHECK(in.good(), ConfigError, "{}: cannot read", file.string());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// The bytes of a SentencePiece model kept in a checkpoint ("vocab.src_model", ...).
+std::string model_bytes(const LoadedCheckpoint& source, const std::string& name) {
+  const at::Tensor* t = source.second.find(name);
+  NMT_CHECK(t != nullptr, CheckpointError, "{}: no tensor {}: not a checkpoint of nmt-train",
+            source.first.string(), name);
+  const at::Tensor bytes = t->to(at::kCPU, at::kByte).contiguous();
+  return std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
+                     static_cast<size_t>(bytes.numel()));
+}
+
+/// Writes `bytes` to `file` unless it holds them already; another content is an error.
+void install_file(const std::filesystem::path& file, const std::string& bytes,
+                  const std::string& origin) {
+  if (std::filesystem::exists(file)) {
+    NMT_CHECK(read_bytes(file) == bytes, ConfigError,
+              "train.init_from: {} already holds another SentencePiece model than {}: that run "
+              "directory belongs to another vocabulary (use a new run_dir)",
+              file.string(), origin);
+    return;
+  }
+  std::filesystem::create_directories(file.parent_path());
+  checkpoint::AtomicFileWriter writer(file);
+  writer.write(bytes.data(), bytes.size());
+  writer.commit();
+}
+
+}  // namespace
+
+std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& config) {
+  const std::string& given = config.train.init_from;
+  if (given.empty()) return std::nullopt;
+  const std::filesystem::path file = checkpoint::model_checkpoints(given).front();
+  LoadedCheckpoint source(file, checkpoint::load_checkpoint(file));
+  const std::string name = file.string();
+  const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(source.second.metadata, name);
+  NMT_CHECK(!meta.config.empty(), CheckpointError,
+            "train.init_from {}: no metadata key \"config\": not a checkpoint of nmt-train", name);
+  const config::RunConfig trained = config::parse_stored_config(meta.config, name);
+  const data::DataOptions& here = config.data;
+  NMT_CHECK(here.joint_vocab == meta.vocab_joint, ConfigError,
+            "data.joint_vocab is {} but train.init_from {} was trained with {} vocabularies",
+            here.joint_vocab ? "true" : "false", name, meta.vocab_joint ? "one joint" : "separate");
+  if (!here.spm_model.empty()) {
+    NMT_CHECK(read_bytes(here.spm_model) == model_bytes(source, "vocab.src_model"), ConfigError,
+              "data.spm_model {} is not the vocabulary train.init_from {} was trained with; "
+              "leave data.spm_model unset to use the checkpoint's",
+              here.spm_model, name);
+  } else if (trained.data.spm_model.empty()) {
+    NMT_CHECK(here.vocab_size == trained.data.vocab_size, ConfigError,
+              "data.vocab_size is {} but train.init_from {} was trained with data.vocab_size {}; "
+              "the checkpoint's vocabulary is reused, so set data.vocab_size: {}",
+              here.vocab_size, name, trained.data.vocab_size, trained.data.vocab_size);
+  }
+  log::info("train", "fine-tuning from {} (step {}): its parameters and vocabulary; optimizer, "
+            "schedule and data position start anew", name, meta.step);
+  return source;
+}
+
+void install_init_vocabulary(const LoadedCheckpoint& source, const config::RunConfig& config) {
+  if (!config.data.spm_model.empty()) return;  // checked equal by load_init_checkpoint
+  const std::filesystem::path dir = std::filesystem::path(config.run_dir) / "vocab";
+  const std::string origin = source.first.string();
+  if (config.data.joint_vocab) {
+    install_file(dir / "joint.model", model_bytes(source, "vocab.src_model"), origin);
+  } else {
+    install_file(dir / "src.model", model_bytes(source, "vocab.src_model"), origin);
+    install_file(dir / "tgt.model", model_bytes(source, "vocab.tgt_model"), origin);
+  }
+}
+
+void prepare_init_vocabulary(const config::RunConfig& config) {
+  if (config.train.init_from.empty()) return;
+  const checkpoint::CheckpointDir own(std::filesystem::path(config.run_dir) / "checkpoints",
+                                      config.checkpoint);
+  if (!own.list().empty()) return;  // the run resumes from its own checkpoints
+  if (const auto source = load_init_checkpoint(config)) install_init_vocabulary(*source, config);
+}
+
+}  // namespace nmt::job

@@ -1,0 +1,38 @@
+#pragma once
+// Fine-tuning (train.init_from): a fresh run that starts from another run's model. Here the
+// source checkpoint is found and loaded, the new config is checked against the vocabulary the
+// model was trained with, and that vocabulary (its SentencePiece model files) is put into the
+// new run's vocab/ folder, so the new data is encoded with it. The parameters themselves are
+// copied into the model by train/training_state.h (load_initial_parameters). Once the run has
+// a checkpoint of its own, it resumes from that and init_from plays no part.
+
+#include <filesystem>
+#include <optional>
+#include <utility>
+
+#include "checkpoint/checkpoint_file.h"
+#include "config/run_config.h"
+
+namespace nmt::job {
+
+/// A checkpoint file and what it holds.
+using LoadedCheckpoint = std::pair<std::filesystem::path, checkpoint::CheckpointData>;
+
+/// Loads train.init_from (a file, or a run directory's best-or-newest checkpoint, as
+/// nmt-translate picks) and checks it against `config`: data.joint_vocab, data.spm_model and
+/// data.vocab_size must agree with the vocabulary it was trained with (ConfigError naming both
+/// sides otherwise). nullopt when train.init_from is empty.
+std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& config);
+
+/// Writes the source's SentencePiece model(s) to <run_dir>/vocab/ (joint.model, or src.model
+/// and tgt.model), where data preparation then finds them, unless data.spm_model names the
+/// model. A different model already there is a ConfigError: that run directory belongs to
+/// another vocabulary.
+void install_init_vocabulary(const LoadedCheckpoint& source, const config::RunConfig& config);
+
+/// What the built-in launcher does before preparing the data for its workers: when
+/// train.init_from is set and the run has no checkpoint of its own yet, load the source and
+/// install its vocabulary.
+void prepare_init_vocabulary(const config::RunConfig& config);
+
+}  // namespace nmt::job

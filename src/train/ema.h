@@ -1,0 +1,67 @@
+#pragma once
+// An exponential moving average of the parameters (train.ema_decay): Marian's exponential
+// smoothing, fairseq's --ema, OpenNMT-py's average_decay. A float32 copy of every parameter
+// follows the trained ones after each optimizer update,
+//   ema = decay * ema + (1 - decay) * p     (one foreach lerp kernel for all parameters)
+// so it averages roughly the last 1 / (1 - decay) updates, which usually translates better
+// than the last update's weights. Checkpoints keep it as "ema.<parameter>"; validation and
+// nmt-translate use it when present.
+//
+//   ParameterAverage ema(named_parameters, 0.999);
+//   optimizer.step(...);  ema.update();
+//   { ParameterAverage::Swap swap(ema);  validate(model); }   // EMA weights inside the scope
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "train/optimizer.h"
+
+namespace nmt::train {
+
+/// The name prefix of the averaged parameters in a checkpoint.
+inline constexpr std::string_view kEmaPrefix = "ema.";
+
+/// A float32 exponential moving average of named parameters, on their device.
+class ParameterAverage {
+ public:
+  /// Starts the average at the parameters' current values. decay must be in (0, 1).
+  ParameterAverage(NamedTensors parameters, double decay);
+
+  /// ema = decay * ema + (1 - decay) * p for every parameter; queues device work only.
+  void update();
+  double decay() const { return decay_; }
+  /// The averages, in parameter order, named like the parameters.
+  const NamedTensors& averages() const { return averages_; }
+
+  /// Starts the average anew at the parameters' current values (after loading others).
+  void restart();
+  /// Checkpoint tensors: "ema.<name>" for every parameter (detached device tensors).
+  NamedTensors state() const;
+  /// Restores what state() saved; `find` returns the tensor of a name or nullptr. Returns
+  /// false, changing nothing, when the checkpoint has no average (it was trained without
+  /// EMA): the average then starts at the current parameters. Throws CheckpointError naming
+  /// a missing tensor or one of another shape when some are present.
+  bool load_state(const std::function<const at::Tensor*(std::string_view)>& find);
+
+  /// Puts the averages into the parameters for the lifetime of the object and the trained
+  /// values back after it, bit for bit (validation of the averaged weights).
+  class Swap {
+   public:
+    explicit Swap(ParameterAverage& average);
+    ~Swap();
+    Swap(const Swap&) = delete;
+    Swap& operator=(const Swap&) = delete;
+
+   private:
+    ParameterAverage& average_;
+    std::vector<at::Tensor> saved_;
+  };
+
+ private:
+  NamedTensors parameters_;
+  NamedTensors averages_;
+  double decay_;
+};
+
+}  // namespace nmt::train
