@@ -35,6 +35,7 @@ apt_packages=(
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
   libsentencepiece-dev sentencepiece zlib1g-dev catch2
   openmpi-bin libopenmpi-dev libgloo-dev
+  slurm-wlm munge  # tests/e2e/test_slurm.sh starts its own; 7 packages, 13 MB
   python3 python3-venv
 )
 step 1/4 "Debian packages"

@@ -81,6 +81,23 @@ int slurm_tasks_on_node(const std::string& list, int node) {
   return 0;
 }
 
+/// Whether this process is a task of an srun step. Slurm sets the rank variables
+/// (SLURM_PROCID, SLURM_NTASKS, ...) in a batch script too, as rank 0 of the job, but there
+/// the step id is unset (Slurm 22.05) or one of the reserved ids above 0xfffffff0 (batch,
+/// extern, interactive): such a process is no rank, and may start the built-in launcher.
+bool is_srun_task(const EnvLookup& lookup) {
+  const auto step = first_set(lookup, {"SLURM_STEP_ID", "SLURM_STEPID"});
+  if (!step) return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long id = std::strtoull(step->second.c_str(), &end, 10);
+  NMT_CHECK(!step->second.empty() && step->second[0] != '-' && *end == '\0' && errno == 0,
+            DistError, "environment variable {}={}: expected a Slurm step id (an integer >= 0)",
+            step->first, step->second);
+  constexpr unsigned long long kMaxNormalStepId = 0xfffffff0;  // slurm.h
+  return id <= kMaxNormalStepId;
+}
+
 /// Processes on this node under Slurm, or 0 when unknown.
 int slurm_local_world_size(const EnvLookup& lookup, int world_size) {
   if (auto nodes = first_set(lookup, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES",
@@ -177,6 +194,7 @@ WorkerEnv detect_worker_env(const EnvLookup& lookup) {
   for (const LauncherVars& vars : kLaunchers) {
     const auto rank = lookup(vars.rank);
     if (!rank) continue;
+    if (vars.launcher == Launcher::kSlurm && !is_srun_task(lookup)) continue;
     const auto size = lookup(vars.size);
     if (!size && std::string(vars.rank) == "PMIX_RANK") continue;
     NMT_CHECK(size.has_value(), DistError, "environment variable {} is set but {} is not",

@@ -2,7 +2,8 @@
 // Who this process is in a multi-process job, read from the variables that launchers set:
 // torchrun and our own launcher (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, ...), OpenMPI
 // (OMPI_COMM_WORLD_*), PMI/PMIx/MPICH (PMI_RANK or PMIX_RANK, PMI_SIZE) and Slurm srun
-// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID).
+// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, in a task of an srun step only: a batch script
+// also has SLURM_PROCID, but no SLURM_STEP_ID of a normal step, and is no rank).
 //
 // Only torchrun and our launcher set the rendezvous address. For the others, MASTER_ADDR
 // defaults to 127.0.0.1 when every rank runs on this node, else (Slurm) to the first host of

@@ -52,7 +52,7 @@ TEST_CASE("worker environment is read from each launcher's variables", "[dist]")
   CHECK(mpi.rank == 1);
 
   WorkerEnv slurm = detect({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "1"},
-                           {"SLURM_JOB_NODELIST", "gpu[1-4]"}});
+                           {"SLURM_STEP_ID", "0"}, {"SLURM_JOB_NODELIST", "gpu[1-4]"}});
   CHECK(slurm.launcher == nmt::dist::Launcher::kSlurm);
   CHECK(slurm.world_size == 16);
 
@@ -141,7 +141,7 @@ TEST_CASE("OpenMPI and PMI ranks get a rendezvous host when they can", "[dist]")
   CHECK(pmi.master_addr == "127.0.0.1");
   // PMIx gives the rank only; the size comes from PMI_SIZE or Slurm.
   CHECK(detect({{"PMIX_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALNRANKS", "2"}}).rank == 1);
-  WorkerEnv pmix_slurm = detect({{"PMIX_RANK", "3"}, {"SLURM_PROCID", "3"},
+  WorkerEnv pmix_slurm = detect({{"PMIX_RANK", "3"}, {"SLURM_PROCID", "3"}, {"SLURM_STEP_ID", "0"},
                                  {"SLURM_NTASKS", "4"}, {"SLURM_NNODES", "1"}});
   CHECK(pmix_slurm.launcher == nmt::dist::Launcher::kSlurm);
   CHECK(pmix_slurm.local_world_size == 4);
@@ -153,7 +153,7 @@ TEST_CASE("Slurm ranks find rank 0's host from the node list", "[dist]") {
       {"SLURM_PROCID", "5"},  {"SLURM_NTASKS", "8"},
       {"SLURM_LOCALID", "1"}, {"SLURM_NNODES", "2"},
       {"SLURM_NODEID", "1"},  {"SLURM_TASKS_PER_NODE", "4(x2)"},
-      {"SLURM_JOB_NODELIST", "node[01-03,07],gpu5"}};
+      {"SLURM_STEP_ID", "3"}, {"SLURM_JOB_NODELIST", "node[01-03,07],gpu5"}};
   WorkerEnv env = detect(job);
   CHECK(env.launcher == nmt::dist::Launcher::kSlurm);
   CHECK(env.master_addr == "node01");
@@ -181,6 +181,47 @@ TEST_CASE("Slurm ranks find rank 0's host from the node list", "[dist]") {
   auto no_list = job;
   no_list.erase("SLURM_JOB_NODELIST");
   CHECK_THAT(error_of(no_list), Catch::Contains("MASTER_ADDR is not set"));
+}
+
+TEST_CASE("a Slurm batch script is not an srun task", "[dist]") {
+  // What Slurm 22.05 sets in the batch script of `sbatch --ntasks=2` (the job's view, rank
+  // variables included) and in a task of `srun` inside it (tests/e2e/test_slurm.sh runs both).
+  const std::map<std::string, std::string> batch = {
+      {"SLURM_JOB_ID", "7"},        {"SLURM_PROCID", "0"},     {"SLURM_NTASKS", "2"},
+      {"SLURM_LOCALID", "0"},       {"SLURM_NNODES", "1"},     {"SLURM_NODEID", "0"},
+      {"SLURM_TASKS_PER_NODE", "2"}, {"SLURM_JOB_NODELIST", "vm"}};
+  WorkerEnv script = detect(batch);
+  CHECK(script.launcher == nmt::dist::Launcher::kNone);
+  CHECK(script.rank == 0);
+  CHECK(script.world_size == 1);
+
+  auto task = batch;
+  task["SLURM_STEP_ID"] = "0";
+  task["SLURM_STEPID"] = "0";
+  task["SLURM_PROCID"] = "1";
+  task["SLURM_LOCALID"] = "1";
+  WorkerEnv rank = detect(task);
+  CHECK(rank.launcher == nmt::dist::Launcher::kSlurm);
+  CHECK(rank.rank == 1);
+  CHECK(rank.world_size == 2);
+  CHECK(rank.local_world_size == 2);
+  // Older Slurm sets only SLURM_STEPID.
+  task.erase("SLURM_STEP_ID");
+  CHECK(detect(task).launcher == nmt::dist::Launcher::kSlurm);
+
+  // Steps that run no srun tasks carry reserved ids above 0xfffffff0 (batch 0xfffffffb,
+  // 0xfffffffe in older Slurm; extern 0xfffffffc or 0xffffffff; interactive 0xfffffffa).
+  for (const char* special :
+       {"4294967291", "4294967294", "4294967292", "4294967295", "4294967290"}) {
+    auto step = batch;
+    step["SLURM_STEP_ID"] = special;
+    INFO(special);
+    CHECK(detect(step).launcher == nmt::dist::Launcher::kNone);
+  }
+  auto bad = batch;
+  bad["SLURM_STEP_ID"] = "batch";
+  CHECK(error_of(bad) ==
+        "environment variable SLURM_STEP_ID=batch: expected a Slurm step id (an integer >= 0)");
 }
 
 TEST_CASE("Slurm node lists: the first host of the compressed form", "[dist]") {
