@@ -275,9 +275,6 @@ class Weights:
             total = array.astype(np.float64) if total is None else total + array
         return (total / len(self.files)).astype(np.float32)
 
-    def has(self, name):
-        return name in self.files[-1]
-
 
 def sinusoidal_positions(positions, d_model):
     """The position table of model/embedding.cpp: [sin | cos] halves (not interleaved),

@@ -67,7 +67,7 @@ def run(cmd, **kwargs):
     return r
 
 
-def export(args, checkpoint, out, *extra):
+def export(checkpoint, out, *extra):
     run([sys.executable, EXPORT, checkpoint, out, "--force", *extra])
 
 
@@ -147,7 +147,7 @@ def cmd_matches(args):
     src = first_lines(TEST_SRC, SENTENCES, os.path.join(out, "test.en"))
     refs = read_lines(first_lines(TEST_REF, SENTENCES, os.path.join(out, "test.de")))
     model = os.path.join(out, "ct2")
-    export(args, run_dir, model)
+    export(run_dir, model)
     ok = compare_greedy(name, nmt_translate(args, run_dir, src, os.path.join(out, "nmt.b1"), 1),
                         ct2_translate(model, src, os.path.join(out, "ct2.b1"), 1))
     nmt_bleu = bleu(nmt_translate(args, run_dir, src, os.path.join(out, "nmt.b4"), 4), refs)
@@ -248,7 +248,7 @@ def cmd_weights(args):
     rewrite_checkpoint(newer, with_ema, add_tensors=ema)
 
     def model_bin(checkpoint, name, *extra):
-        export(args, checkpoint, os.path.join(out, name), *extra)
+        export(checkpoint, os.path.join(out, name), *extra)
         with open(os.path.join(out, name, "model.bin"), "rb") as f:
             return f.read()
 
@@ -262,14 +262,14 @@ def cmd_weights(args):
 
     # --average 2: as nmt-translate --average 2, greedy, line for line.
     src = first_lines(TEST_SRC, SENTENCES, os.path.join(out, "test.en"))
-    export(args, run_dir, os.path.join(out, "average"), "--average", "2")
+    export(run_dir, os.path.join(out, "average"), "--average", "2")
     ok &= compare_greedy("--average 2",
                          nmt_translate(args, run_dir, src, os.path.join(out, "nmt.avg"), 1,
                                        "--average", "2"),
                          ct2_translate(os.path.join(out, "average"), src,
                                        os.path.join(out, "ct2.avg"), 1))
     # int8 loads and translates close to float32 (a smoke check; the note has the figures).
-    export(args, run_dir, os.path.join(out, "int8"), "--quantization", "int8")
+    export(run_dir, os.path.join(out, "int8"), "--quantization", "int8")
     fp32 = ct2_translate(os.path.join(out, "newer"), src, os.path.join(out, "ct2.fp32"), 1)
     int8 = ct2_translate(os.path.join(out, "int8"), src, os.path.join(out, "ct2.int8"), 1)
     same = int(np.sum([a == b for a, b in zip(fp32, int8)]))
