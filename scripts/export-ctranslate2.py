@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""Exports an nmt-train checkpoint as a CTranslate2 model directory, for serving.
+
+    scripts/export-ctranslate2.py CHECKPOINT OUTDIR [--quantization int8|int8_float16|float16|none]
+                                  [--average K] [--weights ema|raw] [--force]
+
+CHECKPOINT is a checkpoint file or a run directory, picked as nmt-translate picks: the run's
+checkpoints/ folder (or the folder itself), the checkpoint with the lowest "selection"
+metadata (best by train.best_metric), else the newest; --average K averages the newest K.
+--weights: the exponential moving average that training kept (ema.* tensors, train.ema_decay)
+or the trained weights themselves (raw); default ema when the checkpoint has it, else raw.
+
+The checkpoint is read as a plain safetensors file (no nmt-train code), the model is described
+with CTranslate2's own specification API (ctranslate2.specs.TransformerSpec) from the config
+stored in it, and OUTDIR receives model.bin, config.json and the vocabularies as CTranslate2
+writes them, plus source.model and target.model (the SentencePiece models; the same file
+twice for a joint vocabulary), export.json (what was exported, and the settings that decode
+as nmt-translate does) and README.txt (how to load and run it).
+
+Decoding as nmt-translate does: the source is its SentencePiece pieces, to which the model
+appends </s> itself (config add_source_eos); the decoder starts from <s>; the output never
+contains <pad> or <s> (nmt-translate bans them; the export gives them a -1e4 output bias).
+Differences that remain are in the search, not the model: CTranslate2's length penalty
+divides by length^alpha where nmt-translate divides by ((5 + length) / 6)^alpha, its
+maximum output length is one number per call where nmt-translate's is a * source + b per
+sentence, and by default it never gives an empty output (min_decoding_length=1).
+scripts/bench/ct2-translate.py decodes a file with the settings that match.
+
+A model setting that CTranslate2 cannot express, or that this exporter does not know, is
+refused with a message naming it (exit code 1); nothing is written then.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import struct
+import sys
+import tempfile
+
+import numpy as np
+
+PROG = "export-ctranslate2"
+CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d{1,18})\.safetensors$")
+# Bias on the output logits of tokens nmt-translate never emits: far below any real logit,
+# exactly 0 probability after the softmax, and representable in float16.
+BANNED_TOKEN_BIAS = -1e4
+# Layer norm epsilon of the model (torch::nn::LayerNorm's default).
+LAYER_NORM_EPSILON = 1e-5
+
+
+class ExportError(Exception):
+    """A problem with the input that the user can fix; reported as one line."""
+
+
+# --- reading checkpoints -----------------------------------------------------------------
+
+_DTYPES = {
+    "F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16,
+    "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8,
+    "BOOL": np.bool_,
+}
+
+
+class SafetensorsFile:
+    """One safetensors file: header, metadata and tensors read on demand (memory-mapped).
+
+    nmt-train's checksum (nmt.checksum) is not verified here; `nmt-ckpt info FILE` does."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            with open(path, "rb") as f:
+                head = f.read(8)
+                if len(head) != 8:
+                    raise ExportError(f"{path}: not a safetensors file (shorter than 8 bytes)")
+                (length,) = struct.unpack("<Q", head)
+                size = os.fstat(f.fileno()).st_size
+                if length > size - 8:
+                    raise ExportError(f"{path}: header length {length} exceeds the file")
+                header = json.loads(f.read(length))
+        except OSError as e:
+            raise ExportError(f"{path}: cannot read: {e.strerror}") from e
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ExportError(f"{path}: malformed safetensors header: {e}") from e
+        if not isinstance(header, dict):
+            raise ExportError(f"{path}: malformed safetensors header: not a JSON object")
+        self.metadata = header.pop("__metadata__", None) or {}
+        self.entries = header
+        self._data_offset = 8 + length
+        self._data_size = size - self._data_offset
+        self._map = None
+
+    def names(self):
+        return list(self.entries)
+
+    def __contains__(self, name):
+        return name in self.entries
+
+    def tensor(self, name):
+        """The tensor as a numpy array (BF16 widened to float32)."""
+        entry = self.entries.get(name)
+        if entry is None:
+            raise ExportError(f"{self.path}: tensor {name} is missing")
+        dtype = _DTYPES.get(entry.get("dtype"))
+        if dtype is None:
+            raise ExportError(f"{self.path}: tensor {name}: unsupported dtype {entry.get('dtype')}")
+        begin, end = entry["data_offsets"]
+        shape = tuple(entry["shape"])
+        count = int(np.prod(shape)) if shape else 1
+        nbytes = count * np.dtype(dtype).itemsize
+        if not (0 <= begin <= end <= self._data_size) or end - begin != nbytes:
+            raise ExportError(f"{self.path}: tensor {name}: offsets {begin}..{end} do not match "
+                              f"its shape {list(shape)} and dtype {entry['dtype']}")
+        if self._map is None:
+            self._map = np.memmap(self.path, dtype=np.uint8, mode="r")
+        raw = self._map[self._data_offset + begin:self._data_offset + end]
+        array = raw.view(dtype).reshape(shape)
+        if entry["dtype"] == "BF16":
+            array = (array.astype(np.uint32) << 16).view(np.float32)
+        return np.array(array)  # a copy: the export outlives the mapping
+
+
+def list_checkpoints(folder):
+    """Checkpoint files of a folder, newest step first (as CheckpointDir::list)."""
+    found = []
+    for name in os.listdir(folder):
+        match = CHECKPOINT_NAME.match(name)
+        path = os.path.join(folder, name)
+        if match and os.path.isfile(path):
+            found.append((int(match.group(1)), path))
+    return [path for _, path in sorted(found, reverse=True)]
+
+
+def selection_of(metadata):
+    """The "selection" metadata as a finite number, else None (as run_metadata.cpp)."""
+    try:
+        value = float(metadata.get("selection", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def resolve_checkpoints(given, average):
+    """The files to export, oldest first (the newest one's metadata and vocabulary are used):
+    one file, or from a run directory the best by selection, else the newest, or with
+    average > 1 the newest `average` (as nmt-translate's resolve_checkpoints)."""
+    if os.path.isfile(given):
+        if average > 1:
+            raise ExportError(f"--average {average} needs a run directory (or its checkpoints/ "
+                              f"folder), found the file {given}")
+        return [given]
+    if not os.path.isdir(given):
+        raise ExportError(f"{given}: no such checkpoint file or run directory")
+    folder = os.path.join(given, "checkpoints")
+    if not os.path.isdir(folder):
+        folder = given
+    files = list_checkpoints(folder)
+    if average > 1:
+        if len(files) < average:
+            raise ExportError(f"{folder}: --average {average} needs {average} checkpoints, "
+                              f"found {len(files)}")
+        return list(reversed(files[:average]))
+    newest, best = None, None
+    for path in files:  # newest first; `<=`: on a tie the earlier step wins
+        try:
+            metadata = SafetensorsFile(path).metadata
+        except ExportError as e:
+            print(f"{PROG}: warning: skipping {path}: {e}", file=sys.stderr)
+            continue
+        newest = newest or path
+        value = selection_of(metadata)
+        if value is not None and (best is None or value <= best[0]):
+            best = (value, path)
+    chosen = best[1] if best else newest
+    if chosen is None:
+        raise ExportError(f"{folder}: no checkpoint-*.safetensors files")
+    return [chosen]
+
+
+# --- the model's config ------------------------------------------------------------------
+
+# Every model.* key of nmt-train's config, with the values this exporter can express in
+# CTranslate2 (None: any value of the right type). A key or value that is not here is refused:
+# a setting added to nmt-train later must be taught to this exporter before it exports.
+_MODEL_KEYS = {
+    "encoder_layers": None, "decoder_layers": None, "d_model": None, "heads": None,
+    "ffn_dim": None, "max_positions": None,
+    # Training-only: dropout is off when translating.
+    "dropout": None, "attention_dropout": None, "activation_dropout": None,
+    "activation": {"relu", "gelu"},
+    "norm": {"pre", "post"},
+    "positions": {"sinusoidal", "learned"},
+    "tie_embeddings": {"none", "decoder", "all"},
+    "scale_embeddings": {True, False},
+}
+_INTEGER_KEYS = ("encoder_layers", "decoder_layers", "d_model", "heads", "ffn_dim",
+                 "max_positions")
+
+
+def model_config(config_yaml, origin):
+    """The `model` section of a checkpoint's config, checked: every key known, every value one
+    that CTranslate2 can express; raises ExportError naming the setting otherwise."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(config_yaml)
+    except yaml.YAMLError as e:
+        raise ExportError(f"{origin}: metadata config: malformed YAML: {e}") from e
+    model = config.get("model") if isinstance(config, dict) else None
+    if not isinstance(model, dict):
+        raise ExportError(f"{origin}: metadata config has no model section")
+    for key, value in model.items():
+        if key not in _MODEL_KEYS:
+            raise ExportError(f"{origin}: model.{key} = {value!r}: unknown to this exporter, so it "
+                              f"cannot tell whether CTranslate2 expresses it; not exported")
+        allowed = _MODEL_KEYS[key]
+        if allowed is not None and value not in allowed:
+            raise ExportError(f"{origin}: model.{key} = {value!r} cannot be exported to "
+                              f"CTranslate2's TransformerSpec (supported: "
+                              f"{', '.join(sorted(str(v).lower() for v in allowed))})")
+    missing = [k for k in _MODEL_KEYS if k not in model]
+    if missing:
+        raise ExportError(f"{origin}: metadata config lacks model.{missing[0]}")
+    for key in _INTEGER_KEYS:
+        if not isinstance(model[key], int) or isinstance(model[key], bool) or model[key] < 1:
+            raise ExportError(f"{origin}: model.{key}: expected an integer >= 1, found "
+                              f"{model[key]!r}")
+    if model["d_model"] % model["heads"]:
+        raise ExportError(f"{origin}: model.heads = {model['heads']} does not divide "
+                          f"model.d_model = {model['d_model']}")
+    return model
+
+
+# --- weights -----------------------------------------------------------------------------
+
+def ema_name(file, name):
+    """The EMA tensor of model tensor `name` ("model.X"): "ema.X" (named like the trained
+    parameter), or "ema.model.X"; None when the file has neither."""
+    short = name[len("model."):]
+    for candidate in ("ema." + short, "ema." + name):
+        if candidate in file:
+            return candidate
+    return None
+
+
+def has_ema(file):
+    return any(n.startswith("ema.") for n in file.names())
+
+
+class Weights:
+    """The model tensors to export: one checkpoint's, or the mean of several (float64 sums, as
+    nmt-translate's average_checkpoints), raw or EMA."""
+
+    def __init__(self, files, use_ema):
+        self.files = files
+        self.use_ema = use_ema
+
+    def get(self, name):
+        total = None
+        for file in self.files:
+            key = name
+            if self.use_ema:
+                key = ema_name(file, name)
+                if key is None:
+                    raise ExportError(f"{file.path}: tensor ema.{name[len('model.'):]} is missing, "
+                                      "although the checkpoint holds other ema.* tensors")
+            array = file.tensor(key)
+            if not np.issubdtype(array.dtype, np.floating):
+                raise ExportError(f"{file.path}: tensor {key} is {array.dtype}, expected floats")
+            if total is not None and array.shape != total.shape:
+                raise ExportError(f"{file.path}: tensor {key} has shape {list(array.shape)}, but "
+                                  f"{list(total.shape)} in {self.files[0].path}")
+            total = array.astype(np.float64) if total is None else total + array
+        return (total / len(self.files)).astype(np.float32)
+
+
+def sinusoidal_positions(positions, d_model):
+    """The position table of model/embedding.cpp: [sin | cos] halves (not interleaved),
+    wavelengths from 2*pi to 10000*2*pi, position 0 first, float32 arithmetic."""
+    half = d_model // 2
+    log_step = np.float32(math.log(10000.0) / max(half - 1, 1))
+    inv_freq = np.exp(np.arange(half, dtype=np.float32) * -log_step)
+    angles = np.arange(positions, dtype=np.float32)[:, None] * inv_freq[None, :]
+    table = np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
+    if d_model % 2:
+        table = np.concatenate([table, np.zeros((positions, 1), np.float32)], axis=1)
+    return table.astype(np.float32)
+
+
+# --- the CTranslate2 specification -------------------------------------------------------
+
+def set_linear(spec, weights, scope, bias=True):
+    spec.weight = weights.get(scope + ".weight")
+    if bias:
+        spec.bias = weights.get(scope + ".bias")
+
+
+def set_norm(spec, weights, scope):
+    spec.gamma = weights.get(scope + ".weight")
+    spec.beta = weights.get(scope + ".bias")
+
+
+def set_attention(spec, weights, scope, self_attention):
+    """q/k/v/out projections -> CTranslate2's fused layout: self-attention [qkv, out],
+    cross-attention [q, kv, out] (rows of the fused weight in that order)."""
+    def fused(parts):
+        w = np.concatenate([weights.get(f"{scope}.{p}_proj.weight") for p in parts], axis=0)
+        b = np.concatenate([weights.get(f"{scope}.{p}_proj.bias") for p in parts], axis=0)
+        return w, b
+
+    if self_attention:
+        spec.linear[0].weight, spec.linear[0].bias = fused("qkv")
+    else:
+        set_linear(spec.linear[0], weights, scope + ".q_proj")
+        spec.linear[1].weight, spec.linear[1].bias = fused("kv")
+    set_linear(spec.linear[-1], weights, scope + ".out_proj")
+
+
+def set_ffn(spec, weights, scope):
+    set_linear(spec.linear_0, weights, scope + ".fc1")
+    set_linear(spec.linear_1, weights, scope + ".fc2")
+
+
+def build_spec(model, weights, src_pieces, tgt_pieces, special):
+    """A TransformerSpec with the checkpoint's weights."""
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    pre_norm = model["norm"] == "pre"
+    activation = {"relu": common_spec.Activation.RELU,
+                  # at::gelu without approximation: the erf form, CTranslate2's GELU.
+                  "gelu": common_spec.Activation.GELU}[model["activation"]]
+    spec = transformer_spec.TransformerSpec.from_config(
+        (model["encoder_layers"], model["decoder_layers"]), model["heads"],
+        pre_norm=pre_norm, activation=activation)
+    d_model, max_positions = model["d_model"], model["max_positions"]
+    tie = model["tie_embeddings"]
+
+    encoder_tokens = weights.get("model.encoder_embed.tokens.weight")
+    decoder_tokens = (encoder_tokens if tie == "all"
+                      else weights.get("model.decoder_embed.tokens.weight"))
+    output = (decoder_tokens if tie != "none"
+              else weights.get("model.output_projection.weight"))
+    for name, table, vocab in (("source", encoder_tokens, src_pieces),
+                               ("target", decoder_tokens, tgt_pieces)):
+        if table.shape != (len(vocab), d_model):
+            raise ExportError(f"{name} embedding is {list(table.shape)}, but the {name} "
+                              f"vocabulary has {len(vocab)} pieces and d_model is {d_model}")
+
+    for side, stack in (("encoder", spec.encoder), ("decoder", spec.decoder)):
+        stack.scale_embeddings = bool(model["scale_embeddings"])
+        if model["positions"] == "learned":
+            table = weights.get(f"model.{side}_embed.positions.weight")
+        else:
+            # Written out, so CTranslate2 uses exactly this table, not its own formula.
+            table = sinusoidal_positions(max_positions, d_model)
+        stack.position_encodings.encodings = table
+    spec.encoder.embeddings[0].weight = encoder_tokens
+    spec.decoder.embeddings.weight = decoder_tokens
+    spec.decoder.projection.weight = output
+    bias = np.zeros(len(tgt_pieces), np.float32)
+    bias[[special["pad_id"], special["bos_id"]]] = BANNED_TOKEN_BIAS
+    spec.decoder.projection.bias = bias
+
+    for i, layer in enumerate(spec.encoder.layer):
+        scope = f"model.encoder_layers.{i}"
+        set_attention(layer.self_attention, weights, scope + ".self_attn", True)
+        set_norm(layer.self_attention.layer_norm, weights, scope + ".self_attn_norm")
+        set_ffn(layer.ffn, weights, scope + ".ffn")
+        set_norm(layer.ffn.layer_norm, weights, scope + ".ffn_norm")
+    for i, layer in enumerate(spec.decoder.layer):
+        scope = f"model.decoder_layers.{i}"
+        set_attention(layer.self_attention, weights, scope + ".self_attn", True)
+        set_norm(layer.self_attention.layer_norm, weights, scope + ".self_attn_norm")
+        set_attention(layer.attention, weights, scope + ".cross_attn", False)
+        set_norm(layer.attention.layer_norm, weights, scope + ".cross_attn_norm")
+        set_ffn(layer.ffn, weights, scope + ".ffn")
+        set_norm(layer.ffn.layer_norm, weights, scope + ".ffn_norm")
+    if pre_norm:
+        set_norm(spec.encoder.layer_norm, weights, "model.encoder_norm")
+        set_norm(spec.decoder.layer_norm, weights, "model.decoder_norm")
+
+    config = spec.config
+    config.layer_norm_epsilon = LAYER_NORM_EPSILON
+    config.unk_token = special["unk"]
+    config.bos_token = special["bos"]
+    config.eos_token = special["eos"]
+    config.decoder_start_token = special["bos"]
+    config.add_source_bos = False
+    config.add_source_eos = True  # nmt-translate encodes a sentence as its pieces + </s>
+    spec.register_source_vocabulary(src_pieces)
+    spec.register_target_vocabulary(tgt_pieces)
+    return spec
+
+
+def vocabulary(model_bytes, origin):
+    """Pieces (in id order) and special tokens of a serialized SentencePiece model."""
+    import sentencepiece as spm
+
+    processor = spm.SentencePieceProcessor()
+    try:
+        processor.LoadFromSerializedProto(model_bytes)
+    except Exception as e:  # sentencepiece raises RuntimeError or OSError by version
+        raise ExportError(f"{origin}: not a SentencePiece model: {e}") from e
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    ids = {"pad_id": processor.pad_id(), "unk_id": processor.unk_id(),
+           "bos_id": processor.bos_id(), "eos_id": processor.eos_id()}
+    for key, value in ids.items():
+        if value < 0:
+            raise ExportError(f"{origin}: the SentencePiece model has no {key[:3]} piece")
+    if len(set(pieces)) != len(pieces):
+        raise ExportError(f"{origin}: the SentencePiece model has duplicate pieces")
+    special = dict(ids, unk=pieces[ids["unk_id"]], bos=pieces[ids["bos_id"]],
+                   eos=pieces[ids["eos_id"]])
+    return pieces, special
+
+
+# --- the export --------------------------------------------------------------------------
+
+README = """\
+CTranslate2 model exported by nmt-train (scripts/export-ctranslate2.py) from
+{checkpoints}
+Weights {weights}, quantization {quantization}. Load it and translate (pip install ctranslate2 sentencepiece):
+
+import ctranslate2, sentencepiece as spm; d = "{outdir}"; translator = ctranslate2.Translator(d); src = spm.SentencePieceProcessor(model_file=d + "/source.model"); tgt = spm.SentencePieceProcessor(model_file=d + "/target.model")
+print(tgt.decode(translator.translate_batch([src.encode("Hello world.", out_type=str)], beam_size=4, max_input_length={max_positions}, max_decoding_length=256)[0].hypotheses[0]))
+
+The source is the SentencePiece pieces only: the model appends </s> itself. The model accepts
+at most {max_positions} source tokens (max_input_length), like nmt-translate. nmt-translate's
+output length limit is 1.2 x source tokens + 10 per sentence (--max-len-a/b) and its length
+penalty ((5 + length) / 6)^alpha; CTranslate2 takes one max_decoding_length per call and
+divides by length^length_penalty. scripts/bench/ct2-translate.py in nmt-train translates
+a file the way nmt-translate does.
+"""
+
+
+def export(args):
+    paths = resolve_checkpoints(args.checkpoint, args.average)
+    files = [SafetensorsFile(p) for p in paths]
+    newest = files[-1]
+    origin = newest.path
+    if "config" not in newest.metadata:
+        raise ExportError(f"{origin}: no metadata key \"config\" (not an nmt-train checkpoint?)")
+    model = model_config(newest.metadata["config"], origin)
+    for other in files[:-1]:
+        if model_config(other.metadata.get("config", ""), other.path) != model:
+            raise ExportError(f"{other.path}: its model config differs from {origin}'s; "
+                              "only checkpoints of one model can be averaged")
+
+    with_ema = [has_ema(f) for f in files]
+    if args.weights == "ema":
+        missing = [f.path for f, e in zip(files, with_ema) if not e]
+        if missing:
+            raise ExportError(f"{missing[0]}: --weights ema, but the checkpoint holds no ema.* "
+                              "tensors (trained without train.ema_decay)")
+        use_ema = True
+    elif args.weights == "raw":
+        use_ema = False
+    else:
+        use_ema = all(with_ema)
+        if any(with_ema) and not use_ema:
+            print(f"{PROG}: warning: only some of the checkpoints hold ema.* tensors; "
+                  "exporting the raw weights", file=sys.stderr)
+    weights = Weights(files, use_ema)
+
+    joint = newest.metadata.get("vocab_joint", "true")
+    if joint not in ("true", "false"):
+        raise ExportError(f"{origin}: metadata vocab_joint: expected true or false, "
+                          f"found {joint!r}")
+    src_bytes = newest.tensor("vocab.src_model").tobytes()
+    tgt_bytes = src_bytes if joint == "true" else newest.tensor("vocab.tgt_model").tobytes()
+    src_pieces, src_special = vocabulary(src_bytes, origin + " (vocab.src_model)")
+    tgt_pieces, special = vocabulary(tgt_bytes, origin + " (vocab.tgt_model)")
+    if src_special["eos"] != special["eos"]:
+        raise ExportError(f"{origin}: the source and target vocabularies name </s> differently "
+                          f"({src_special['eos']!r}, {special['eos']!r}); CTranslate2 has one "
+                          "eos_token")
+
+    spec = build_spec(model, weights, src_pieces, tgt_pieces, special)
+    spec.validate()
+    quantization = None if args.quantization == "none" else args.quantization
+    spec.optimize(quantization=quantization)
+
+    # Written next to OUTDIR and renamed into place, so a failed export leaves no half model.
+    out = os.path.abspath(args.outdir)
+    if os.path.exists(out) and not args.force:
+        raise ExportError(f"{args.outdir} exists; use --force to replace it")
+    parent = os.path.dirname(out)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    try:
+        spec.save(staging)
+        with open(os.path.join(staging, "source.model"), "wb") as f:
+            f.write(src_bytes)
+        with open(os.path.join(staging, "target.model"), "wb") as f:
+            f.write(tgt_bytes)
+        info = {
+            "checkpoints": [os.path.abspath(f.path) for f in files],
+            "step": int(newest.metadata.get("step", "0") or 0),
+            "weights": "ema" if use_ema else "raw",
+            "quantization": args.quantization,
+            "vocab_joint": joint == "true",
+            "max_positions": model["max_positions"],
+            "model": model,
+            "banned_output_tokens": [special["pad_id"], special["bos_id"]],
+        }
+        with open(os.path.join(staging, "export.json"), "w", encoding="utf-8") as f:
+            json.dump(info, f, indent=2)
+            f.write("\n")
+        with open(os.path.join(staging, "README.txt"), "w", encoding="utf-8") as f:
+            f.write(README.format(checkpoints="\n".join(info["checkpoints"]), outdir=out,
+                                  weights=info["weights"], quantization=args.quantization,
+                                  max_positions=model["max_positions"]))
+        if os.path.exists(out):
+            shutil.rmtree(out)
+        os.rename(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    print(f"{PROG}: wrote {args.outdir} ({len(files)} checkpoint(s), step {info['step']}, "
+          f"{info['weights']} weights, quantization {args.quantization})")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="export-ctranslate2.py",
+        description="Export an nmt-train checkpoint as a CTranslate2 model directory.")
+    parser.add_argument("checkpoint", metavar="CHECKPOINT",
+                        help="checkpoint file, or run directory (best by selection, else newest)")
+    parser.add_argument("outdir", metavar="OUTDIR", help="model directory to write")
+    parser.add_argument("--quantization", default="none",
+                        choices=["none", "int8", "int8_float16", "float16"],
+                        help="weight type of the exported model (default: none, float32)")
+    parser.add_argument("--average", type=int, default=0, metavar="K",
+                        help="average the newest K checkpoints of the run directory")
+    parser.add_argument("--weights", choices=["ema", "raw"], default=None,
+                        help="EMA or trained weights (default: ema when present, else raw)")
+    parser.add_argument("--force", action="store_true", help="replace OUTDIR if it exists")
+    args = parser.parse_args(argv)
+    if args.average < 0:
+        parser.error(f"--average: expected an integer >= 0, found {args.average}")
+    try:
+        import ctranslate2  # noqa: F401
+    except ImportError:
+        print(f"{PROG}: error: the ctranslate2 package is not installed (pip install "
+              "ctranslate2; scripts/setup.sh puts it in the venv)", file=sys.stderr)
+        return 1
+    try:
+        export(args)
+    except ExportError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""Tests of scripts/export-ctranslate2.py, run by CTest (tests/CMakeLists.txt).
+
+    test_export_ctranslate2.py --work DIR --train BIN --translate BIN train
+    test_export_ctranslate2.py --work DIR --translate BIN matches VARIANT
+    test_export_ctranslate2.py --work DIR refuses
+    test_export_ctranslate2.py --work DIR weights
+
+`train` (a CTest fixture) trains the tiny models once into DIR/<variant>; the other
+subcommands export them and compare CTranslate2 with nmt-translate on the first 200 test
+sentences: greedy translations line for line (at most 1% may differ, from float summation
+order; each one is printed) and beam 4 corpus BLEU (within 0.2). Without the ctranslate2 or
+sentencepiece package a test prints "SKIPPED: <reason>", which CTest reports as skipped.
+"""
+import argparse
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXPORT = os.path.join(ROOT, "scripts", "export-ctranslate2.py")
+CT2_TRANSLATE = os.path.join(ROOT, "scripts", "bench", "ct2-translate.py")
+TEST_SRC = os.path.join(ROOT, "data", "ddtp.en-de.test.en")
+TEST_REF = os.path.join(ROOT, "data", "ddtp.en-de.test.de")
+SENTENCES = 200
+MAX_DIFFERENT = SENTENCES // 100  # 1%
+MAX_BLEU_GAP = 0.2
+STEPS = 240
+
+# Each variant is a tiny model trained briefly; together they cover pre- and post-norm, tied
+# (all three, or decoder input and output) and untied embeddings, joint and separate
+# vocabularies, sinusoidal and learned positions, relu and gelu, scaled and unscaled embeddings.
+# One thread: CTest runs tests side by side.
+COMMON = ["model.encoder_layers=2", "model.decoder_layers=2", "model.d_model=64", "model.heads=4",
+          "model.ffn_dim=256", "data.vocab_size=1000", "data.max_tokens=2048", "train.lr=0.005",
+          "train.warmup_steps=60", f"train.max_steps={STEPS}", "train.valid_every=0",
+          "train.threads=1", f"checkpoint.every_steps={STEPS // 2}", "checkpoint.keep_last=2",
+          "train.log_every=40"]
+VARIANTS = {
+    "prenorm_tied_joint": ["model.norm=pre", "model.tie_embeddings=all", "data.joint_vocab=true"],
+    "postnorm_untied_separate": ["model.norm=post", "model.tie_embeddings=none",
+                                 "data.joint_vocab=false", "model.positions=learned",
+                                 "model.activation=gelu"],
+    "prenorm_decodertied_unscaled": ["model.norm=pre", "model.tie_embeddings=decoder",
+                                     "data.joint_vocab=true", "model.scale_embeddings=false"],
+}
+
+
+def skip_unless_ctranslate2():
+    for module in ("ctranslate2", "sentencepiece"):
+        try:
+            __import__(module)
+        except ImportError:
+            print(f"SKIPPED: the {module} package is not installed (scripts/setup.sh installs it)")
+            sys.exit(0)
+
+
+def run(cmd, **kwargs):
+    """Runs cmd; on failure prints its output and fails the test."""
+    r = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if r.returncode != 0:
+        print(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}{r.stderr}")
+        sys.exit(1)
+    return r
+
+
+def export(checkpoint, out, *extra):
+    run([sys.executable, EXPORT, checkpoint, out, "--force", *extra])
+
+
+def first_lines(path, count, out):
+    with open(path, encoding="utf-8") as f:
+        lines = [next(f) for _ in range(count)]
+    with open(out, "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    return out
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().split("\n")[:-1]
+
+
+def nmt_translate(args, checkpoint, src, out, beam, *extra):
+    run([args.translate, "-c", checkpoint, "-i", src, "-o", out, "--beam", str(beam),
+         "--device", "cpu", "--threads", "1", "--log-level", "warn", *extra])
+    return read_lines(out)
+
+
+def ct2_translate(model, src, out, beam):
+    run([sys.executable, CT2_TRANSLATE, model, "-i", src, "-o", out, "--beam", str(beam),
+         "--threads", "1"])
+    return read_lines(out)
+
+
+def compare_greedy(name, nmt, ct2):
+    """Fails (returns False) when more than 1% of lines differ; prints every difference."""
+    assert len(nmt) == len(ct2) == SENTENCES, (len(nmt), len(ct2))
+    different = [i for i in range(SENTENCES) if nmt[i] != ct2[i]]
+    for i in different:
+        print(f"{name}: line {i + 1} differs\n  nmt-translate: {nmt[i]}\n  ctranslate2:   {ct2[i]}")
+    distinct = len(set(nmt))
+    print(f"{name}: greedy: {SENTENCES - len(different)}/{SENTENCES} lines identical "
+          f"({distinct} distinct outputs)")
+    if distinct < SENTENCES // 4:
+        print(f"{name}: the model is degenerate ({distinct} distinct outputs): train it longer")
+        return False
+    return len(different) <= MAX_DIFFERENT
+
+
+def bleu(lines, refs):
+    import sacrebleu
+
+    return sacrebleu.corpus_bleu(lines, [refs]).score
+
+
+# --- subcommands -------------------------------------------------------------------------
+
+def cmd_train(args):
+    procs = []
+    for name in args.variants or VARIANTS:
+        settings = VARIANTS[name]
+        run_dir = os.path.join(args.work, name)
+        if os.path.exists(run_dir):
+            shutil.rmtree(run_dir)
+        cmd = [args.train, "--config", os.path.join(ROOT, "configs", "tiny.yaml"),
+               "--log-level", "warn", "--set", f"run_dir={run_dir}"]
+        for s in COMMON + settings:
+            cmd += ["--set", s]
+        procs.append((name, cmd))
+    # One at a time: each training uses the machine's cores.
+    for name, cmd in procs:
+        run(cmd, cwd=ROOT)
+        print(f"trained {name}")
+    return 0
+
+
+def cmd_matches(args):
+    skip_unless_ctranslate2()
+    name = args.variant
+    run_dir = os.path.join(args.work, name)
+    out = os.path.join(args.work, "out-" + name)
+    os.makedirs(out, exist_ok=True)
+    src = first_lines(TEST_SRC, SENTENCES, os.path.join(out, "test.en"))
+    refs = read_lines(first_lines(TEST_REF, SENTENCES, os.path.join(out, "test.de")))
+    model = os.path.join(out, "ct2")
+    export(run_dir, model)
+    ok = compare_greedy(name, nmt_translate(args, run_dir, src, os.path.join(out, "nmt.b1"), 1),
+                        ct2_translate(model, src, os.path.join(out, "ct2.b1"), 1))
+    nmt_bleu = bleu(nmt_translate(args, run_dir, src, os.path.join(out, "nmt.b4"), 4), refs)
+    ct2_bleu = bleu(ct2_translate(model, src, os.path.join(out, "ct2.b4"), 4), refs)
+    print(f"{name}: beam 4 BLEU: nmt-translate {nmt_bleu:.2f}, ctranslate2 {ct2_bleu:.2f}")
+    if abs(nmt_bleu - ct2_bleu) > MAX_BLEU_GAP:
+        print(f"{name}: beam 4 BLEU differs by more than {MAX_BLEU_GAP}")
+        ok = False
+    return 0 if ok else 1
+
+
+def rewrite_checkpoint(source, target, edit_metadata=None, add_tensors=None):
+    """Copies a safetensors checkpoint with changed metadata and/or extra tensors (name ->
+    (dtype, shape, bytes)); the checksum is left stale, which the exporter does not check."""
+    with open(source, "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(length))
+        data = f.read()
+    if edit_metadata:
+        edit_metadata(header["__metadata__"])
+    for name, (dtype, shape, raw) in (add_tensors or {}).items():
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    blob = json.dumps(header).encode()
+    blob += b" " * (-len(blob) % 8)
+    with open(target, "wb") as f:
+        f.write(struct.pack("<Q", len(blob)) + blob + data)
+
+
+def expect_refusal(checkpoint, out, expected, *extra):
+    r = subprocess.run([sys.executable, EXPORT, checkpoint, out, *extra], capture_output=True,
+                       text=True)
+    message = r.stderr.strip()
+    print(f"refused: {message}")
+    if r.returncode == 0 or expected not in message or os.path.exists(out):
+        print(f"FAILED: expected exit code 1, a message with {expected!r} and no {out}")
+        return False
+    return True
+
+
+def newest_checkpoint(run_dir):
+    folder = os.path.join(run_dir, "checkpoints")
+    return os.path.join(folder, sorted(os.listdir(folder))[-1])
+
+
+def cmd_refuses(args):
+    skip_unless_ctranslate2()
+    out = os.path.join(args.work, "out-refuses")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    checkpoint = newest_checkpoint(os.path.join(args.work, "prenorm_tied_joint"))
+    ok = True
+    cases = [("swiglu.safetensors", "activation: relu", "activation: swiglu", "model.activation"),
+             ("rms.safetensors", "norm: pre", "norm: rms", "model.norm"),
+             ("unknown-key.safetensors", "  norm: pre", "  norm: pre\n  alibi: true",
+              "model.alibi")]
+    for file, old, new, expected in cases:
+        forged = os.path.join(out, file)
+
+        def edit(metadata, old=old, new=new):
+            assert old in metadata["config"], old
+            metadata["config"] = metadata["config"].replace(old, new, 1)
+
+        rewrite_checkpoint(checkpoint, forged, edit_metadata=edit)
+        ok &= expect_refusal(forged, os.path.join(out, "model"), expected)
+    # --weights ema on a checkpoint trained without an average.
+    ok &= expect_refusal(checkpoint, os.path.join(out, "model"), "no ema.* tensors",
+                         "--weights", "ema")
+    return 0 if ok else 1
+
+
+def cmd_weights(args):
+    """--weights and --average pick the tensors nmt-translate would: a checkpoint whose ema.*
+    tensors are another checkpoint's weights exports those by default and its own with
+    --weights raw; --average 2 translates as nmt-translate --average 2."""
+    skip_unless_ctranslate2()
+    import numpy as np
+
+    run_dir = os.path.join(args.work, "prenorm_tied_joint")
+    out = os.path.join(args.work, "out-weights")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    older, newer = sorted(os.path.join(run_dir, "checkpoints", f)
+                          for f in os.listdir(os.path.join(run_dir, "checkpoints")))
+
+    # The older checkpoint's weights as the newer one's EMA.
+    with open(older, "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(length))
+        data = f.read()
+    ema = {}
+    for name, entry in header.items():
+        if name.startswith("model."):
+            begin, end = entry["data_offsets"]
+            ema["ema." + name[len("model."):]] = (entry["dtype"], entry["shape"], data[begin:end])
+    with_ema = os.path.join(out, "with-ema.safetensors")
+    rewrite_checkpoint(newer, with_ema, add_tensors=ema)
+
+    def model_bin(checkpoint, name, *extra):
+        export(checkpoint, os.path.join(out, name), *extra)
+        with open(os.path.join(out, name, "model.bin"), "rb") as f:
+            return f.read()
+
+    ok = True
+    checks = [("default is ema", model_bin(with_ema, "ema"), model_bin(older, "older")),
+              ("--weights raw", model_bin(with_ema, "raw", "--weights", "raw"),
+               model_bin(newer, "newer"))]
+    for what, got, expected in checks:
+        print(f"{what}: {'same model.bin' if got == expected else 'DIFFERENT model.bin'}")
+        ok &= got == expected
+
+    # --average 2: as nmt-translate --average 2, greedy, line for line.
+    src = first_lines(TEST_SRC, SENTENCES, os.path.join(out, "test.en"))
+    export(run_dir, os.path.join(out, "average"), "--average", "2")
+    ok &= compare_greedy("--average 2",
+                         nmt_translate(args, run_dir, src, os.path.join(out, "nmt.avg"), 1,
+                                       "--average", "2"),
+                         ct2_translate(os.path.join(out, "average"), src,
+                                       os.path.join(out, "ct2.avg"), 1))
+    # int8 loads and translates close to float32 (a smoke check; the note has the figures).
+    export(run_dir, os.path.join(out, "int8"), "--quantization", "int8")
+    fp32 = ct2_translate(os.path.join(out, "newer"), src, os.path.join(out, "ct2.fp32"), 1)
+    int8 = ct2_translate(os.path.join(out, "int8"), src, os.path.join(out, "ct2.int8"), 1)
+    same = int(np.sum([a == b for a, b in zip(fp32, int8)]))
+    print(f"int8: {same}/{SENTENCES} greedy lines as float32")
+    ok &= same >= SENTENCES // 2
+    return 0 if ok else 1
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--train")
+    parser.add_argument("--translate")
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train")
+    train.add_argument("variants", nargs="*", help="the variants to train (default: all)")
+    matches = sub.add_parser("matches")
+    matches.add_argument("variant", choices=sorted(VARIANTS))
+    sub.add_parser("refuses")
+    sub.add_parser("weights")
+    args = parser.parse_args()
+    for name in getattr(args, "variants", []):
+        if name not in VARIANTS:
+            parser.error(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})")
+    os.makedirs(args.work, exist_ok=True)
+    return {"train": cmd_train, "matches": cmd_matches, "refuses": cmd_refuses,
+            "weights": cmd_weights}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
