@@ -30,6 +30,10 @@ def read_metrics(path):
             except json.JSONDecodeError as e:
                 sys.exit(f"plot-run: error: {path}:{number}: not JSON: {e}")
             (valid if record.get("type") == "valid" else train).append(record)
+    # With several validation sets (data.valid), plot the first: the one that picks the best
+    # checkpoint. Older files have no "set" key.
+    if valid and "set" in valid[0]:
+        valid = [r for r in valid if r.get("set") == valid[0]["set"]]
     return train, valid
 
 

@@ -80,6 +80,9 @@ Schema bind(RunConfig& c) {
                 "empty: the one corpus train_src/train_tgt");
   s.input_path("data.train_src", &d.train_src, "training source text, one sentence per line");
   s.input_path("data.train_tgt", &d.train_tgt, "training target text, aligned with train_src");
+  s.corpus_list("data.valid", &d.valid,
+                "several named validation sets [{name, src, tgt}, ...], each reported; the first "
+                "picks the best checkpoint; empty: the one set valid_src/valid_tgt");
   s.input_path("data.valid_src", &d.valid_src, "validation source text (empty: no validation)");
   s.input_path("data.valid_tgt", &d.valid_tgt, "validation target text, aligned with valid_src");
   s.input_path("data.spm_model", &d.spm_model, "SentencePiece model to use; empty: train one");
@@ -255,6 +258,23 @@ void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& 
     const char* key = c.data.train_src.empty() ? "data.train_src" : "data.train_tgt";
     NMT_THROW(ConfigError, "{}: {} is required (a training text file), but it is not set", where(key),
               key);
+  }
+  if (!c.data.valid.empty()) {
+    NMT_CHECK(c.data.valid_src.empty() && c.data.valid_tgt.empty(), ConfigError,
+              "{}: data.valid and data.valid_src/valid_tgt are both set; give the validation sets "
+              "in data.valid only (set data.valid_src and data.valid_tgt to null)",
+              where("data.valid"));
+    for (const data::CorpusOptions& set : c.data.valid) {
+      NMT_CHECK(set.weight == 1.0, ConfigError,
+                "{}: data.valid set {}: a validation set has no weight (found {})",
+                where("data.valid"), set.name, set.weight);
+      for (const std::string* path : {&set.src, &set.tgt}) {
+        std::error_code ec;
+        NMT_CHECK(std::filesystem::is_regular_file(*path, ec), ConfigError,
+                  "{}: data.valid set {}: file not found: '{}'", where("data.valid"), set.name,
+                  *path);
+      }
+    }
   }
   if (c.data.valid_src.empty() != c.data.valid_tgt.empty()) {
     const char* set = c.data.valid_src.empty() ? "data.valid_tgt" : "data.valid_src";

@@ -95,4 +95,10 @@ std::vector<CorpusOptions> training_corpora(const DataOptions& options) {
   return {CorpusOptions{"train", options.train_src, options.train_tgt, 1.0}};
 }
 
+std::vector<CorpusOptions> validation_sets(const DataOptions& options) {
+  if (!options.valid.empty()) return options.valid;
+  if (options.valid_src.empty()) return {};
+  return {CorpusOptions{"valid", options.valid_src, options.valid_tgt, 1.0}};
+}
+
 }  // namespace nmt::data

@@ -84,4 +84,8 @@ class CorpusSet {
 /// data.train_src/train_tgt.
 std::vector<CorpusOptions> training_corpora(const DataOptions& options);
 
+/// The validation sets a config names: data.valid, or the one set "valid" of
+/// data.valid_src/valid_tgt, or none.
+std::vector<CorpusOptions> validation_sets(const DataOptions& options);
+
 }  // namespace nmt::data

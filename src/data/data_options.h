@@ -37,6 +37,9 @@ struct DataOptions {
   std::vector<CorpusOptions> train;
   std::string train_src;                ///< training source text, one sentence per line (.gz ok)
   std::string train_tgt;                ///< training target text, aligned with train_src
+  /// Several named validation sets (weights unused); empty: the one set valid_src/valid_tgt.
+  /// Validation reports each; the first one picks the best checkpoint.
+  std::vector<CorpusOptions> valid;
   std::string valid_src;                ///< validation source text (empty: no validation)
   std::string valid_tgt;                ///< validation target text, aligned with valid_src
   std::string spm_model;                ///< existing SentencePiece model; empty: train one

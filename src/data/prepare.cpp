@@ -51,11 +51,12 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
       log::info("data", "corpus {}: {} pairs x weight {} = {} pairs drawn per epoch", d.name,
                 d.pairs, d.weight, d.drawn);
   }
-  if (!options.valid_src.empty()) {
-    data.valid = build_or_open_token_cache(
-        {"valid", options.valid_src, options.valid_tgt, cache_dir, prepare.threads}, data.vocab,
-        options);
-    log_counts("valid", *data.valid);
+  for (const CorpusOptions& set : validation_sets(options)) {
+    const std::string name = options.valid.empty() ? "valid" : "valid-" + set.name;
+    TokenCacheResult result = build_or_open_token_cache(
+        {name, set.src, set.tgt, cache_dir, prepare.threads}, data.vocab, options);
+    log_counts(name, result);
+    data.valid.push_back({set.name, set.tgt, std::move(result.cache)});
   }
   return data;
 }

@@ -16,11 +16,18 @@
 
 namespace nmt::data {
 
+/// A named validation set.
+struct ValidationSet {
+  std::string name;  ///< "valid" for data.valid_src, else its data.valid name
+  std::string tgt;   ///< its target file (the references of BLEU and chrF)
+  TokenCache cache;
+};
+
 /// Vocabularies and encoded corpora of a run.
 struct PreparedData {
   Vocabularies vocab;
   CorpusSet train;  ///< the training corpora, one token cache each
-  std::optional<TokenCacheResult> valid;  ///< when data.valid_src is set
+  std::vector<ValidationSet> valid;  ///< data.valid, or data.valid_src's set; may be empty
 };
 
 /// How to prepare.

@@ -32,6 +32,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "dist/hang_monitor.h"
 #include "dist/store_socket.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -147,6 +148,7 @@ struct PendingOp::Impl {
   std::string what;   // "rank 1: all_reduce_sum of 1024 float elements"
   std::chrono::milliseconds timeout;
   std::function<std::string()> progress;  // the ranks' progress, for the error message
+  bool stream_wait = false;  // NCCL: the compute stream waits, not the host (see wait())
   bool waited = false;
 };
 
@@ -156,7 +158,12 @@ PendingOp::~PendingOp() = default;
 void PendingOp::wait() {
   if (impl_->waited) return;
   try {
-    impl_->work->wait(impl_->timeout);
+    // NCCL's wait() with a timeout blocks the host until the collective is done, a host-device
+    // sync every update; without one it makes the current stream wait for NCCL's and returns,
+    // and a hang is caught by NCCL's watchdog (dist.timeout_s) after the HangMonitor has said
+    // who is behind. Gloo works on the host: its wait is the collective.
+    if (impl_->stream_wait) impl_->work->wait();
+    else impl_->work->wait(impl_->timeout);
   } catch (const std::exception& e) {
     impl_->waited = true;
     NMT_THROW(DistError, "{} failed (timeout {}): {}{}", impl_->what, seconds(impl_->timeout),
@@ -233,6 +240,9 @@ struct Communicator::Impl {
   }
   bool progress_marked = false;
   int64_t progress_count = 0;  // places marked so far
+  /// NCCL: reports a stall of the progress marks before the watchdog's timeout. Declared
+  /// last, so it stops before the store it asks goes away.
+  std::unique_ptr<HangMonitor> monitor;
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& op) const {
     try {
       work->wait(options.timeout);
@@ -374,6 +384,13 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
   }
   log::debug("dist", "rank {}: {} process group of {} ranks ready (store {})", o.rank,
              m.backend_name, o.world_size, m.where());
+  if (o.use_nccl) {
+    // Four fifths of the timeout: the report must come before the watchdog aborts.
+    m.monitor = std::make_unique<HangMonitor>(
+        std::max(std::chrono::milliseconds(1000), o.timeout * 4 / 5),
+        [&m] { return m.progress_report(); },
+        [rank = o.rank](const std::string& message) { log::error("dist", "rank {}: {}", rank, message); });
+  }
 }
 
 Communicator::~Communicator() = default;
@@ -396,6 +413,7 @@ std::shared_ptr<PendingOp> Communicator::all_reduce_sum_async(at::Tensor& flat) 
   auto op = std::make_unique<PendingOp::Impl>();
   op->tensor = flat;
   op->timeout = m.options.timeout;
+  op->stream_wait = m.options.use_nccl;
   if (m.progress_marked) op->progress = [&m] { return m.progress_report(); };
   op->what = fmt::format("rank {}: all_reduce_sum of {} {} elements", m.options.rank,
                          flat.numel(), c10::toString(flat.scalar_type()));
@@ -457,6 +475,7 @@ void Communicator::mark_progress(const std::string& place) {
     m.fail(fmt::format("recording progress ('{}') in the store at {}", place, m.where()), e);
   }
   m.progress_marked = true;
+  if (m.monitor) m.monitor->mark();
 }
 
 std::optional<int64_t> Communicator::agreed_stop(int64_t updates_done, bool requested) {

@@ -114,13 +114,17 @@ double Progress::interval(int64_t step, int64_t epoch, const IntervalTotals& t,
 
 void Progress::validation(int64_t step, int64_t epoch, const ValidationResult& v) {
   clear();
-  log::info("valid", "step {} | epoch {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}{} | {:.1f} s",
-            step, epoch, v.loss, v.nll, perplexity(v.nll),
+  // With several sets each line names its set; the first set's line carries the decision.
+  const bool several = !v.others.empty();
+  log::info("valid", "step {} | epoch {}{} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}{} | {:.1f} s",
+            step, epoch, several ? " | " + v.name : std::string(), v.loss, v.nll,
+            perplexity(v.nll),
             v.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *v.bleu, *v.chrf) : "",
             v.best ? " | best" : fmt::format(" | {} without improvement", v.without_improvement),
             v.seconds);
   json::Object record;
   record.add("type", "valid")
+      .add("set", v.name)
       .add("step", step)
       .add("epoch", epoch)
       .add("loss", v.loss)
@@ -130,6 +134,22 @@ void Progress::validation(int64_t step, int64_t epoch, const ValidationResult& v
   if (v.bleu) record.add("bleu", *v.bleu).add("chrf", *v.chrf);
   record.add("best", v.best).add("seconds", v.seconds);
   metrics_.write(record);
+  for (const SetScores& set : v.others) {
+    log::info("valid", "step {} | epoch {} | {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}", step,
+              epoch, set.name, set.loss, set.nll, perplexity(set.nll),
+              set.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *set.bleu, *set.chrf) : "");
+    json::Object other;
+    other.add("type", "valid")
+        .add("set", set.name)
+        .add("step", step)
+        .add("epoch", epoch)
+        .add("loss", set.loss)
+        .add("nll", set.nll)
+        .add("ppl", perplexity(set.nll))
+        .add("tokens", set.tokens);
+    if (set.bleu) other.add("bleu", *set.bleu).add("chrf", *set.chrf);
+    metrics_.write(other);
+  }
 }
 
 }  // namespace nmt::train

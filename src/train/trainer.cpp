@@ -29,7 +29,7 @@ Trainer::Trainer(RunSetup setup, const data::PreparedData& data)
       planner_(std::make_shared<const data::BatchPlanner>(
           data.train, data::plan_options(setup_.data, setup_.world_size,
                                                static_cast<uint64_t>(setup_.train.seed)))) {
-  if (data.valid) validator_ = std::make_unique<Validator>(setup_, data);
+  if (!data.valid.empty()) validator_ = std::make_unique<Validator>(setup_, data);
   log::info("train", "model: {} parameters; {} steps per epoch, update_freq {}",
             updater_->model()->parameter_count(), planner_->plan_epoch(1).steps.size(),
             updater_->setup().update_freq);

@@ -31,13 +31,17 @@ void all_reduce(dist::Communicator* comm, at::Tensor& t) {
 struct Validator::State {
   RunSetup setup;
   const data::PreparedData& data;
-  std::vector<std::string> references;  ///< validation target lines, for BLEU and chrF
+  /// Per validation set, its target lines, for BLEU and chrF.
+  std::vector<std::vector<std::string>> references;
 
   State(const RunSetup& s, const data::PreparedData& d) : setup(s), data(d) {}
 
+  /// Loss (and translation scores) of one validation set, summed over the ranks.
+  SetScores validate_set(model::Transformer& model, size_t index);
+
   /// BLEU and chrF of all ranks' translations: sacreBLEU statistics summed over ranks.
   void score(const std::vector<std::string>& hypotheses, const std::vector<std::string>& refs,
-             ValidationResult* v) {
+             SetScores* v) {
     eval::BleuStats bleu = eval::bleu_stats(hypotheses, {refs});
     eval::ChrfStats chrf = eval::chrf_stats(hypotheses, {refs});
     std::vector<double> packed = {double(bleu.sys_len), double(bleu.ref_len)};
@@ -59,34 +63,34 @@ struct Validator::State {
 
 Validator::Validator(const RunSetup& setup, const data::PreparedData& data)
     : s_(std::make_unique<State>(setup, data)) {
-  NMT_CHECK(data.valid.has_value(), ConfigError, "validation needs data.valid_src and data.valid_tgt");
+  NMT_CHECK(!data.valid.empty(), ConfigError,
+            "validation needs data.valid, or data.valid_src and data.valid_tgt");
+  s_->references.resize(data.valid.size());
   if (setup.train.valid_translate) {
-    data::LineReader reader(setup.data.valid_tgt);
-    for (std::string line; reader.next(&line);) s_->references.push_back(line);
+    for (size_t k = 0; k < data.valid.size(); ++k) {
+      data::LineReader reader(data.valid[k].tgt);
+      for (std::string line; reader.next(&line);) s_->references[k].push_back(line);
+    }
   }
 }
 
 Validator::~Validator() = default;
 
-ValidationResult Validator::validate(model::Transformer& model) {
-  const auto start = std::chrono::steady_clock::now();
-  const RunSetup& setup = s_->setup;
-  const data::PreparedData& data = s_->data;
-  model->eval();
-  at::NoGradGuard no_grad;
+SetScores Validator::State::validate_set(model::Transformer& model, size_t index) {
+  const data::ValidationSet& set = data.valid[index];
   const data::BatchPlanner planner(
-      data.valid->cache,
+      set.cache,
       data::plan_options(setup.data, setup.world_size, static_cast<uint64_t>(setup.train.seed)));
   const data::EpochPlan plan = planner.plan_epoch(1);
   at::Tensor loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(setup.device));
   at::Tensor nll = at::zeros_like(loss);
   int64_t tokens = 0;
   const data::SpecialIds ids{data.vocab.src.pad_id(), data.vocab.tgt.bos_id(), data.vocab.tgt.eos_id()};
-  std::vector<std::string> hypotheses, references;
+  std::vector<std::string> hypotheses, refs;
   for (const data::Step& step : plan.steps) {
     const data::Batch& batch = step.batches[static_cast<size_t>(setup.rank)];
     if (batch.size() == 0) continue;
-    const auto t = data::make_batch_tensors(data.valid->cache, batch, ids);
+    const auto t = data::make_batch_tensors(set.cache, batch, ids);
     amp::AutocastScope autocast(setup.amp.mode, setup.device.type());
     const at::Tensor src = t.src.to(setup.device);
     const at::Tensor logits = model->forward(src, t.tgt_in.to(setup.device));
@@ -102,17 +106,40 @@ ValidationResult Validator::validate(model::Transformer& model) {
     const auto found = decode::search(*model, src, {ids.bos, ids.eos, ids.pad}, search);
     for (size_t row = 0; row < found.size(); ++row) {
       hypotheses.push_back(data.vocab.tgt.decode(found[row].front().tokens));
-      const int64_t line = data.valid->cache.line_number(batch.pairs[row]);
-      references.push_back(s_->references.at(static_cast<size_t>(line - 1)));
+      const int64_t line = set.cache.line_number(batch.pairs[row]);
+      refs.push_back(references[index].at(static_cast<size_t>(line - 1)));
     }
   }
   at::Tensor sums = at::stack({loss.cpu(), nll.cpu(), at::scalar_tensor(double(tokens), at::kDouble)});
   all_reduce(setup.communicator.get(), sums);
-  ValidationResult v;
+  SetScores v;
+  v.name = set.name;
   v.tokens = static_cast<int64_t>(sums[2].item<double>());
   v.loss = sums[0].item<double>() / double(std::max<int64_t>(1, v.tokens));
   v.nll = sums[1].item<double>() / double(std::max<int64_t>(1, v.tokens));
-  if (setup.train.valid_translate) s_->score(hypotheses, references, &v);
+  if (setup.train.valid_translate) score(hypotheses, refs, &v);
+  return v;
+}
+
+ValidationResult Validator::validate(model::Transformer& model) {
+  const auto start = std::chrono::steady_clock::now();
+  const RunSetup& setup = s_->setup;
+  model->eval();
+  at::NoGradGuard no_grad;
+  ValidationResult v;
+  for (size_t k = 0; k < s_->data.valid.size(); ++k) {
+    SetScores scores = s_->validate_set(model, k);
+    if (k > 0) {
+      v.others.push_back(std::move(scores));
+      continue;
+    }
+    v.name = scores.name;
+    v.loss = scores.loss;
+    v.nll = scores.nll;
+    v.tokens = scores.tokens;
+    v.bleu = scores.bleu;
+    v.chrf = scores.chrf;
+  }
   switch (setup.train.best_metric) {
     case BestMetric::kLoss: v.selection = v.loss; break;
     case BestMetric::kBleu: v.selection = -*v.bleu; break;

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "train/run_setup.h"
 
@@ -18,8 +20,21 @@ struct PreparedData;
 
 namespace nmt::train {
 
-/// What one validation measured and decided.
+/// The figures of one validation set.
+struct SetScores {
+  std::string name;             ///< the set's name in data.valid ("valid" for data.valid_src)
+  double loss = 0;              ///< per-token loss (label-smoothed)
+  double nll = 0;               ///< per-token negative log-likelihood
+  int64_t tokens = 0;           ///< target tokens of the set (all ranks)
+  std::optional<double> bleu;   ///< with train.valid_translate
+  std::optional<double> chrf;   ///< with train.valid_translate
+};
+
+/// What one validation measured and decided. The figures are the first set's, which picks
+/// the best checkpoint; `others` has the rest of data.valid.
 struct ValidationResult {
+  std::string name;             ///< the first set's name
+  std::vector<SetScores> others;  ///< the other validation sets, in config order
   double loss = 0;              ///< per-token validation loss (label-smoothed)
   double nll = 0;               ///< per-token negative log-likelihood
   int64_t tokens = 0;           ///< target tokens of the validation set (all ranks)
@@ -40,7 +55,7 @@ struct ValidationRecord {
 /// Validates one rank's model.
 class Validator {
  public:
-  /// Needs data.valid (the validation set prepared with the training data).
+  /// Needs data.valid (the validation sets prepared with the training data).
   Validator(const RunSetup& setup, const data::PreparedData& data);
   ~Validator();
   Validator(const Validator&) = delete;

@@ -251,4 +251,13 @@ TEST_CASE("data.train errors name the file, line, entry and key", "[config]") {
              Contains("data.train and data.train_src/train_tgt are both set"));
   CHECK_THAT(file_error(dir, "data:\n  train: data/ddtp.en-de.train.en\n"),
              Contains("data.train: expected a list of corpora"));
+  // data.valid: named sets, without weights, not beside valid_src.
+  const std::string valid_set = "    - {name: v, src: data/ddtp.en-de.valid.en, tgt: data/ddtp.en-de.valid.de";
+  CHECK_THAT(file_error(dir, std::string(kTrainData) + "  valid:\n" + valid_set + ", weight: 2}\n"),
+             Contains("data.valid set v: a validation set has no weight"));
+  CHECK_THAT(file_error(dir, std::string(kTrainData) + "  valid_src: data/ddtp.en-de.valid.en\n"
+                             "  valid_tgt: data/ddtp.en-de.valid.de\n  valid:\n" + valid_set + "}\n"),
+             Contains("data.valid and data.valid_src/valid_tgt are both set"));
+  CHECK(load_run_config({dir.write("v.yaml", std::string(kTrainData) + "  valid:\n" + valid_set + "}\n")})
+            .data.valid.size() == 1);
 }

@@ -236,3 +236,33 @@ TEST_CASE("several weighted corpora: each drawn by its weight, each with its own
   }
   CHECK(caches == 2);
 }
+
+TEST_CASE("several validation sets are each reported, the first picks the best", "[e2e]") {
+  TempDir data, run;
+  const auto corpus = corpus_slice(data, 600);
+  const std::string sets =
+      " --set data.valid_src=null --set data.valid_tgt=null --set 'data.valid=[{name: indomain, "
+      "src: data/ddtp.en-de.valid.en, tgt: data/ddtp.en-de.valid.de}, {name: trainslice, src: " +
+      corpus.first + ", tgt: " + corpus.second + "}]'";
+  auto r = run_command(kTrain + flags(run.path(), corpus) + sets +
+                       " --set train.max_steps=2 --set train.valid_every=2");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("| indomain | loss"));
+  CHECK_THAT(r.err, Contains("| trainslice | loss"));
+  const std::string metrics = read_text(run.path() / "metrics.jsonl");
+  CHECK_THAT(metrics, Contains("\"type\": \"valid\", \"set\": \"indomain\""));
+  CHECK_THAT(metrics, Contains("\"type\": \"valid\", \"set\": \"trainslice\""));
+  // The checkpoint's validation loss is the first set's.
+  const std::smatch first = [&metrics] {
+    std::smatch m;
+    std::regex_search(metrics, m, std::regex("\"set\": \"indomain\"[^\\n]*\"loss\": ([0-9.e+-]+)"));
+    return m;
+  }();
+  REQUIRE(first.size() == 2);
+  const auto info = run_command(nmt::test::kCkptBin + " info " + checkpoint_path(run.path(), 2));
+  CHECK_THAT(info.out, Contains("\"valid_loss\": \"" ));
+  const auto stored = nmt::test::json_string(info.out, "valid_loss");
+  REQUIRE(stored.has_value());
+  CHECK(std::abs(std::stod(*stored) - std::stod(first[1])) < 1e-9 * std::abs(std::stod(first[1])) + 1e-12);
+}
