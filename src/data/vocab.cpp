@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/corpus_reader.h"
 #include "data/corpus_set.h"
 #include "data/file_hash.h"
 #include "util/error.h"
@@ -35,6 +36,43 @@ void write_atomically(const std::filesystem::path& file, const std::string& byte
   std::filesystem::rename(tmp, file);
 }
 
+/// The training files' lines for SentencePiece, read by our LineReader: SentencePiece reads
+/// its --input files as bytes, so a gzip-compressed corpus (which the corpus reader takes)
+/// gave a vocabulary of compressed bytes, or none.
+class LineIterator final : public sentencepiece::SentenceIterator {
+ public:
+  explicit LineIterator(const std::vector<std::filesystem::path>& inputs) : inputs_(inputs) {
+    Next();
+  }
+  bool done() const override { return done_; }
+  const std::string& value() const override { return line_; }
+  sentencepiece::util::Status status() const override { return status_; }
+  void Next() override {
+    // An exception must not cross SentencePiece's frames: it becomes the status.
+    try {
+      while (!done_) {
+        if (reader_ && reader_->next(&line_)) return;
+        if (next_input_ == inputs_.size()) {
+          done_ = true;
+        } else {
+          reader_ = std::make_unique<LineReader>(inputs_[next_input_++]);
+        }
+      }
+    } catch (const std::exception& e) {
+      status_ = sentencepiece::util::Status(sentencepiece::util::StatusCode::kInternal, e.what());
+      done_ = true;
+    }
+  }
+
+ private:
+  std::vector<std::filesystem::path> inputs_;
+  size_t next_input_ = 0;
+  std::unique_ptr<LineReader> reader_;
+  std::string line_;
+  bool done_ = false;
+  sentencepiece::util::Status status_;
+};
+
 /// SentencePiece trains with this many threads on every machine and under every launcher: the
 /// model file records the count, and the trainer's work split follows it, so a count taken
 /// from the cores or the ranks gave another vocabulary (and other parameters) on another
@@ -53,19 +91,22 @@ void train_model(const std::vector<std::filesystem::path>& inputs,
   // arguments, and the temporary file prefix among them made every training's file differ,
   // and with it the token-cache key and the checkpoints' vocabulary fingerprint.
   const std::string args = fmt::format(
-      "--input={} --vocab_size={} --model_type={} --character_coverage=1.0 "
+      "--vocab_size={} --model_type={} --character_coverage=1.0 "
       "--input_sentence_size={} --shuffle_input_sentence=true "
       "--pad_id={} --unk_id={} --bos_id={} --eos_id={} --num_threads={} --minloglevel=2",
-      input_list, options.vocab_size,
-      options.subword_model == SubwordModel::kBpe ? "bpe" : "unigram", options.spm_sample_lines,
-      kPadId, kUnkId, kBosId, kEosId, kSentencePieceThreads);
+      options.vocab_size, options.subword_model == SubwordModel::kBpe ? "bpe" : "unigram",
+      options.spm_sample_lines, kPadId, kUnkId, kBosId, kEosId, kSentencePieceThreads);
   log::info("data", "training a {}-piece SentencePiece {} model on {}", options.vocab_size,
             options.subword_model == SubwordModel::kBpe ? "BPE" : "unigram", input_list);
   // The seed makes line sampling (corpora above spm_sample_lines) repeatable.
   sentencepiece::SetRandomGeneratorSeed(training.seed);
   sentencepiece::logging::SetMinLogLevel(2);  // errors only, like --minloglevel=2 below
   std::string serialized;
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args, nullptr, &serialized);
+  // The lines come from the iterator, not --input (SentencePiece takes one or the other), so
+  // the model does not record the input paths: the same text gives the same model from any
+  // path, plain or compressed.
+  LineIterator lines(inputs);
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &serialized);
   NMT_CHECK(status.ok() && !serialized.empty(), DataError,
             "training SentencePiece on {} failed: {}", input_list, status.ToString());
   // The piece list for people, as SentencePiece writes it: piece, tab, score.

@@ -1,6 +1,8 @@
 
 #include "catch_torch.h"  // first: see the header
 
+#include <zlib.h>
+
 #include "data/vocab.h"
 #include "data_fixture.h"
 #include "util/error.h"
@@ -54,6 +56,30 @@ TEST_CASE("the same data and settings train a byte-identical vocabulary in any r
   const std::string pieces = nmt::test::read_file(
       std::filesystem::path(again.src.model_path()).replace_extension(".vocab"));
   CHECK(pieces.rfind("<pad>\t0\n<unk>\t0\n<s>\t0\n</s>\t0\n", 0) == 0);
+}
+
+TEST_CASE("a vocabulary trained on gzip-compressed text is the one of the plain text", "[data]") {
+  // SentencePiece reads its input files as bytes: given .gz files it learned pieces of
+  // compressed data (or failed for want of vocabulary), while the corpus reader decompressed.
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  nmt::data::DataOptions options = corpus.options;
+  for (std::string* file : {&options.train_src, &options.train_tgt}) {
+    const std::string text = nmt::test::read_file(*file);
+    const auto gz = dir.path() / (std::filesystem::path(*file).filename().string() + ".gz");
+    gzFile out = gzopen(gz.c_str(), "wb");
+    REQUIRE(out != nullptr);
+    REQUIRE(gzwrite(out, text.data(), static_cast<unsigned>(text.size())) == int(text.size()));
+    REQUIRE(gzclose(out) == Z_OK);
+    *file = gz.string();
+  }
+  const auto from_gz = nmt::data::prepare_vocabularies(options, dir.path() / "run", {1, 1});
+  REQUIRE(from_gz.trained);
+  // Byte-identical: the model records its training settings but not the input paths.
+  CHECK(nmt::test::read_file(from_gz.src.model_path()) ==
+        nmt::test::read_file(corpus.prepared.vocab.src.model_path()));
+  CHECK(from_gz.src.encode("This package provides the library.") ==
+        corpus.prepared.vocab.src.encode("This package provides the library."));
 }
 
 TEST_CASE("a bad SentencePiece model is a clear error", "[data]") {
