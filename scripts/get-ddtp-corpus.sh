@@ -9,7 +9,8 @@
 #   OUTDIR   where to write ddtp.en-LANG.{train,valid,test}.{en,LANG} and
 #            stats.json (default: ./ddtp.en-LANG)
 #   EXTRACT_OPTIONS are passed to scripts/ddtp/extract.py, e.g.
-#            --train-size 18000 --stats-file ddtp.en-de.stats.json
+#            --gzip-train --stats-file ddtp.en-de.stats.json (how data/ was
+#            made: train files as .gz) or --train-size 18000 (a sample)
 #            (see scripts/ddtp/extract.py --help)
 #
 # Environment (all optional):

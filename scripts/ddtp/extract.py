@@ -31,6 +31,7 @@ and written to a JSON stats file.
 
 import argparse
 import collections
+import gzip
 import hashlib
 import json
 import os
@@ -324,6 +325,9 @@ def main(argv=None):
     ap.add_argument("--sentence-max-ratio", type=float, default=2.0,
                     help="sentence pairs of a unit are only used if every one "
                          "passes this length ratio; else the unit is kept whole")
+    ap.add_argument("--gzip-train", action="store_true",
+                    help="write the train files gzip-compressed (.gz; no name or "
+                         "time stamp in the header, so a rebuild is byte-identical)")
     ap.add_argument("--stats-file", default="stats.json",
                     help="name of the stats file inside OUTDIR")
     ap.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
@@ -430,9 +434,14 @@ def main(argv=None):
     for name, data in (("train", train), ("valid", valid), ("test", test)):
         for side, idx in (("en", 0), (lang, 1)):
             path = os.path.join(args.outdir, "%s.%s.%s" % (prefix, name, side))
-            with open(path, "w", encoding="utf-8", newline="\n") as f:
-                for p in data:
-                    f.write(p[idx] + "\n")
+            text = "".join(p[idx] + "\n" for p in data).encode("utf-8")
+            if name == "train" and args.gzip_train:
+                with open(path + ".gz", "wb") as raw, gzip.GzipFile(
+                        filename="", mode="wb", compresslevel=9, fileobj=raw, mtime=0) as f:
+                    f.write(text)
+            else:
+                with open(path, "wb") as f:
+                    f.write(text)
         splits[name] = len(data)
 
     meta = {}
@@ -450,6 +459,7 @@ def main(argv=None):
             "valid_size": args.valid_size, "train_size": args.train_size,
             "max_words": args.max_words, "max_ratio": args.max_ratio,
             "sentence_max_ratio": args.sentence_max_ratio,
+            "gzip_train": args.gzip_train,
         },
         "counts": dict(sorted(info.items())),
         "filtered": dict(sorted(drops.items())),
