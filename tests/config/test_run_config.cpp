@@ -16,8 +16,8 @@ namespace {
 
 const char* kTrainData =
     "data:\n"
-    "  train_src: data/ddtp.en-de.train.en\n"
-    "  train_tgt: data/ddtp.en-de.train.de\n";
+    "  train_src: data/ddtp.en-de.train.en.gz\n"
+    "  train_tgt: data/ddtp.en-de.train.de.gz\n";
 
 std::string load_error(const ConfigSources& sources) {
   try {
@@ -44,7 +44,7 @@ TEST_CASE("the shipped configs load and validate", "[config]") {
   CHECK(tiny.run_dir == "runs/tiny");
   CHECK(tiny.model.d_model == 128);
   CHECK(tiny.model.norm == nmt::model::NormPosition::kPre);
-  CHECK(tiny.data.train_src == "data/ddtp.en-de.train.en");
+  CHECK(tiny.data.train_src == "data/ddtp.en-de.train.en.gz");
   CHECK(tiny.amp.mode == nmt::amp::AmpMode::kOff);
   RunConfig big = load_run_config({"configs/transformer-big.yaml"});
   CHECK(big.model.d_model == 1024);
@@ -205,7 +205,7 @@ TEST_CASE("data.train takes a list of named, weighted corpora", "[config]") {
   const std::string corpora =
       "data:\n"
       "  train:\n"
-      "    - {name: curated, src: data/ddtp.en-de.train.en, tgt: data/ddtp.en-de.train.de}\n"
+      "    - {name: curated, src: data/ddtp.en-de.train.en.gz, tgt: data/ddtp.en-de.train.de.gz}\n"
       "    - name: crawled\n"
       "      src: data/ddtp.en-de.valid.en\n"
       "      tgt: data/ddtp.en-de.valid.de\n"
@@ -249,7 +249,7 @@ TEST_CASE("data.train errors name the file, line, entry and key", "[config]") {
              Contains("data.train corpus a: file not found: 'missing.en'"));
   CHECK_THAT(file_error(dir, std::string(kTrainData) + "  train:\n" + ok),
              Contains("data.train and data.train_src/train_tgt are both set"));
-  CHECK_THAT(file_error(dir, "data:\n  train: data/ddtp.en-de.train.en\n"),
+  CHECK_THAT(file_error(dir, "data:\n  train: data/ddtp.en-de.train.en.gz\n"),
              Contains("data.train: expected a list of corpora"));
   // data.valid: named sets, without weights, not beside valid_src.
   const std::string valid_set = "    - {name: v, src: data/ddtp.en-de.valid.en, tgt: data/ddtp.en-de.valid.de";

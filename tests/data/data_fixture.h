@@ -6,17 +6,18 @@
 #include <memory>
 #include <string>
 
+#include "data/corpus_reader.h"
 #include "data/prepare.h"
 #include "test_support.h"
 
 namespace nmt::test {
 
-/// Writes the first `lines` lines of a shipped data file into dir/name.
+/// Writes the first `lines` lines of a shipped data file (plain or gzip) into dir/name.
 inline std::filesystem::path head_of(const TempDir& dir, const std::string& shipped,
                                      const std::string& name, int lines) {
-  std::ifstream in(std::string(NMT_SOURCE_DIR) + "/data/" + shipped);
+  data::LineReader in(std::string(NMT_SOURCE_DIR) + "/data/" + shipped);
   std::string text, line;
-  for (int i = 0; i < lines && std::getline(in, line); ++i) text += line + "\n";
+  for (int i = 0; i < lines && in.next(&line); ++i) text += line + "\n";
   return dir.write(name, text);
 }
 
@@ -27,8 +28,8 @@ struct SmallCorpus {
   data::PreparedData prepared;
 
   SmallCorpus() {
-    options.train_src = head_of(dir, "ddtp.en-de.train.en", "train.en", 3000).string();
-    options.train_tgt = head_of(dir, "ddtp.en-de.train.de", "train.de", 3000).string();
+    options.train_src = head_of(dir, "ddtp.en-de.train.en.gz", "train.en", 3000).string();
+    options.train_tgt = head_of(dir, "ddtp.en-de.train.de.gz", "train.de", 3000).string();
     options.vocab_size = 500;
     options.max_len = 100;
     prepared = data::prepare_data(options, dir.path() / "run", {2, 1});

@@ -26,7 +26,7 @@ struct ThreeCorpora {
       nmt::data::CorpusOptions c;
       c.name = name;
       for (auto [side, out] : {std::pair{std::string("en"), &c.src}, std::pair{std::string("de"), &c.tgt}}) {
-        const auto all = nmt::test::head_of(dir, "ddtp.en-de.train." + side, name + ".all." + side, skip + lines);
+        const auto all = nmt::test::head_of(dir, "ddtp.en-de.train." + side + ".gz", name + ".all." + side, skip + lines);
         std::ifstream in(all);
         std::string text, line;
         for (int i = 0; std::getline(in, line); ++i)

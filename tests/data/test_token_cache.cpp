@@ -38,8 +38,8 @@ TEST_CASE("a second run reuses the cache, a changed input builds a new one", "[d
   const auto& corpus = nmt::test::small_corpus();
   nmt::test::TempDir dir;
   nmt::data::DataOptions options = corpus.options;
-  options.train_src = nmt::test::head_of(dir, "ddtp.en-de.train.en", "t.en", 200).string();
-  options.train_tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de", "t.de", 200).string();
+  options.train_src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 200).string();
+  options.train_tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 200).string();
   const nmt::data::TokenCacheRequest request{"train", options.train_src, options.train_tgt,
                                              dir.path() / "cache", 1};
   auto first = build_or_open_token_cache(request, corpus.prepared.vocab, options);
@@ -83,8 +83,8 @@ TEST_CASE("a cache whose offsets are damaged is refused, and rebuilt with a warn
   const auto& corpus = nmt::test::small_corpus();
   nmt::test::TempDir dir;
   nmt::data::DataOptions options = corpus.options;
-  options.train_src = nmt::test::head_of(dir, "ddtp.en-de.train.en", "t.en", 200).string();
-  options.train_tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de", "t.de", 200).string();
+  options.train_src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 200).string();
+  options.train_tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 200).string();
   const nmt::data::TokenCacheRequest request{"train", options.train_src, options.train_tgt,
                                              dir.path() / "cache", 1};
   const auto built = build_or_open_token_cache(request, corpus.prepared.vocab, options);

@@ -11,6 +11,7 @@
 #include "checkpoint/checkpoint_file.h"
 #include "config/run_config.h"
 #include "config/translate_cli.h"
+#include "data/corpus_reader.h"
 #include "data/vocab.h"
 #include "decode/translator.h"
 #include "model/transformer.h"
@@ -31,10 +32,10 @@ class TinyRun {
   TinyRun() {
     const std::filesystem::path corpus = dir_.path() / "corpus.txt";
     {
-      std::ifstream en(std::string(NMT_SOURCE_DIR) + "/data/ddtp.en-de.train.en");
+      nmt::data::LineReader en(std::string(NMT_SOURCE_DIR) + "/data/ddtp.en-de.train.en.gz");
       std::ofstream out(corpus);
       std::string line;
-      for (int i = 0; i < 2000 && std::getline(en, line); ++i) out << line << '\n';
+      for (int i = 0; i < 2000 && en.next(&line); ++i) out << line << '\n';
     }
     nmt::data::DataOptions data;
     data.train_src = data.train_tgt = corpus.string();

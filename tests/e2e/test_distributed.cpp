@@ -163,7 +163,8 @@ TEST_CASE("the built-in launcher, torchrun and mpirun train the same vocabulary 
     return " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
            " --set data.vocab_size=1000 --set model.dropout=0 --set train.threads=1"
            " --set data.max_tokens=1024 --set train.valid_every=0 --set train.log_every=4"
-           " --set checkpoint.every_steps=12 --set train.max_steps=12";
+           " --set checkpoint.every_steps=12 --set train.max_steps=12" +
+           nmt::test::train_slice_flags();
   };
   TempDir builtin;
   auto r = run_command("timeout 300 " + kTrain + own_vocab_flags(builtin.path()) +

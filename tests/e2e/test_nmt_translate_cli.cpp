@@ -46,7 +46,7 @@ TEST_CASE("nmt-translate translates with a checkpoint trained by nmt-train", "[e
   const auto trained = run_command(
       kTrain + " --config configs/tiny.yaml --log-level warn --set run_dir=" + run_dir.string() +
       " --set train.max_steps=20 --set data.vocab_size=500 --set train.valid_every=0"
-      " --set checkpoint.every_steps=10");
+      " --set checkpoint.every_steps=10" + nmt::test::train_slice_flags());
   INFO(trained.err);
   REQUIRE(trained.exit_code == 0);
   const std::string checkpoint =

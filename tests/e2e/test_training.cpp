@@ -372,6 +372,7 @@ TEST_CASE("every kind of run writes summary.json for scripts: training, resume, 
   r = run_command(kTrain + " --config configs/tiny.yaml --dry-run --nproc-per-node 2 --set run_dir=" +
                   dry.path().string() + " --set data.spm_model=" + shared_vocab());
   REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("[data] train: 41931 pairs read"));  // the shipped set, gzipped
   json = read_text(dry.path() / "summary.json");
   CHECK(json_string(json, "kind") == "dry_run");
   CHECK(json_number(json, "world_size") == 2);

@@ -24,8 +24,8 @@ const std::string kTranslate = NMT_TRANSLATE_BIN;
 std::pair<std::string, std::string> corpus_slice(const TempDir& dir, int lines) {
   const std::string src = (dir.path() / "slice.en").string(), tgt = (dir.path() / "slice.de").string();
   const std::string n = std::to_string(lines);
-  REQUIRE(run_command("head -n " + n + " data/ddtp.en-de.train.en > " + src + " && head -n " + n +
-                      " data/ddtp.en-de.train.de > " + tgt)
+  REQUIRE(run_command("gzip -dc data/ddtp.en-de.train.en.gz | head -n " + n + " > " + src +
+                      " && gzip -dc data/ddtp.en-de.train.de.gz | head -n " + n + " > " + tgt)
               .exit_code == 0);
   return {src, tgt};
 }

@@ -20,14 +20,15 @@ namespace nmt::test {
 inline const std::string kTrainBin = NMT_TRAIN_BIN;
 inline const std::string kCkptBin = NMT_CKPT_BIN;
 
-/// A 1000-piece vocabulary trained once per test binary, so each run skips SentencePiece.
+/// A 1000-piece vocabulary trained once per test binary (on the first 18,000 pairs, see
+/// train_slice_flags()), so each run skips SentencePiece.
 inline const std::string& shared_vocab() {
   static TempDir dir;
   static const std::string model = [] {
     auto r = run_command(kTrainBin +
                          " --config configs/tiny.yaml --dry-run --log-level warn "
                          "--set data.vocab_size=1000 --set run_dir=" +
-                         dir.path().string());
+                         dir.path().string() + train_slice_flags());
     if (r.exit_code != 0) FAIL("vocabulary dry run failed: " << r.err);
     return (dir.path() / "vocab" / "joint.model").string();
   }();
