@@ -1,5 +1,7 @@
 #include "train/ema.h"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
@@ -33,10 +35,14 @@ ParameterAverage::ParameterAverage(NamedTensors parameters, double decay)
   }
 }
 
-void ParameterAverage::update() {
+double ParameterAverage::decay_at(int64_t step) const {
+  return std::min(decay_, double(1 + step) / double(10 + step));
+}
+
+void ParameterAverage::update(int64_t step) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> averages = tensors_of(averages_);
-  at::_foreach_lerp_(averages, tensors_of(parameters_), 1.0 - decay_);
+  at::_foreach_lerp_(averages, tensors_of(parameters_), 1.0 - decay_at(step));
 }
 
 void ParameterAverage::restart() {

@@ -192,7 +192,7 @@ UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
     s.last_grad_norm = clip_grad_norm_(grads, u.train.clip_norm);
   s.optimizer->step(learning_rate(u.train, step), &s.scaler->found_inf());
   s.scaler->update();
-  if (s.average) s.average->update();
+  if (s.average) s.average->update(step);
   sync_for_timing();
   interval.optimizer_s += seconds_since(t0);
   ++interval.updates;

@@ -18,16 +18,21 @@ NamedTensors two_parameters() {
 
 }  // namespace
 
-TEST_CASE("the moving average follows ema = decay ema + (1 - decay) p", "[train]") {
+TEST_CASE("the moving average follows ema = d ema + (1 - d) p with a warm-up of d", "[train]") {
   NamedTensors params = two_parameters();
   ParameterAverage ema(params, 0.75);
+  // d = min(decay, (1 + step) / (10 + step)): 2/11 at step 1, the full 0.75 from step 26 on.
+  CHECK(ema.decay_at(1) == 2.0 / 11.0);
+  CHECK(ema.decay_at(25) == 26.0 / 35.0);
+  CHECK(ema.decay_at(26) == 0.75);
+  CHECK(ParameterAverage(two_parameters(), 0.999).decay_at(1000) == 1001.0 / 1010.0);
   params[0].second.copy_(at::tensor({5.0f, 2.0f}));
   params[1].second.fill_(0.0f);
-  ema.update();
+  ema.update(100);
   // 0.75 * 1 + 0.25 * 5 = 2; 0.75 * 2 + 0.25 * 2 = 2; 0.75 * -4 + 0 = -3
   CHECK(at::equal(ema.averages()[0].second, at::tensor({2.0f, 2.0f})));
   CHECK(at::equal(ema.averages()[1].second, at::tensor({-3.0f})));
-  ema.update();  // 0.75 * 2 + 0.25 * 5 = 2.75
+  ema.update(101);  // 0.75 * 2 + 0.25 * 5 = 2.75
   CHECK(ema.averages()[0].second[0].item<float>() == 2.75f);
   // The averages are copies: the parameters are untouched.
   CHECK(at::equal(params[0].second, at::tensor({5.0f, 2.0f})));
@@ -41,7 +46,7 @@ TEST_CASE("the swap puts the averages in and the trained values back bit for bit
   ParameterAverage ema(params, 0.5);
   params[0].second.add_(1.0f / 3.0f);
   const at::Tensor after_step = params[0].second.clone();
-  ema.update();
+  ema.update(100);
   {
     ParameterAverage::Swap swap(ema);
     CHECK(at::equal(params[0].second, ema.averages()[0].second));
@@ -58,7 +63,7 @@ TEST_CASE("checkpoint state round-trips, and a checkpoint without it leaves the 
   NamedTensors params = two_parameters();
   ParameterAverage saved(params, 0.9);
   params[0].second.fill_(10.0f);
-  saved.update();
+  saved.update(100);
   const NamedTensors state = saved.state();
   REQUIRE(state.size() == 2);
   CHECK(state[0].first == "ema.a");
