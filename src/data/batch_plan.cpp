@@ -6,17 +6,12 @@
 #include <numeric>
 
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace nmt::data {
 namespace {
 
-/// splitmix64: a fast, well-mixed hash of 64-bit values, identical on every platform.
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+uint64_t mix(uint64_t x) { return splitmix64(x); }
 
 /// Fisher-Yates with splitmix64, so every rank and every libstdc++ gives the same order
 /// (std::shuffle's distribution is implementation-defined).

@@ -8,17 +8,12 @@
 #include <fmt/format.h>
 
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace nmt::data {
 namespace {
 
-/// splitmix64 (as in batch_plan.cpp): the same draw on every rank and platform.
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+uint64_t mix(uint64_t x) { return splitmix64(x); }
 
 /// Pairs a corpus of n pairs contributes to an epoch at `weight`.
 int64_t drawn_count(int64_t n, double weight) {

@@ -112,6 +112,25 @@ double Progress::interval(int64_t step, int64_t epoch, const IntervalTotals& t,
   return loss;
 }
 
+namespace {
+
+/// A metrics.jsonl record of one validation set.
+json::Object valid_record(int64_t step, int64_t epoch, const SetScores& set) {
+  json::Object record;
+  record.add("type", "valid")
+      .add("set", set.name)
+      .add("step", step)
+      .add("epoch", epoch)
+      .add("loss", set.loss)
+      .add("nll", set.nll)
+      .add("ppl", perplexity(set.nll))
+      .add("tokens", set.tokens);
+  if (set.bleu) record.add("bleu", *set.bleu).add("chrf", *set.chrf);
+  return record;
+}
+
+}  // namespace
+
 void Progress::validation(int64_t step, int64_t epoch, const ValidationResult& v) {
   clear();
   // With several sets each line names its set; the first set's line carries the decision.
@@ -122,33 +141,14 @@ void Progress::validation(int64_t step, int64_t epoch, const ValidationResult& v
             v.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *v.bleu, *v.chrf) : "",
             v.best ? " | best" : fmt::format(" | {} without improvement", v.without_improvement),
             v.seconds);
-  json::Object record;
-  record.add("type", "valid")
-      .add("set", v.name)
-      .add("step", step)
-      .add("epoch", epoch)
-      .add("loss", v.loss)
-      .add("nll", v.nll)
-      .add("ppl", perplexity(v.nll))
-      .add("tokens", v.tokens);
-  if (v.bleu) record.add("bleu", *v.bleu).add("chrf", *v.chrf);
+  json::Object record = valid_record(step, epoch, {v.name, v.loss, v.nll, v.tokens, v.bleu, v.chrf});
   record.add("best", v.best).add("seconds", v.seconds);
   metrics_.write(record);
   for (const SetScores& set : v.others) {
     log::info("valid", "step {} | epoch {} | {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}", step,
               epoch, set.name, set.loss, set.nll, perplexity(set.nll),
               set.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *set.bleu, *set.chrf) : "");
-    json::Object other;
-    other.add("type", "valid")
-        .add("set", set.name)
-        .add("step", step)
-        .add("epoch", epoch)
-        .add("loss", set.loss)
-        .add("nll", set.nll)
-        .add("ppl", perplexity(set.nll))
-        .add("tokens", set.tokens);
-    if (set.bleu) other.add("bleu", *set.bleu).add("chrf", *set.chrf);
-    metrics_.write(other);
+    metrics_.write(valid_record(step, epoch, set));
   }
 }
 

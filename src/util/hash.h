@@ -10,6 +10,15 @@
 
 namespace nmt {
 
+/// splitmix64: a fast, well-mixed hash of 64-bit values, identical on every platform (batch
+/// plans and corpus draws: every rank must compute the same).
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 /// Incremental 64-bit FNV-1a over bytes.
 class Fnv1a64 {
  public:
