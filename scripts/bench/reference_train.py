@@ -153,6 +153,7 @@ class TrainConfig:
 class BenchConfig:
     warmup: int
     steps: int
+    phase_steps: int  # updates of the synced phase pass after the timed ones; 0: none
     update_freq: int
     synthetic: bool
     threads: int
@@ -168,6 +169,7 @@ class BenchConfig:
         return BenchConfig(
             warmup=int(meta["benchmark.warmup"]),
             steps=int(meta["benchmark.steps"]),
+            phase_steps=int(meta.get("benchmark.phase_steps", "0")),  # older dumps: none
             update_freq=int(meta["benchmark.update_freq"]),
             synthetic=_bool(meta["benchmark.synthetic"]),
             threads=int(meta["benchmark.threads"]),
@@ -458,19 +460,30 @@ def synchronize(device):
 
 
 def measure_peak_tflops(device, dtype, seconds=1.0):
-    """Best single square matmul, as measure_peak_tflops in src/train/benchmark.cpp."""
-    n = 8192 if device.type == "cuda" else 2048
-    a = torch.randn(n, n, dtype=dtype, device=device)
-    b = torch.randn(n, n, dtype=dtype, device=device)
-    c = torch.empty(n, n, dtype=dtype, device=device)
-    torch.mm(a, b, out=c)  # first call: allocation, kernel selection
-    synchronize(device)
-    best, runs, start = math.inf, 0, time.perf_counter()
-    while runs < 3 or time.perf_counter() - start < seconds:
+    """Best single square matmul, as measure_peak_tflops in src/train/benchmark.cpp: the
+    size grows from 256 while one product takes under seconds / 8, up to 2048 on CPU and
+    8192 on a GPU (a dtype with only a slow kernel still measures in about `seconds`)."""
+    largest = 8192 if device.type == "cuda" else 2048
+
+    def time_one(a, b, c):
         t0 = time.perf_counter()
         torch.mm(a, b, out=c)
         synchronize(device)
-        best = min(best, time.perf_counter() - t0)
+        return time.perf_counter() - t0
+
+    n = 256
+    while True:
+        a = torch.randn(n, n, dtype=dtype, device=device)
+        b = torch.randn(n, n, dtype=dtype, device=device)
+        c = torch.empty(n, n, dtype=dtype, device=device)
+        torch.mm(a, b, out=c)  # first call: allocation, kernel selection
+        synchronize(device)
+        if n >= largest or time_one(a, b, c) >= seconds / 8:
+            break
+        n *= 2
+    best, runs, start = math.inf, 0, time.perf_counter()
+    while runs < 3 or time.perf_counter() - start < seconds:
+        best = min(best, time_one(a, b, c))
         runs += 1
     where = str(device) + (
         "" if device.type == "cuda" else f" with {torch.get_num_threads()} thread(s)"
@@ -500,22 +513,26 @@ def summarize(samples):
 
 
 class PhaseClock:
-    """Accumulates wall time per phase; on CUDA it waits for the device at each boundary so
-    that a phase's time is its own work (as the C++ benchmark mode does)."""
+    """Accumulates wall time per phase; with `synced` it waits for the device at each boundary
+    so that a phase's time is its own work (as the C++ benchmark's phase pass does). Unsynced
+    (the headline pass, as training runs) it only records host time."""
 
     PHASES = ("data_wait", "forward", "backward", "grad_sync", "optimizer")
 
-    def __init__(self, device):
+    def __init__(self, device, synced=True):
         self.device = device
+        self.synced = synced
         self.totals = dict.fromkeys(self.PHASES, 0.0)
         self.last = time.perf_counter()
 
     def start(self):
-        synchronize(self.device)
+        if self.synced:
+            synchronize(self.device)
         self.last = time.perf_counter()
 
     def lap(self, phase):
-        synchronize(self.device)
+        if self.synced:
+            synchronize(self.device)
         now = time.perf_counter()
         self.totals[phase] += now - self.last
         self.last = now
@@ -639,32 +656,53 @@ class Trainer:
 
 
 def run_benchmark(trainer, batches, bench):
-    """Warm-up then timed updates. Returns the raw measurements."""
+    """Warm-up, the timed headline pass (no device sync inside it, as in training), then the
+    phase pass (a device sync at every phase boundary) when the dump has one: the passes of
+    the C++ benchmark, on the same batches. Returns the raw measurements."""
     freq = bench.update_freq
-    updates = bench.warmup + bench.steps
+    updates = bench.warmup + bench.steps + bench.phase_steps
     if len(batches) != updates * freq:
         raise ValueError(f"dump: expected {updates * freq} batches, found {len(batches)}")
     trainer.model.train()
-    step_seconds, losses = [], {}
-    timed_clock = PhaseClock(trainer.device)  # phases of the timed updates only
-    warmup_clock = PhaseClock(trainer.device)
-    timed_start = None
-    for u in range(updates):
-        if u == bench.warmup:
-            synchronize(trainer.device)
-            timed_start = time.perf_counter()
-        group = batches[u * freq : (u + 1) * freq]
-        tokens = sum(bench.batch_tokens[u * freq : (u + 1) * freq])
-        t0 = time.perf_counter()
-        loss = trainer.update(group, tokens, timed_clock if u >= bench.warmup else warmup_clock)
-        synchronize(trainer.device)
-        seconds = time.perf_counter() - t0
-        if u == 0 or u == updates - 1:  # after the timing: .item() synchronizes
-            losses[u] = loss.item() / max(1, sum(b.tgt_tokens for b in group))
-        if u >= bench.warmup:
-            step_seconds.append(seconds)
-    total_seconds = time.perf_counter() - timed_start
-    return step_seconds, total_seconds, timed_clock.totals, losses[0], losses[updates - 1]
+    separate = bench.phase_steps > 0
+    step_seconds, first, last = [], None, None
+    # Without a phase pass the headline pass's own phase times serve: exact on a CPU (its
+    # work is synchronous), host time only on a GPU.
+    warmup_clock = PhaseClock(trainer.device, synced=False)
+    timed_clock = PhaseClock(trainer.device, synced=False)
+    phase_clock = PhaseClock(trainer.device, synced=True) if separate else timed_clock
+    seconds = phase_seconds = None
+    u = 0
+
+    def run(count, clock, per_step):
+        nonlocal u, first, last
+        for _ in range(count):
+            group = batches[u * freq : (u + 1) * freq]
+            tokens = sum(bench.batch_tokens[u * freq : (u + 1) * freq])
+            t0 = time.perf_counter()
+            loss = trainer.update(group, tokens, clock)
+            if per_step:
+                if clock.synced:
+                    synchronize(trainer.device)
+                step_seconds.append(time.perf_counter() - t0)
+            real = max(1, sum(b.tgt_tokens for b in group))
+            if u == 0:
+                first = (loss, real)  # read after the timing: .item() synchronizes
+            last = (loss, real)
+            u += 1
+
+    run(bench.warmup, warmup_clock, per_step=False)
+    synchronize(trainer.device)
+    start = time.perf_counter()
+    run(bench.steps, timed_clock, per_step=not separate)
+    synchronize(trainer.device)
+    seconds = phase_seconds = time.perf_counter() - start
+    if separate:
+        start = time.perf_counter()
+        run(bench.phase_steps, phase_clock, per_step=True)
+        phase_seconds = time.perf_counter() - start
+    return (step_seconds, seconds, phase_seconds, phase_clock.totals,
+            first[0].item() / first[1], last[0].item() / last[1])
 
 
 def peak_memory_mb(device):
@@ -674,16 +712,20 @@ def peak_memory_mb(device):
 
 
 def build_report(device, tcfg, bench, model, batches, measured, peak, method, memory_mb):
-    step_seconds, seconds, phases, first_loss, last_loss = measured
-    timed = batches[bench.warmup * bench.update_freq :]
+    step_seconds, seconds, phase_seconds, phases, first_loss, last_loss = measured
+    freq = bench.update_freq
+    timed = batches[bench.warmup * freq : (bench.warmup + bench.steps) * freq]
+    phase_batches = batches[(bench.warmup + bench.steps) * freq :] if bench.phase_steps else timed
+    phase_steps = bench.phase_steps or bench.steps
     n = bench.steps
     real = sum(b.src_tokens + b.tgt_tokens for b in timed)
     target = sum(b.tgt_tokens for b in timed)
     padded = sum(b.src.numel() + b.tgt_out.numel() for b in timed)
     # Model FLOPs on real tokens, by the C++ formula: a definition both sides share (the
     # formula's matrix products are checked against FlopCounterMode, flopcounter_batch0).
-    flops_per_step = sum(bench.batch_flops[bench.warmup * bench.update_freq :]) / n
-    kernel_flops_per_step = sum(bench.batch_kernel_flops[bench.warmup * bench.update_freq :]) / n
+    headline = slice(bench.warmup * freq, (bench.warmup + bench.steps) * freq)
+    flops_per_step = sum(bench.batch_flops[headline]) / n
+    kernel_flops_per_step = sum(bench.batch_kernel_flops[headline]) / n
     achieved = flops_per_step * n / seconds / 1e12
     hardware = bench.hardware_peak_tflops
     return {
@@ -701,7 +743,14 @@ def build_report(device, tcfg, bench, model, batches, measured, peak, method, me
         "target_tokens_per_s": target / seconds,
         "padded_tokens_per_s": padded / seconds,
         "step_time_s": summarize(step_seconds),
-        "time_split_s": {phase: total / n for phase, total in phases.items()},
+        "time_split_s": {phase: total / phase_steps for phase, total in phases.items()},
+        "phase_timing": {
+            "pass": "separate" if bench.phase_steps else "headline",
+            "device_synced": bool(bench.phase_steps) or device.type != "cuda",
+            "steps": phase_steps,
+            "seconds": phase_seconds,
+            "tokens_per_s": sum(b.src_tokens + b.tgt_tokens for b in phase_batches) / phase_seconds,
+        },
         "peak_memory_mb": [memory_mb],
         "model_flops_per_step": flops_per_step,
         "kernel_flops_per_step": kernel_flops_per_step,

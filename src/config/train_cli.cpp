@@ -1,6 +1,7 @@
 #include "config/train_cli.h"
 
 #include <cstdio>
+#include <limits>
 
 #include <CLI/CLI.hpp>
 
@@ -94,6 +95,15 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
                  "untimed updates before the timed ones")
       ->type_name("K")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->needs(benchmark);
+  app.add_option("--benchmark-phase-steps", command.benchmark_phase_steps,
+                 "updates of a second pass that waits for the device at every phase boundary, "
+                 "for the step split and step times; the headline tokens/s comes from the "
+                 "first pass, which never waits. -1: as many as --benchmark on a GPU, 0 on "
+                 "a CPU (CPU work is synchronous: the first pass times its phases exactly)")
+      ->type_name("N")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
       ->capture_default_str()
       ->needs(benchmark);
   app.add_flag("--synthetic", command.synthetic,

@@ -33,6 +33,7 @@ struct TrainCommand {
   int max_restarts = 0;          ///< relaunch all workers after a failure, up to this many times
   int64_t benchmark_steps = 0;   ///< > 0: benchmark mode, that many timed updates
   int64_t benchmark_warmup = 5;  ///< untimed updates before them
+  int64_t benchmark_phase_steps = -1;  ///< updates of the synced phase pass; -1: auto
   bool synthetic = false;        ///< benchmark on fixed-shape random batches
   int64_t synthetic_length = 0;  ///< tokens per synthetic sentence; 0: data.max_len / 2
   std::string dump_batches;      ///< benchmark: write rank 0's batches and initial parameters here

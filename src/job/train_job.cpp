@@ -86,6 +86,9 @@ int benchmark(const config::TrainCommand& command, const Rank& rank, train::RunS
   train::BenchmarkOptions options;
   options.steps = command.benchmark_steps;
   options.warmup = command.benchmark_warmup;
+  options.phase_steps = command.benchmark_phase_steps >= 0
+                            ? command.benchmark_phase_steps
+                            : (rank.setup.device.is_cuda() ? command.benchmark_steps : 0);
   options.synthetic = command.synthetic;
   options.synthetic_length = command.synthetic_length;
   options.dump_batches = command.dump_batches;

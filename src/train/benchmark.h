@@ -24,6 +24,10 @@ namespace nmt::train {
 struct BenchmarkOptions {
   int64_t steps = 0;               ///< timed updates
   int64_t warmup = 5;              ///< untimed updates before them (allocator, caches, clocks)
+  /// Updates of a second pass that waits for the device at every phase boundary, for the
+  /// step split and step times; 0: they come from the timed pass itself (exact on a CPU,
+  /// where work is synchronous; host enqueue times on a GPU).
+  int64_t phase_steps = 0;
   bool synthetic = false;          ///< fixed-shape batches of random ids instead of the corpus
   int64_t synthetic_length = 0;    ///< tokens per source and target sentence; 0: data.max_len / 2
   std::filesystem::path dump_batches;  ///< if set, rank 0 writes its batches and initial
@@ -46,13 +50,22 @@ struct BenchmarkResult {
   int64_t steps = 0;                 ///< timed updates
   int64_t update_freq = 1;
   int64_t parameters = 0;
-  double seconds = 0;                ///< wall time of the timed updates (rank 0)
+  /// Wall time of the timed updates (rank 0): the headline pass, which waits for the device
+  /// only at its start and end, as training does.
+  double seconds = 0;
   double real_tokens = 0;            ///< source + target tokens without padding, all ranks
   double target_tokens = 0;          ///< target tokens without padding, all ranks
   double padded_tokens = 0;          ///< source + target positions computed, all ranks
-  StepTimes step_time;               ///< per timed update (rank 0)
-  /// Mean seconds per update of each phase (rank 0): data wait, forward, backward, gradient
-  /// all-reduce (what backward did not hide), optimizer (unscale, clip, Adam).
+  /// The pass that timed the phases: the headline pass itself, or a separate one.
+  bool separate_phase_pass = false;
+  bool phases_synced = true;         ///< whether phase times include the device's work
+  int64_t phase_steps = 0;           ///< its updates
+  double phase_seconds = 0;          ///< its wall time (rank 0)
+  double phase_real_tokens = 0;      ///< its source + target tokens, all ranks
+  StepTimes step_time;               ///< per update of the phase pass (rank 0)
+  /// Mean seconds per update of each phase in the phase pass (rank 0): data wait, forward,
+  /// backward, gradient all-reduce (what backward did not hide), optimizer (unscale, clip,
+  /// Adam).
   double data_wait_s = 0, forward_s = 0, backward_s = 0, grad_sync_s = 0, optimizer_s = 0;
   std::vector<double> peak_memory_mb;  ///< per rank: CUDA max allocated, or host max RSS
   double flops_per_step = 0;         ///< model FLOPs of a mean update on real tokens, all ranks
@@ -65,6 +78,8 @@ struct BenchmarkResult {
   double last_loss = 0;              ///< per-token loss of the last update
 
   double tokens_per_s() const { return real_tokens / seconds; }
+  /// Tokens per second of the phase pass: below the headline by what the syncs cost.
+  double phase_tokens_per_s() const { return phase_real_tokens / phase_seconds; }
   double padded_tokens_per_s() const { return padded_tokens / seconds; }
   /// Model FLOPs on real tokens per second (TFLOP/s).
   double achieved_tflops() const { return flops_per_step * double(steps) / seconds / 1e12; }
@@ -82,9 +97,11 @@ struct BenchmarkResult {
 StepTimes summarize_step_times(std::vector<double> seconds);
 
 /// Peak matrix-multiply throughput of this process (TFLOP/s) in the precision the AMP mode
-/// computes products in (float32 when off): the best of repeated square products sized for
-/// the device (2048 on CPU with the intra-op threads in use, 8192 on a GPU), run for about
-/// `seconds`. `method` receives a description for the report.
+/// computes products in (float32 when off): the best of repeated square products, run for
+/// about `seconds`. Their size grows from 256 while one product takes under seconds / 8, up
+/// to 2048 on a CPU (with the intra-op threads in use) and 8192 on a GPU, so that a dtype
+/// with only a slow kernel here still measures in about `seconds`. `method` receives a
+/// description for the report (with the size used).
 double measure_peak_tflops(c10::Device device, amp::AmpMode mode, double seconds,
                            std::string* method);
 

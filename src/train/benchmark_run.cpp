@@ -11,6 +11,7 @@
 
 #include "checkpoint/checkpoint_file.h"
 #include "data/prepare.h"
+#include "dist/device.h"
 #include "dist/process_group.h"
 #include "model/flops.h"
 #include "model/transformer.h"
@@ -87,6 +88,7 @@ class BatchDump {
         {"vocab.pad_id", std::to_string(pad_id_)},
         {"benchmark.warmup", std::to_string(options_.warmup)},
         {"benchmark.steps", std::to_string(options_.steps)},
+        {"benchmark.phase_steps", std::to_string(options_.phase_steps)},
         {"benchmark.update_freq", std::to_string(update_freq_)},
         {"benchmark.synthetic", options_.synthetic ? "true" : "false"},
         {"benchmark.threads", std::to_string(at::get_num_threads())},
@@ -132,12 +134,15 @@ BatchSource benchmark_batches(const RunSetup& setup, const data::PreparedData& d
   return [p = prefetcher.get()] { return p->next(); };
 }
 
-/// Sums the figures of all ranks into `r` (memory stays per rank).
-void reduce_over_ranks(const RunSetup& setup, const IntervalStats& timed, double peak_tflops,
-                       double hardware_tflops, double memory_mb, BenchmarkResult& r) {
+/// Sums the figures of all ranks into `r` (memory stays per rank): the headline pass's
+/// (`timed`) and the real tokens of the phase pass (`phases`, the same one without a second).
+void reduce_over_ranks(const RunSetup& setup, const IntervalStats& timed,
+                       const IntervalStats& phases, double peak_tflops, double hardware_tflops,
+                       double memory_mb, BenchmarkResult& r) {
   std::vector<double> packed = {timed.src_tokens + 0.0, timed.tgt_tokens + 0.0,
                                 timed.padded_tokens + 0.0, timed.flops, peak_tflops,
-                                timed.kernel_flops, hardware_tflops};
+                                timed.kernel_flops, hardware_tflops,
+                                phases.src_tokens + phases.tgt_tokens + 0.0};
   for (int64_t rank = 0; rank < setup.world_size; ++rank)
     packed.push_back(rank == setup.rank ? memory_mb : 0.0);
   at::Tensor sums = at::tensor(packed, at::kDouble);
@@ -150,7 +155,8 @@ void reduce_over_ranks(const RunSetup& setup, const IntervalStats& timed, double
   r.peak_tflops = summed[4];
   r.kernel_flops_per_step = summed[5] / double(r.steps);
   r.hardware_peak_tflops = summed[6];
-  for (int64_t rank = 0; rank < setup.world_size; ++rank) r.peak_memory_mb.push_back(summed[7 + rank]);
+  r.phase_real_tokens = summed[7];
+  for (int64_t rank = 0; rank < setup.world_size; ++rank) r.peak_memory_mb.push_back(summed[8 + rank]);
 }
 
 }  // namespace
@@ -184,42 +190,83 @@ BenchmarkResult run_benchmark(const RunSetup& setup, const data::PreparedData& d
     next_batch = dump->recording(next_batch);
   }
 
-  updater.set_sync_phases(true);
+  // The headline pass never waits for the device inside its updates, as training does not:
+  // its tokens/s is what training gets. Timing phases needs a device sync at each boundary,
+  // which on a GPU costs throughput, so the split comes from a second pass of phase_steps
+  // synced updates. Without one the headline pass's own phase and step times serve: exact on
+  // a CPU, where work is synchronous; host (enqueue) times on a GPU.
+  const auto wait_for_device = [&] {
+    if (setup.device.is_cuda()) dist::synchronize_cuda(setup.device.index());
+  };
+  const auto start_clock = [&] {
+    wait_for_device();
+    if (setup.communicator) setup.communicator->barrier();  // all ranks start the clock together
+    return Clock::now();
+  };
+  at::Tensor first_loss_sum, last_loss_sum;
+  int64_t first_tokens = 0, last_tokens = 0;
+  int64_t step = 0;
+  // Runs `count` updates; per-update times are taken only when `step_seconds` is given.
+  const auto run_updates = [&](int64_t count, IntervalStats& totals,
+                               std::vector<double>* step_seconds) {
+    for (int64_t i = 0; i < count; ++i) {
+      IntervalStats one = IntervalStats::zero(setup.device);
+      const auto t0 = Clock::now();
+      updater.update(++step, next_batch, one, /*want_grad_norm=*/false);
+      if (step_seconds) {
+        updater.sync_for_timing();
+        step_seconds->push_back(seconds_since(t0));
+      }
+      // Read after the timing: .item() would wait for the device.
+      if (step == 1) first_loss_sum = one.loss_sum, first_tokens = one.tgt_tokens;
+      last_loss_sum = one.loss_sum, last_tokens = one.tgt_tokens;
+      totals.add_counts(one);
+    }
+  };
+
+  IntervalStats warmup = IntervalStats::zero(setup.device);
+  run_updates(options.warmup, warmup, nullptr);
+
+  const bool separate_phase_pass = options.phase_steps > 0;
   std::vector<double> step_seconds;
   IntervalStats timed = IntervalStats::zero(setup.device);
-  Clock::time_point timed_start;
-  for (int64_t i = 0; i < options.warmup + options.steps; ++i) {
-    if (i == options.warmup) {
-      updater.sync_for_timing();
-      if (setup.communicator) setup.communicator->barrier();  // all ranks start the clock together
-      timed_start = Clock::now();
-    }
-    IntervalStats one = IntervalStats::zero(setup.device);
-    const auto t0 = Clock::now();
-    updater.update(i + 1, next_batch, one, /*want_grad_norm=*/false);
-    updater.sync_for_timing();
-    const double seconds = seconds_since(t0);
-    if (i == 0 || i + 1 == options.warmup + options.steps) {
-      const double loss = one.loss_sum.item<double>() / double(std::max<int64_t>(1, one.tgt_tokens));
-      (i == 0 ? r.first_loss : r.last_loss) = loss;
-    }
-    if (i < options.warmup) continue;
-    step_seconds.push_back(seconds);
-    timed.add_counts(one);
-  }
-  r.seconds = seconds_since(timed_start);
   updater.set_sync_phases(false);
+  auto timed_start = start_clock();
+  run_updates(options.steps, timed, separate_phase_pass ? nullptr : &step_seconds);
+  wait_for_device();
+  r.seconds = seconds_since(timed_start);
+
+  IntervalStats phases = timed;
+  r.phase_steps = options.steps;
+  r.phase_seconds = r.seconds;
+  r.phases_synced = !setup.device.is_cuda();
+  if (separate_phase_pass) {
+    updater.set_sync_phases(true);
+    phases = IntervalStats::zero(setup.device);
+    timed_start = start_clock();
+    run_updates(options.phase_steps, phases, &step_seconds);
+    r.phase_seconds = seconds_since(timed_start);
+    r.phase_steps = options.phase_steps;
+    r.phases_synced = true;
+  }
+  updater.set_sync_phases(false);
+  r.separate_phase_pass = separate_phase_pass;
+  const auto per_token = [](const at::Tensor& sum, int64_t tokens) {
+    return sum.defined() ? sum.item<double>() / double(std::max<int64_t>(1, tokens)) : 0.0;
+  };
+  r.first_loss = per_token(first_loss_sum, first_tokens);
+  r.last_loss = per_token(last_loss_sum, last_tokens);
 
   // A peak that one rank does not know is unknown for all (0 in the sum means unknown).
-  reduce_over_ranks(setup, timed, peak, hardware.tflops, updater.peak_memory_mb(), r);
+  reduce_over_ranks(setup, timed, phases, peak, hardware.tflops, updater.peak_memory_mb(), r);
   if (hardware.tflops <= 0) r.hardware_peak_tflops = 0;
-  const double n = double(options.steps);
+  const double n = double(r.phase_steps);
   r.step_time = summarize_step_times(step_seconds);
-  r.data_wait_s = timed.data_wait_s / n;
-  r.forward_s = timed.forward_s / n;
-  r.backward_s = timed.backward_s / n;
-  r.grad_sync_s = timed.sync_s / n;
-  r.optimizer_s = timed.optimizer_s / n;
+  r.data_wait_s = phases.data_wait_s / n;
+  r.forward_s = phases.forward_s / n;
+  r.backward_s = phases.backward_s / n;
+  r.grad_sync_s = phases.sync_s / n;
+  r.optimizer_s = phases.optimizer_s / n;
   if (dump) dump->write();
   return r;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // Benchmark mode (nmt-train --benchmark N): timed training updates through the same Updater
-// as training, from a fresh start (no checkpoints, no validation), every phase timed with a
-// device sync. Every rank takes part; the result sums tokens and FLOPs over ranks. With
+// as training, from a fresh start (no checkpoints, no validation). The headline pass waits for
+// the device only at its ends, as training does; the step split comes from it on a CPU and
+// from a second pass with a device sync at every phase boundary on a GPU
+// (BenchmarkOptions::phase_steps). Every rank takes part; the result sums tokens and FLOPs over ranks. With
 // --dump-batches, rank 0 also writes its batches, the initial parameters and the effective
 // config there, for scripts/bench/reference_train.py. The report itself is benchmark.h.
 

@@ -43,6 +43,9 @@ std::string run_summary_json(const RunSummary& s) {
       .add("last_checkpoint", s.last_checkpoint)
       .add("tokens", s.tokens)
       .add("tokens_per_s", s.tokens_per_s)
+      .add("train_s", s.train_s)
+      .add("validation_s", s.validation_s)
+      .add("checkpoint_s", s.checkpoint_s)
       .add("wall_s", s.wall_s);
   if (!s.details.empty()) o.add(s.kind, s.details);
   return o.pretty();

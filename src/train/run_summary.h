@@ -47,6 +47,9 @@ struct RunSummary {
   int64_t tokens = 0;             ///< real (source + target) tokens this run trained on, all ranks
   double tokens_per_s = 0;        ///< real (source + target) tokens per second, all ranks,
                                   ///< over this run's training time (validation excluded)
+  double train_s = 0;             ///< rank 0's time in updates (what tokens_per_s divides by)
+  double validation_s = 0;        ///< rank 0's time validating, outside train_s
+  double checkpoint_s = 0;        ///< rank 0's time writing checkpoints, outside train_s
   double wall_s = 0;              ///< wall time of this process's run
   json::Object details;           ///< kind-specific figures (benchmark, dry run)
 };

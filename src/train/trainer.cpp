@@ -198,6 +198,7 @@ double Trainer::log_interval(Progress& progress, IntervalStats& interval, int64_
 }
 
 ValidationResult Trainer::validate(Progress& progress, int64_t epoch) {
+  const auto start = Clock::now();
   progress.clear();
   // With train.ema_decay the averaged weights are what is validated (and what nmt-translate
   // uses), so they rank the checkpoints and drive early stopping.
@@ -207,6 +208,7 @@ ValidationResult Trainer::validate(Progress& progress, int64_t epoch) {
   averaged.reset();
   last_valid_loss_ = v.loss;
   progress.validation(step_, epoch, v);
+  validation_seconds_ += seconds_since(start);
   return v;
 }
 
@@ -216,6 +218,11 @@ void Trainer::save(int64_t epoch, const std::optional<ValidationResult>& validat
   // Gathering the random streams is the only part every rank takes; rank 0 writes the file.
   StateTensors rng_states = gather_rng_states(*updater_);
   if (setup_.rank != 0) return;
+  struct AddTime {  // every return below counts
+    double& total;
+    Clock::time_point start;
+    ~AddTime() { total += seconds_since(start); }
+  } add_time{checkpoint_seconds_, start};
   checkpoint::RunMetadata meta;
   meta.step = step_;
   meta.epoch = epoch;
@@ -269,6 +276,9 @@ void Trainer::finish(RunSummary& summary, const Progress& progress) {
   for (int64_t r = 0; r < world; ++r) summary.peak_memory_mb.push_back(summed[r]);
   summary.tokens = static_cast<int64_t>(summed[world]);
   summary.tokens_per_s = train_seconds_ > 0 ? summed[world] / train_seconds_ : 0.0;
+  summary.train_s = train_seconds_;
+  summary.validation_s = validation_seconds_;
+  summary.checkpoint_s = checkpoint_seconds_;
   summary.kind = "train";
   summary.final_step = step_;
   summary.world_size = world;

@@ -84,6 +84,8 @@ class Trainer {
   std::optional<std::filesystem::path> resumed_from_;
   int64_t run_tokens_ = 0;           ///< real tokens this rank trained on in this run
   double train_seconds_ = 0;         ///< time spent in updates (validation, checkpoints excluded)
+  double validation_seconds_ = 0;    ///< time spent validating in this run
+  double checkpoint_seconds_ = 0;    ///< time spent saving checkpoints in this run
 };
 
 }  // namespace nmt::train

@@ -84,6 +84,29 @@ TEST_CASE("benchmark mode times updates and writes benchmark.json, no checkpoint
   CHECK_FALSE(std::filesystem::exists(run.path() / "checkpoints" / "checkpoint-00000004.safetensors"));
 }
 
+TEST_CASE("a separate phase pass times the split after the headline pass, on its own batches",
+          "[e2e][benchmark]") {
+  TempDir run;
+  auto r = benchmark(run.path(), "--benchmark 3 --benchmark-warmup 1 --benchmark-phase-steps 2");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("step time and split: 2 more update(s) with a device sync"));
+  const std::string json = read_file(run.path() / "benchmark.json");
+  INFO(json);
+  CHECK(json_number(json, "steps") == 3);  // the headline pass: its tokens/s is the headline
+  CHECK_THAT(json, Contains("\"phase_timing\": {\"pass\": \"separate\", \"device_synced\": true, "
+                            "\"steps\": 2,"));
+  // Without a separate pass (the CPU default) the headline pass times its own phases.
+  TempDir plain;
+  auto p = benchmark(plain.path(), "--benchmark 2 --benchmark-warmup 0");
+  REQUIRE(p.exit_code == 0);
+  const std::string plain_json = read_file(plain.path() / "benchmark.json");
+  INFO(plain_json);
+  CHECK_THAT(plain_json, Contains("\"phase_timing\": {\"pass\": \"headline\", "
+                                  "\"device_synced\": true, \"steps\": 2,"));
+  CHECK_THAT(p.out, !Contains("step time and split:"));
+}
+
 TEST_CASE("synthetic benchmark batches on 2 ranks: no padding, memory per rank", "[e2e][benchmark]") {
   TempDir run;
   auto r = benchmark(run.path(),
@@ -131,6 +154,22 @@ TEST_CASE("the PyTorch reference loop fed the dump computes the same losses",
       CHECK(json_number(b, "ours_batch0_weights") < json_number(b, "ours_batch0"));
     }
   }
+}
+
+TEST_CASE("the reference loop replays a dump with a phase pass: same losses, same passes",
+          "[e2e][benchmark][python]") {
+  if (kPython.empty()) NMT_SKIP("no venv python (NMT_PYTHON)");
+  TempDir run;
+  const auto [a, b] = ours_and_reference(
+      run, "--benchmark 2 --benchmark-warmup 1 --benchmark-phase-steps 2 --set train.optimizer=sgd "
+           "--set train.schedule=constant --set train.lr=4.0");
+  INFO(a << b);
+  // The last loss is that of the phase pass's last update: the reference must have replayed
+  // all 5 dumped updates, in the same passes.
+  CHECK(json_number(b, "last_loss") == Approx(json_number(a, "last_loss")).epsilon(1e-5));
+  CHECK(json_number(b, "first_loss") - json_number(b, "last_loss") > 1e-3);
+  CHECK_THAT(b, Contains("\"pass\": \"separate\""));
+  CHECK(json_number(b, "steps") == 2);
 }
 
 TEST_CASE("plain SGD: the reference loop's losses follow ours update by update, fp32 and bf16",

@@ -351,12 +351,21 @@ TEST_CASE("every kind of run writes summary.json for scripts: training, resume, 
   using nmt::test::json_string;
   using nmt::test::read_text;
   TempDir run, dry, bench;
-  auto r = train(run.path(), "--set train.max_steps=4");
+  auto r = train(run.path(), "--set train.max_steps=4 --set train.valid_every=2");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::string json = read_text(run.path() / "summary.json");
   INFO(json);
   CHECK(json_string(json, "kind") == "train");
+  // Throughput counts training time only; validation and checkpoints are reported beside it.
+  const double train_s = json_number(json, "train_s").value_or(0);
+  CHECK(train_s > 0);
+  CHECK(json_number(json, "validation_s").value_or(0) > 0);
+  CHECK(json_number(json, "checkpoint_s").value_or(0) > 0);
+  CHECK(json_number(json, "tokens_per_s").value_or(0) ==
+        Approx(json_number(json, "tokens").value_or(0) / train_s).epsilon(1e-6));
+  CHECK(train_s + json_number(json, "validation_s").value_or(0) <
+        json_number(json, "wall_s").value_or(0));
   CHECK(json_string(json, "stop_reason") == "max_steps");
   CHECK(json_number(json, "final_step") == 4);
   CHECK(json_number(json, "max_tokens") == 1024);

@@ -247,6 +247,7 @@ def cmd_weights(args):
     --weights raw; --average 2 translates as nmt-translate --average 2."""
     skip_unless_ctranslate2()
     import numpy as np
+    import sacrebleu
 
     run_dir = os.path.join(args.work, "prenorm_tied_joint")
     out = os.path.join(args.work, "out-weights")
@@ -290,12 +291,17 @@ def cmd_weights(args):
                          ct2_translate(os.path.join(out, "average"), src,
                                        os.path.join(out, "ct2.avg"), 1))
     # int8 loads and translates close to float32 (a smoke check; the note has the figures).
+    # Identical lines are the wrong measure for these briefly trained models, whose greedy
+    # output repeats and flips under any rounding: 51/200 lines matched on an AVX2-only CPU,
+    # over 100 with AVX-512 VNNI, for the same export. chrF of the int8 output against the
+    # float32 one was 75 there; a broken quantization (wrong scales) gives unrelated text.
     export(run_dir, os.path.join(out, "int8"), "--quantization", "int8")
     fp32 = ct2_translate(os.path.join(out, "newer"), src, os.path.join(out, "ct2.fp32"), 1)
     int8 = ct2_translate(os.path.join(out, "int8"), src, os.path.join(out, "ct2.int8"), 1)
     same = int(np.sum([a == b for a, b in zip(fp32, int8)]))
-    print(f"int8: {same}/{SENTENCES} greedy lines as float32")
-    ok &= same >= SENTENCES // 2
+    chrf = sacrebleu.corpus_chrf(int8, [fp32]).score
+    print(f"int8: {same}/{SENTENCES} greedy lines as float32, chrF against float32 {chrf:.1f}")
+    ok &= len(int8) == SENTENCES and chrf >= 50
     return 0 if ok else 1
 
 
