@@ -1,7 +1,10 @@
 #pragma once
 // Helpers shared by the tests: temporary folders, files and running commands.
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -40,6 +43,24 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// A TCP port that is free now (the kernel's pick for port 0), for a rendezvous in a test.
+/// Commands run under /bin/sh, which is dash here: it has no $RANDOM, so a port computed as
+/// $(( 20000 + RANDOM % 20000 )) was always 20000, and two tests running at once collided.
+inline int free_port() {
+  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (sock < 0) throw std::runtime_error("free_port: socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t length = sizeof addr;
+  const bool ok = ::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(sock, reinterpret_cast<sockaddr*>(&addr), &length) == 0;
+  ::close(sock);
+  if (!ok) throw std::runtime_error("free_port: bind or getsockname failed");
+  return ntohs(addr.sin_port);
+}
 
 /// Output and exit status of a shell command.
 struct CommandResult {

@@ -81,7 +81,8 @@ TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
   {
     TempDir run;
     const std::string env =
-        "MASTER_ADDR=127.0.0.1 MASTER_PORT=$(( 20000 + RANDOM % 20000 )) WORLD_SIZE=2 ";
+        "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(nmt::test::free_port()) +
+        " WORLD_SIZE=2 ";
     auto r = run_command("export " + env + "; (RANK=1 LOCAL_RANK=1 timeout 300 " + kTrain +
                          flags(run.path()) +
                          " --set train.max_steps=4 > /dev/null 2>&1 &) ; RANK=0 "
@@ -98,7 +99,7 @@ TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
   TempDir run;
   auto r = run_command(
       "timeout 300 mpirun -np 2 --allow-run-as-root --oversubscribe -x "
-      "MASTER_PORT=$(( 20000 + RANDOM % 20000 )) " +
+      "MASTER_PORT=" + std::to_string(nmt::test::free_port()) + " " +
       kTrain + flags(run.path()) + " --set train.max_steps=4");
   INFO(r.err);
   CHECK(r.exit_code == 0);
@@ -142,7 +143,7 @@ TEST_CASE("a killed worker stops the launcher naming the rank, and a rerun resum
 TEST_CASE("ranks with different configs refuse to train together", "[e2e][dist]") {
   TempDir run;
   auto r = run_command(
-      "export MASTER_ADDR=127.0.0.1 MASTER_PORT=$(( 20000 + RANDOM % 20000 )) "
+      "export MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(nmt::test::free_port()) + " "
       "WORLD_SIZE=2; (RANK=1 timeout 120 " +
       kTrain + flags(run.path()) +
       " --set train.max_steps=2 --set train.lr=0.5 > /dev/null 2>&1 &); RANK=0 "
@@ -197,7 +198,7 @@ TEST_CASE("the built-in launcher, torchrun and mpirun train the same vocabulary 
   if (run_command("command -v mpirun").exit_code == 0) {
     same_as_builtin("mpirun", under_mpirun.path(),
                     "timeout 300 mpirun -np 2 --allow-run-as-root --oversubscribe -x "
-                    "MASTER_PORT=$(( 20000 + RANDOM % 20000 )) " +
+                    "MASTER_PORT=" + std::to_string(nmt::test::free_port()) + " " +
                         kTrain + own_vocab_flags(under_mpirun.path()));
   } else {
     WARN("mpirun not compared: not installed");

@@ -194,7 +194,8 @@ TEST_CASE("a killed rank under --max-restarts 1 restarts from the last checkpoin
           launcher == "nmt-train"
               ? kTrain + flags(run.path()) + " --nproc-per-node 2 --max-restarts 1"
               : torchrun + " --nproc-per-node 2 --max-restarts 1 --no-python --rdzv-backend "
-                           "c10d --rdzv-endpoint 127.0.0.1:$(( 20000 + RANDOM % 20000 )) " +
+                           "c10d --rdzv-endpoint 127.0.0.1:" +
+                    std::to_string(nmt::test::free_port()) + " " +
                     kTrain + flags(run.path());
       // Kill rank 1 once the step-8 checkpoint exists.
       const std::string script =

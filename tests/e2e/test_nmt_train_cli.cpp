@@ -96,7 +96,8 @@ TEST_CASE("a run logs its plan to the console and to the rank's log file", "[e2e
 TEST_CASE("ranks other than 0 log warnings and errors only, prefixed with the rank", "[e2e]") {
   nmt::test::TempDir dir;
   // Rank 1 of 2 with nobody to meet: its rendezvous fails, reported as one line with its rank.
-  auto r = run_command("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(( 20000 + RANDOM % 20000 )) " +
+  auto r = run_command("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                       std::to_string(nmt::test::free_port()) + " " +
                        kBin + " --config configs/tiny.yaml --set dist.timeout_s=1 --set run_dir=" +
                        dir.path().string());
   CHECK(r.exit_code == 1);
