@@ -1,10 +1,12 @@
-// nmt-ckpt: inspect (info), compare (diff) and average checkpoints of nmt-train.
+// nmt-ckpt: inspect (info), compare (diff) and average checkpoints of nmt-train, and print
+// the names of their tensors (layout).
 #include <filesystem>
 #include <iostream>
 #include <vector>
 
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/checkpoint_tools.h"
+#include "checkpoint/tensor_groups.h"
 #include "config/ckpt_cli.h"
 #include "util/log.h"
 #include "util/main_guard.h"
@@ -27,6 +29,9 @@ int run(int argc, char** argv) {
       std::cout << report.json << std::flush;
       return report.same ? 0 : 1;
     }
+    case config::CkptAction::kLayout:
+      std::cout << checkpoint::tensor_layout_json() << std::flush;
+      return 0;
     case config::CkptAction::kAverage: {
       const std::vector<std::filesystem::path> inputs(command.inputs.begin(), command.inputs.end());
       checkpoint::save_checkpoint(command.output, checkpoint::average_checkpoints(inputs));

@@ -48,6 +48,20 @@ CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d{1,18})\.safetensors$")
 BANNED_TOKEN_BIAS = -1e4
 # Layer norm epsilon of the model (torch::nn::LayerNorm's default).
 LAYER_NORM_EPSILON = 1e-5
+# How nmt-train names checkpoint tensors, as far as this exporter reads them: a group's prefix
+# followed by a name within the group (src/checkpoint/tensor_layout.h; `nmt-ckpt layout` prints
+# the whole layout, and tests/scripts/test_export_ctranslate2.py fails when the two disagree).
+LAYOUT = {
+    "groups": {"model": "model.", "ema": "ema.", "vocabulary": "vocab."},
+    "vocabulary_files": {"source": "src_model", "target": "tgt_model"},
+}
+MODEL_PREFIX = LAYOUT["groups"]["model"]
+EMA_PREFIX = LAYOUT["groups"]["ema"]
+
+
+def vocabulary_tensor(side):
+    """The checkpoint name of the SentencePiece model of `side` ("source" or "target")."""
+    return LAYOUT["groups"]["vocabulary"] + LAYOUT["vocabulary_files"][side]
 
 
 class ExportError(Exception):
@@ -235,18 +249,8 @@ def model_config(config_yaml, origin):
 
 # --- weights -----------------------------------------------------------------------------
 
-def ema_name(file, name):
-    """The EMA tensor of model tensor `name` ("model.X"): "ema.X" (named like the trained
-    parameter), or "ema.model.X"; None when the file has neither."""
-    short = name[len("model."):]
-    for candidate in ("ema." + short, "ema." + name):
-        if candidate in file:
-            return candidate
-    return None
-
-
 def has_ema(file):
-    return any(n.startswith("ema.") for n in file.names())
+    return any(n.startswith(EMA_PREFIX) for n in file.names())
 
 
 class Weights:
@@ -257,15 +261,14 @@ class Weights:
         self.files = files
         self.use_ema = use_ema
 
-    def get(self, name):
+    def get(self, parameter):
+        """The tensor of model parameter `parameter` (its module path, "encoder_norm.weight")."""
         total = None
+        key = (EMA_PREFIX if self.use_ema else MODEL_PREFIX) + parameter
         for file in self.files:
-            key = name
-            if self.use_ema:
-                key = ema_name(file, name)
-                if key is None:
-                    raise ExportError(f"{file.path}: tensor ema.{name[len('model.'):]} is missing, "
-                                      "although the checkpoint holds other ema.* tensors")
+            if key not in file:
+                what = f"other {EMA_PREFIX}* tensors" if self.use_ema else "no such parameter"
+                raise ExportError(f"{file.path}: tensor {key} is missing ({what})")
             array = file.tensor(key)
             if not np.issubdtype(array.dtype, np.floating):
                 raise ExportError(f"{file.path}: tensor {key} is {array.dtype}, expected floats")
@@ -337,11 +340,11 @@ def build_spec(model, weights, src_pieces, tgt_pieces, special):
     d_model, max_positions = model["d_model"], model["max_positions"]
     tie = model["tie_embeddings"]
 
-    encoder_tokens = weights.get("model.encoder_embed.tokens.weight")
+    encoder_tokens = weights.get("encoder_embed.tokens.weight")
     decoder_tokens = (encoder_tokens if tie == "all"
-                      else weights.get("model.decoder_embed.tokens.weight"))
+                      else weights.get("decoder_embed.tokens.weight"))
     output = (decoder_tokens if tie != "none"
-              else weights.get("model.output_projection.weight"))
+              else weights.get("output_projection.weight"))
     for name, table, vocab in (("source", encoder_tokens, src_pieces),
                                ("target", decoder_tokens, tgt_pieces)):
         if table.shape != (len(vocab), d_model):
@@ -351,7 +354,7 @@ def build_spec(model, weights, src_pieces, tgt_pieces, special):
     for side, stack in (("encoder", spec.encoder), ("decoder", spec.decoder)):
         stack.scale_embeddings = bool(model["scale_embeddings"])
         if model["positions"] == "learned":
-            table = weights.get(f"model.{side}_embed.positions.weight")
+            table = weights.get(f"{side}_embed.positions.weight")
         else:
             # Written out, so CTranslate2 uses exactly this table, not its own formula.
             table = sinusoidal_positions(max_positions, d_model)
@@ -364,13 +367,13 @@ def build_spec(model, weights, src_pieces, tgt_pieces, special):
     spec.decoder.projection.bias = bias
 
     for i, layer in enumerate(spec.encoder.layer):
-        scope = f"model.encoder_layers.{i}"
+        scope = f"encoder_layers.{i}"
         set_attention(layer.self_attention, weights, scope + ".self_attn", True)
         set_norm(layer.self_attention.layer_norm, weights, scope + ".self_attn_norm")
         set_ffn(layer.ffn, weights, scope + ".ffn")
         set_norm(layer.ffn.layer_norm, weights, scope + ".ffn_norm")
     for i, layer in enumerate(spec.decoder.layer):
-        scope = f"model.decoder_layers.{i}"
+        scope = f"decoder_layers.{i}"
         set_attention(layer.self_attention, weights, scope + ".self_attn", True)
         set_norm(layer.self_attention.layer_norm, weights, scope + ".self_attn_norm")
         set_attention(layer.attention, weights, scope + ".cross_attn", False)
@@ -378,8 +381,8 @@ def build_spec(model, weights, src_pieces, tgt_pieces, special):
         set_ffn(layer.ffn, weights, scope + ".ffn")
         set_norm(layer.ffn.layer_norm, weights, scope + ".ffn_norm")
     if pre_norm:
-        set_norm(spec.encoder.layer_norm, weights, "model.encoder_norm")
-        set_norm(spec.decoder.layer_norm, weights, "model.decoder_norm")
+        set_norm(spec.encoder.layer_norm, weights, "encoder_norm")
+        set_norm(spec.decoder.layer_norm, weights, "decoder_norm")
 
     config = spec.config
     config.layer_norm_epsilon = LAYER_NORM_EPSILON
@@ -452,15 +455,15 @@ def export(args):
     if args.weights == "ema":
         missing = [f.path for f, e in zip(files, with_ema) if not e]
         if missing:
-            raise ExportError(f"{missing[0]}: --weights ema, but the checkpoint holds no ema.* "
-                              "tensors (trained without train.ema_decay)")
+            raise ExportError(f"{missing[0]}: --weights ema, but the checkpoint holds no "
+                              f"{EMA_PREFIX}* tensors (trained without train.ema_decay)")
         use_ema = True
     elif args.weights == "raw":
         use_ema = False
     else:
         use_ema = all(with_ema)
         if any(with_ema) and not use_ema:
-            print(f"{PROG}: warning: only some of the checkpoints hold ema.* tensors; "
+            print(f"{PROG}: warning: only some of the checkpoints hold {EMA_PREFIX}* tensors; "
                   "exporting the raw weights", file=sys.stderr)
     weights = Weights(files, use_ema)
 
@@ -468,10 +471,10 @@ def export(args):
     if joint not in ("true", "false"):
         raise ExportError(f"{origin}: metadata vocab_joint: expected true or false, "
                           f"found {joint!r}")
-    src_bytes = newest.tensor("vocab.src_model").tobytes()
-    tgt_bytes = src_bytes if joint == "true" else newest.tensor("vocab.tgt_model").tobytes()
-    src_pieces, src_special = vocabulary(src_bytes, origin + " (vocab.src_model)")
-    tgt_pieces, special = vocabulary(tgt_bytes, origin + " (vocab.tgt_model)")
+    src_name = vocabulary_tensor("source")
+    tgt_name = src_name if joint == "true" else vocabulary_tensor("target")
+    src_pieces, src_special = vocabulary(newest.tensor(src_name).tobytes(), f"{origin} ({src_name})")
+    tgt_pieces, special = vocabulary(newest.tensor(tgt_name).tobytes(), f"{origin} ({tgt_name})")
     if src_special["eos"] != special["eos"]:
         raise ExportError(f"{origin}: the source and target vocabularies name </s> differently "
                           f"({src_special['eos']!r}, {special['eos']!r}); CTranslate2 has one "

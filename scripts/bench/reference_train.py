@@ -34,6 +34,10 @@ from safetensors import safe_open
 from torch.utils.flop_counter import FlopCounterMode
 
 AMP_DTYPES = {"off": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# The dump names the parameters as checkpoints do: the model group of
+# src/checkpoint/tensor_layout.h (tests/scripts/test_export_ctranslate2.py's layout case checks
+# this against `nmt-ckpt layout`).
+MODEL_PREFIX = "model."
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,11 +403,11 @@ class Transformer(nn.Module):
 
 
 def state_dict_from_dump(model, dumped):
-    """Maps the C++ parameter names (model.*) onto this model's state dict: drops the prefix,
+    """Maps the C++ parameter names (MODEL_PREFIX*) onto this model's state dict: drops the prefix,
     concatenates separate q/k/v projections into the fused ones, and aliases a shared table
     under every name it has here. Unused or missing tensors are left for load_state_dict's
     strict check to report."""
-    state = {name[len("model."):]: t for name, t in dumped.items()}
+    state = {name[len(MODEL_PREFIX):]: t for name, t in dumped.items()}
 
     def fuse(prefix, parts, fused):
         for kind in ("weight", "bias"):
@@ -557,7 +561,7 @@ def load_dump(path):
         meta = f.metadata()
         # The config's keys ("model.d_model", ...) next to the dump's own ("vocab.*", ...).
         meta = {**flatten_config(meta["config"]), **meta}
-        params = {k: f.get_tensor(k) for k in f.keys() if k.startswith("model.")}
+        params = {k: f.get_tensor(k) for k in f.keys() if k.startswith(MODEL_PREFIX)}
         count = int(meta["batches"])
         batches = [
             tuple(f.get_tensor(f"batch.{i}.{part}") for part in ("src", "tgt_in", "tgt_out"))

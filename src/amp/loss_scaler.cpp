@@ -11,13 +11,13 @@ namespace nmt::amp {
 namespace {
 
 /// Copies the checkpoint tensor `name` into `dest` (on dest's device and dtype).
-void restore(const std::function<const at::Tensor*(std::string_view)>& find,
-             const std::string& name, at::Tensor& dest) {
+void restore(const checkpoint::TensorFinder& find, std::string_view name, at::Tensor& dest) {
   const at::Tensor* saved = find(name);
+  const std::string full = checkpoint::tensor_name(checkpoint::TensorGroup::kScaler, name);
   NMT_CHECK(saved != nullptr && saved->defined(), nmt::CheckpointError,
-            "loss scaler state: tensor {} is missing from the checkpoint", name);
+            "loss scaler state: tensor {} is missing from the checkpoint", full);
   NMT_CHECK(saved->numel() == dest.numel(), nmt::CheckpointError,
-            "loss scaler state: {} has shape {}, expected {}", name, shape_string(saved->sizes()),
+            "loss scaler state: {} has shape {}, expected {}", full, shape_string(saved->sizes()),
             shape_string(dest.sizes()));
   dest.copy_(saved->reshape(dest.sizes()));
 }
@@ -112,22 +112,26 @@ void DynamicLossScaler::check(int64_t step) const {
             step, s.scale, options_.min_scale, s.skipped_total);
 }
 
-std::vector<std::pair<std::string, at::Tensor>> DynamicLossScaler::state() const {
-  return {{"scaler.scale", cpu_copy(scale_)},
-          {"scaler.enabled", at::full({1}, enabled_ ? 1 : 0, at::kByte)},
-          {"scaler.growth_tracker", cpu_copy(growth_tracker_)},
-          {"scaler.skipped_total", cpu_copy(skipped_total_)},
-          {"scaler.consecutive_skips", cpu_copy(consecutive_skips_)}};
+checkpoint::NamedTensors DynamicLossScaler::state() const {
+  namespace field = checkpoint::scaler_field;
+  checkpoint::NamedTensors out;
+  out.emplace_back(field::kScale, cpu_copy(scale_));
+  out.emplace_back(field::kEnabled, at::full({1}, enabled_ ? 1 : 0, at::kByte));
+  out.emplace_back(field::kGrowthTracker, cpu_copy(growth_tracker_));
+  out.emplace_back(field::kSkippedTotal, cpu_copy(skipped_total_));
+  out.emplace_back(field::kConsecutiveSkips, cpu_copy(consecutive_skips_));
+  return out;
 }
 
-void DynamicLossScaler::load_state(const std::function<const at::Tensor*(std::string_view)>& find) {
+void DynamicLossScaler::load_state(const checkpoint::TensorFinder& find) {
+  namespace field = checkpoint::scaler_field;
   // A run without scaling saved scale 1 (older checkpoints do not say so, but only that state
   // has scale 1 with a zero growth tracker in practice). An fp16 run adopting it would
   // underflow small gradients until the scale grew back, one doubling per growth_interval:
   // it starts from init_scale instead.
-  const at::Tensor* saved_enabled = find("scaler.enabled");
-  const at::Tensor* saved_scale = find("scaler.scale");
-  const at::Tensor* saved_tracker = find("scaler.growth_tracker");
+  const at::Tensor* saved_enabled = find(field::kEnabled);
+  const at::Tensor* saved_scale = find(field::kScale);
+  const at::Tensor* saved_tracker = find(field::kGrowthTracker);
   const bool saved_unscaled =
       saved_enabled && saved_enabled->defined()
           ? saved_enabled->item<int64_t>() == 0
@@ -138,11 +142,11 @@ void DynamicLossScaler::load_state(const std::function<const at::Tensor*(std::st
     log::info("amp", "the checkpoint was trained without fp16 loss scaling: loss scaling starts "
               "at amp.init_scale {:g}", options_.init_scale);
   } else if (enabled_) {
-    restore(find, "scaler.scale", scale_);
-    restore(find, "scaler.growth_tracker", growth_tracker_);
+    restore(find, field::kScale, scale_);
+    restore(find, field::kGrowthTracker, growth_tracker_);
   }
-  restore(find, "scaler.skipped_total", skipped_total_);
-  restore(find, "scaler.consecutive_skips", consecutive_skips_);
+  restore(find, field::kSkippedTotal, skipped_total_);
+  restore(find, field::kConsecutiveSkips, consecutive_skips_);
 }
 
 }  // namespace nmt::amp

@@ -41,6 +41,7 @@
 #include <c10/core/Device.h>
 
 #include "amp/amp_options.h"
+#include "checkpoint/tensor_layout.h"
 
 namespace nmt::amp {
 
@@ -80,14 +81,14 @@ class DynamicLossScaler {
   /// Scale and skip counters on the host (host sync).
   ScalerStats stats() const;
 
-  /// Checkpoint tensors (CPU copies): scaler.scale, scaler.enabled, scaler.growth_tracker,
-  /// scaler.skipped_total, scaler.consecutive_skips.
-  std::vector<std::pair<std::string, at::Tensor>> state() const;
-  /// Restores what state() saved; `find` returns the tensor of a name or nullptr. Throws
+  /// Checkpoint tensors (CPU copies) of the scaler group, checkpoint::scaler_field: scale,
+  /// enabled, growth_tracker, skipped_total, consecutive_skips.
+  checkpoint::NamedTensors state() const;
+  /// Restores what state() saved; `find` looks up a name within the scaler group. Throws
   /// nmt::CheckpointError naming a missing or misshapen tensor. The saved scale and growth
   /// tracker are ignored when disabled (the scale stays 1) and when the saved state was
   /// disabled (the scale stays init_scale); the counters are always restored.
-  void load_state(const std::function<const at::Tensor*(std::string_view)>& find);
+  void load_state(const checkpoint::TensorFinder& find);
 
  private:
   AmpOptions options_;

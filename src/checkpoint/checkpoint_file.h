@@ -19,6 +19,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "checkpoint/tensor_layout.h"
+
 namespace nmt::checkpoint {
 
 /// Value of the nmt.format metadata key this build writes and reads.
@@ -33,7 +35,7 @@ inline constexpr std::string_view kChecksumKey = "nmt.checksum";
 
 /// A checkpoint's contents: named tensors (CPU) and string metadata.
 struct CheckpointData {
-  std::vector<std::pair<std::string, at::Tensor>> tensors;  ///< order preserved
+  NamedTensors tensors;                         ///< checkpoint names (tensor_layout.h), in order
   std::map<std::string, std::string> metadata;              ///< free-form strings
   std::filesystem::path source;  ///< file it was loaded from, for messages (empty if built)
 

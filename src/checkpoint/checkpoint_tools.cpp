@@ -19,7 +19,7 @@
 namespace nmt::checkpoint {
 namespace {
 
-bool is_model_tensor(std::string_view name) { return name.rfind(kModelPrefix, 0) == 0; }
+bool is_model_tensor(std::string_view name) { return in_group(TensorGroup::kModel, name); }
 
 /// A JSON number for a double; infinities (JSON has none) become the strings "inf"/"-inf".
 std::string json_number(double value) {
@@ -54,12 +54,11 @@ double max_abs_difference(const at::Tensor& a, const at::Tensor& b) {
 }
 
 /// The tensors a comparison or average looks at.
-std::vector<std::pair<std::string, at::Tensor>> selected(const CheckpointData& data,
-                                                         bool all_tensors,
-                                                         std::string_view prefix = kModelPrefix) {
-  std::vector<std::pair<std::string, at::Tensor>> out;
+NamedTensors selected(const CheckpointData& data, bool all_tensors,
+                      TensorGroup group = TensorGroup::kModel) {
+  NamedTensors out;
   for (const auto& entry : data.tensors) {
-    if (all_tensors || entry.first.rfind(prefix, 0) == 0) out.push_back(entry);
+    if (all_tensors || in_group(group, entry.first)) out.push_back(entry);
   }
   return out;
 }
@@ -183,17 +182,18 @@ DiffReport diff_checkpoints(const std::filesystem::path& a_file,
 }
 
 CheckpointData average_checkpoints(const std::vector<std::filesystem::path>& inputs,
-                                   std::string_view prefix) {
+                                   TensorGroup group) {
+  const std::string_view prefix = group_prefix(group);
   NMT_CHECK(!inputs.empty(), CheckpointError, "average: no input checkpoints");
   at::NoGradGuard no_grad;
   // One input in memory at a time (plus the float64 sums), so averaging many checkpoints of
   // a large model needs no more memory than two of them.
-  std::vector<std::pair<std::string, at::Tensor>> reference;  // the first input's tensors
+  NamedTensors reference;  // the first input's tensors
   std::vector<at::Tensor> sums;  // float64 running sums; undefined for integer tensors
   CheckpointData last;
   for (size_t i = 0; i < inputs.size(); ++i) {
     CheckpointData data = load_checkpoint(inputs[i]);
-    auto model = selected(data, false, prefix);
+    auto model = selected(data, false, group);
     const std::string& first = inputs[0].string();
     const std::string& current = inputs[i].string();
     if (i == 0) {

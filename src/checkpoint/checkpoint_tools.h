@@ -1,7 +1,7 @@
 #pragma once
 // What nmt-ckpt does with checkpoints: summarize one (info), compare two (diff) and average
-// several (average). The model's parameters are the tensors named "model.*"; the rest of the
-// training state (optimizer moments, scaler, RNG, ...) has other prefixes.
+// several (average). The model's parameters are the model group of tensor_layout.h ("model.*");
+// the rest of the training state (optimizer moments, scaler, RNG, ...) is in other groups.
 
 #include <cstdint>
 #include <filesystem>
@@ -10,11 +10,9 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_file.h"
+#include "checkpoint/tensor_layout.h"
 
 namespace nmt::checkpoint {
-
-/// Name prefix of the model's parameters (and buffers) in a checkpoint.
-inline constexpr std::string_view kModelPrefix = "model.";
 
 /// Elements over all model.* tensors.
 int64_t model_parameter_count(const CheckpointData& data);
@@ -44,12 +42,12 @@ struct DiffReport {
 DiffReport diff_checkpoints(const std::filesystem::path& a, const std::filesystem::path& b,
                             const DiffOptions& options);
 
-/// Element-wise mean of the model.* tensors (or those named `prefix`*, e.g. the moving
-/// average's "ema.*") of inputs (in float64, cast back to each tensor's
+/// Element-wise mean of the tensors of `group` (the model's, or e.g. the moving average's) of
+/// inputs, under their checkpoint names (in float64, cast back to each tensor's
 /// dtype; integer and bool tensors must be equal in all inputs). Metadata is the last input's
 /// plus "averaged_from" (the inputs, comma-separated); other tensors are dropped. Throws
 /// CheckpointError naming the tensor and file on mismatched names, dtypes or shapes.
 CheckpointData average_checkpoints(const std::vector<std::filesystem::path>& inputs,
-                                   std::string_view prefix = kModelPrefix);
+                                   TensorGroup group = TensorGroup::kModel);
 
 }  // namespace nmt::checkpoint

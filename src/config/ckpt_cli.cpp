@@ -31,8 +31,13 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
       "      float64, stored in each tensor's dtype; integer tensors must be equal). Metadata:\n"
       "      the last input's plus averaged_from (the inputs, comma-separated). Optimizer and\n"
       "      other state is dropped, so OUT is for translation, not for resuming.\n";
+  const std::string layout_doc =
+      "  nmt-ckpt layout\n"
+      "      JSON: how checkpoint tensors are named: the groups (model., ema., optim., scaler.,\n"
+      "      rng., vocab.) with what each holds, the optimizer slots, the scaler fields, the\n"
+      "      vocabulary files and the pattern of the rng names.\n";
   const std::string errors_doc = "Errors are reported as one line, with exit code 1.\n";
-  app.footer("Commands:\n" + info_doc + diff_doc + average_doc + errors_doc);
+  app.footer("Commands:\n" + info_doc + diff_doc + average_doc + layout_doc + errors_doc);
 
   CLI::App* info = app.add_subcommand("info", "print a JSON summary of one checkpoint");
   std::string info_path;
@@ -60,6 +65,10 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
   average->add_option("IN", average_in, "checkpoints to average")->required()->expected(1, -1);
   average->footer(average_doc + errors_doc);
 
+  CLI::App* layout =
+      app.add_subcommand("layout", "print how checkpoint tensors are named, as JSON");
+  layout->footer(layout_doc + errors_doc);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -72,6 +81,8 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
   } else if (diff->parsed()) {
     command.action = CkptAction::kDiff;
     command.inputs = {diff_a, diff_b};
+  } else if (layout->parsed()) {
+    command.action = CkptAction::kLayout;
   } else {
     command.action = CkptAction::kAverage;
     command.output = average_out;

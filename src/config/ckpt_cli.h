@@ -1,5 +1,5 @@
 #pragma once
-// The command line of nmt-ckpt (CLI11): subcommands info, diff and average.
+// The command line of nmt-ckpt (CLI11): subcommands info, diff, average and layout.
 
 #include <optional>
 #include <string>
@@ -8,7 +8,7 @@
 namespace nmt::config {
 
 /// The nmt-ckpt subcommands.
-enum class CkptAction { kInfo, kDiff, kAverage };
+enum class CkptAction { kInfo, kDiff, kAverage, kLayout };
 
 /// What nmt-ckpt was asked to do.
 struct CkptCommand {

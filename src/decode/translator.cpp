@@ -21,11 +21,13 @@
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/checkpoint_tools.h"
 #include "checkpoint/run_metadata.h"
+#include "checkpoint/tensor_groups.h"
 #include "data/corpus_reader.h"
 #include "util/utf8.h"
 #include "data/vocab.h"
 #include "decode/search.h"
 #include "model/transformer.h"
+#include "util/duration.h"
 #include "util/error.h"
 #include "util/shape.h"
 #include "util/log.h"
@@ -40,36 +42,58 @@ constexpr size_t kChunkLines = 10000;
 constexpr double kProgressEvery = 5.0;
 
 
-std::string format_duration(double seconds) {
-  const auto s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
-  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, s / 60 % 60);
-  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
-  return fmt::format("{}s", s);
-}
+using checkpoint::TensorGroup;
 
-/// The name prefix of the weights to translate with: "ema." or "model.".
-std::string weights_prefix(const checkpoint::CheckpointData& data, WeightsChoice choice,
-                           const std::string& name) {
-  bool has_ema = false;
-  for (const auto& entry : data.tensors) has_ema = has_ema || entry.first.rfind("ema.", 0) == 0;
+/// The group of weights to translate with: the moving average (ema) or the trained (model).
+TensorGroup weights_group(const checkpoint::CheckpointData& data, WeightsChoice choice,
+                          const std::string& name) {
+  const bool has_ema = checkpoint::has_group(data, TensorGroup::kEma);
   switch (choice) {
     case WeightsChoice::kRaw:
-      return "model.";
+      return TensorGroup::kModel;
     case WeightsChoice::kEma:
       NMT_CHECK(has_ema, CheckpointError,
-                "--weights ema: {} has no ema.* tensors (it was trained without "
+                "--weights ema: {} has no {}* tensors (it was trained without "
                 "train.ema_decay); use --weights raw",
-                name);
-      return "ema.";
+                name, checkpoint::group_prefix(TensorGroup::kEma));
+      return TensorGroup::kEma;
     case WeightsChoice::kAuto:
       break;
   }
-  return has_ema ? "ema." : "model.";
+  return has_ema ? TensorGroup::kEma : TensorGroup::kModel;
 }
 
-std::string tensor_bytes(const at::Tensor& tensor) {
-  const at::Tensor bytes = tensor.to(at::kCPU, at::kByte).contiguous();
-  return std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()), bytes.numel());
+/// The SentencePiece model `file` (checkpoint::vocabulary_file) stored in a checkpoint.
+data::Vocab stored_vocabulary(const checkpoint::CheckpointData& data, std::string_view file,
+                              const std::string& name) {
+  const std::string tensor = checkpoint::tensor_name(TensorGroup::kVocabulary, file);
+  return data::Vocab::from_serialized(
+      checkpoint::tensor_bytes(checkpoint::tensor_at(data, TensorGroup::kVocabulary, file)),
+      fmt::format("{} ({})", name, tensor));
+}
+
+/// Copies the tensors of `group` into the model's parameters, checking names and shapes.
+void load_parameters(model::Transformer& model, const checkpoint::CheckpointData& data,
+                     TensorGroup group, const std::string& name) {
+  at::NoGradGuard no_grad;
+  for (const auto& item : model->named_parameters()) {
+    const at::Tensor* saved = checkpoint::find_tensor(data, group, item.key());
+    const std::string key = checkpoint::tensor_name(group, item.key());
+    NMT_CHECK(saved != nullptr, CheckpointError, "{}: tensor {} is missing", name, key);
+    NMT_CHECK(saved->sizes() == item.value().sizes(), CheckpointError,
+              "{}: tensor {} has shape {}, the model built from the stored config expects {}",
+              name, key, shape_string(saved->sizes()), shape_string(item.value().sizes()));
+    item.value().copy_(*saved);
+  }
+}
+
+/// Checks the options that the constructor relies on.
+void check_options(const TranslateOptions& options) {
+  validate(options.search);
+  NMT_CHECK(options.max_tokens >= 1, ConfigError,
+            "max_tokens: expected an integer >= 1, found {}", options.max_tokens);
+  NMT_CHECK(options.average >= 0, ConfigError, "average: expected an integer >= 0, found {}",
+            options.average);
 }
 
 at::Device pick_device(DeviceChoice choice) {
@@ -122,66 +146,43 @@ struct Translator::Impl {
   int64_t done = 0;              ///< sentences translated so far in translate_file
 
   Impl(const TranslateOptions& o, const ModelConfigReader& read_config) : options(o) {
-    validate(options.search);
-    NMT_CHECK(options.max_tokens >= 1, ConfigError,
-              "max_tokens: expected an integer >= 1, found {}", options.max_tokens);
-    NMT_CHECK(options.average >= 0, ConfigError, "average: expected an integer >= 0, found {}",
-              options.average);
+    check_options(options);
     if (options.threads > 0) at::set_num_threads(static_cast<int>(options.threads));
     device = pick_device(options.device);
     NMT_CHECK(amp::autocast_supported(options.amp, device.type()), ConfigError,
               "--amp {} is not supported on {}", amp::mode_name(options.amp), device.str());
-
     files = checkpoint::model_checkpoints(options.checkpoint, options.average);
-    const auto t0 = Clock::now();
-    // The newest file holds the vocabulary (which averaging drops) and says whether there is
-    // a moving average to use.
-    checkpoint::CheckpointData newest = checkpoint::load_checkpoint(files.back());
+    const auto start = Clock::now();
+    // The newest file holds the vocabulary and the config (which averaging drops) and says
+    // whether there is a moving average to use.
+    const checkpoint::CheckpointData newest = checkpoint::load_checkpoint(files.back());
     const std::string name = files.back().string();
-    const std::string prefix = weights_prefix(newest, options.weights, name);
-    checkpoint::CheckpointData averaged;
-    if (files.size() > 1) averaged = checkpoint::average_checkpoints(files, prefix);
-    const checkpoint::CheckpointData& data = files.size() > 1 ? averaged : newest;
-    const checkpoint::CheckpointData& with_vocab = newest;
-
-    const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(with_vocab.metadata, name);
+    const TensorGroup weights = weights_group(newest, options.weights, name);
+    const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(newest.metadata, name);
     NMT_CHECK(!meta.config.empty(), CheckpointError, "{}: no metadata key \"{}\"", name,
               checkpoint::meta_key::kConfig);
-    const model::ModelOptions model_options = read_config(meta.config, name);
-    src_vocab = data::Vocab::from_serialized(tensor_bytes(with_vocab.at("vocab.src_model")),
-                                             name + " (vocab.src_model)");
-    if (!meta.vocab_joint) {
-      tgt_vocab = data::Vocab::from_serialized(tensor_bytes(with_vocab.at("vocab.tgt_model")),
-                                               name + " (vocab.tgt_model)");
-    } else {
-      tgt_vocab = src_vocab;
-    }
+    src_vocab = stored_vocabulary(newest, checkpoint::vocabulary_file::kSource, name);
+    tgt_vocab = meta.vocab_joint
+                    ? src_vocab
+                    : stored_vocabulary(newest, checkpoint::vocabulary_file::kTarget, name);
     ids = {tgt_vocab.bos_id(), tgt_vocab.eos_id(), tgt_vocab.pad_id()};
-
-    model =
-        model::Transformer(model_options, src_vocab.size(), tgt_vocab.size(), src_vocab.pad_id());
-    {
-      at::NoGradGuard no_grad;
-      for (const auto& item : model->named_parameters()) {
-        const std::string key = prefix + item.key();
-        const at::Tensor* saved = data.find(key);
-        NMT_CHECK(saved != nullptr, CheckpointError, "{}: tensor {} is missing", name, key);
-        NMT_CHECK(saved->sizes() == item.value().sizes(), CheckpointError,
-                  "{}: tensor {} has shape {}, the model built from the stored config expects {}",
-                  name, key, shape_string(saved->sizes()), shape_string(item.value().sizes()));
-        item.value().copy_(*saved);
-      }
-    }
+    model = model::Transformer(read_config(meta.config, name), src_vocab.size(), tgt_vocab.size(),
+                               src_vocab.pad_id());
+    if (files.size() > 1)
+      load_parameters(model, checkpoint::average_checkpoints(files, weights), weights, name);
+    else
+      load_parameters(model, newest, weights, name);
     model->eval();
     model->to(device);
+    log_loaded(name, weights, meta.vocab_joint, seconds_since(start));
+  }
+
+  void log_loaded(const std::string& name, TensorGroup weights, bool joint, double seconds) const {
     log::info("translate", "loaded {}{}{} in {:.2f} s: {} parameters, vocabulary {}{}, on {}{}",
               name, files.size() > 1 ? fmt::format(" (average of the newest {})", files.size()) : "",
-              prefix == "ema." ? ", moving-average weights" : "",
-              seconds_since(t0), model->parameter_count(), src_vocab.size(),
-              !meta.vocab_joint
-                  ? fmt::format("+{}", tgt_vocab.size())
-                  : std::string(" (joint)"),
-              device.str(),
+              weights == TensorGroup::kEma ? ", moving-average weights" : "", seconds,
+              model->parameter_count(), src_vocab.size(),
+              joint ? std::string(" (joint)") : fmt::format("+{}", tgt_vocab.size()), device.str(),
               options.amp != amp::AmpMode::kOff
                   ? fmt::format(", autocast {}", amp::mode_name(options.amp))
                   : std::string());

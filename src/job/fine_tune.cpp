@@ -3,12 +3,14 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 
 #include <ATen/ATen.h>
 
 #include "checkpoint/atomic_file.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/run_metadata.h"
+#include "checkpoint/tensor_groups.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -21,14 +23,13 @@ std::string read_bytes(const std::filesystem::path& file) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-/// The bytes of a SentencePiece model kept in a checkpoint ("vocab.src_model", ...).
-std::string model_bytes(const LoadedCheckpoint& source, const std::string& name) {
-  const at::Tensor* t = source.second.find(name);
+/// The bytes of a SentencePiece model kept in a checkpoint (checkpoint::vocabulary_file).
+std::string model_bytes(const LoadedCheckpoint& source, std::string_view file) {
+  using checkpoint::TensorGroup;
+  const at::Tensor* t = checkpoint::find_tensor(source.second, TensorGroup::kVocabulary, file);
   NMT_CHECK(t != nullptr, CheckpointError, "{}: no tensor {}: not a checkpoint of nmt-train",
-            source.first.string(), name);
-  const at::Tensor bytes = t->to(at::kCPU, at::kByte).contiguous();
-  return std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
-                     static_cast<size_t>(bytes.numel()));
+            source.first.string(), checkpoint::tensor_name(TensorGroup::kVocabulary, file));
+  return checkpoint::tensor_bytes(*t);
 }
 
 /// Writes `bytes` to `file` unless it holds them already; another content is an error.
@@ -64,7 +65,7 @@ std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& co
             "data.joint_vocab is {} but train.init_from {} was trained with {} vocabularies",
             here.joint_vocab ? "true" : "false", name, meta.vocab_joint ? "one joint" : "separate");
   if (!here.spm_model.empty()) {
-    NMT_CHECK(read_bytes(here.spm_model) == model_bytes(source, "vocab.src_model"), ConfigError,
+    NMT_CHECK(read_bytes(here.spm_model) == model_bytes(source, checkpoint::vocabulary_file::kSource), ConfigError,
               "data.spm_model {} is not the vocabulary train.init_from {} was trained with; "
               "leave data.spm_model unset to use the checkpoint's",
               here.spm_model, name);
@@ -84,10 +85,10 @@ void install_init_vocabulary(const LoadedCheckpoint& source, const config::RunCo
   const std::filesystem::path dir = std::filesystem::path(config.run_dir) / "vocab";
   const std::string origin = source.first.string();
   if (config.data.joint_vocab) {
-    install_file(dir / "joint.model", model_bytes(source, "vocab.src_model"), origin);
+    install_file(dir / "joint.model", model_bytes(source, checkpoint::vocabulary_file::kSource), origin);
   } else {
-    install_file(dir / "src.model", model_bytes(source, "vocab.src_model"), origin);
-    install_file(dir / "tgt.model", model_bytes(source, "vocab.tgt_model"), origin);
+    install_file(dir / "src.model", model_bytes(source, checkpoint::vocabulary_file::kSource), origin);
+    install_file(dir / "tgt.model", model_bytes(source, checkpoint::vocabulary_file::kTarget), origin);
   }
 }
 

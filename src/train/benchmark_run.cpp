@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "checkpoint/checkpoint_file.h"
+#include "checkpoint/tensor_groups.h"
 #include "data/prepare.h"
 #include "dist/device.h"
 #include "dist/process_group.h"
@@ -48,7 +49,8 @@ class BatchDump {
         hardware_(std::move(hardware)),
         vocab_size_(updater.setup().tgt_vocab_size) {
     for (const auto& item : updater.model()->named_parameters())
-      dump_.tensors.emplace_back("model." + item.key(), item.value().detach().clone().cpu());
+      checkpoint::add_tensor(dump_, checkpoint::TensorGroup::kModel, item.key(),
+                             item.value().detach().clone().cpu());
     update_freq_ = updater.setup().update_freq;
     src_vocab_ = updater.setup().src_vocab_size;
     pad_id_ = updater.setup().pad_id;

@@ -54,16 +54,16 @@ NamedTensors ParameterAverage::state() const {
   NamedTensors out;
   out.reserve(averages_.size());
   for (const auto& [name, average] : averages_)
-    out.emplace_back(std::string(kEmaPrefix) + name, average.detach());
+    out.emplace_back(name, average.detach());
   return out;
 }
 
-bool ParameterAverage::load_state(const std::function<const at::Tensor*(std::string_view)>& find) {
+bool ParameterAverage::load_state(const checkpoint::TensorFinder& find) {
   std::vector<const at::Tensor*> saved;
   std::string first_missing;
   for (const auto& [name, average] : averages_) {
-    const std::string key = std::string(kEmaPrefix) + name;
-    const at::Tensor* t = find(key);
+    const std::string key = checkpoint::tensor_name(checkpoint::TensorGroup::kEma, name);
+    const at::Tensor* t = find(name);
     if (t == nullptr) {
       if (first_missing.empty()) first_missing = key;
       continue;
@@ -75,8 +75,8 @@ bool ParameterAverage::load_state(const std::function<const at::Tensor*(std::str
   }
   if (saved.empty()) return false;
   NMT_CHECK(first_missing.empty(), CheckpointError,
-            "tensor {} is missing, although the checkpoint holds other ema.* tensors",
-            first_missing);
+            "tensor {} is missing, although the checkpoint holds other {}* tensors",
+            first_missing, checkpoint::group_prefix(checkpoint::TensorGroup::kEma));
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < saved.size(); ++i) averages_[i].second.copy_(*saved[i]);
   return true;

@@ -4,8 +4,8 @@
 // follows the trained ones after each optimizer update,
 //   ema = d * ema + (1 - d) * p,  d = min(decay, (1 + step) / (10 + step))   (one foreach lerp)
 // so it averages roughly the last 1 / (1 - decay) updates, which usually translates better
-// than the last update's weights. Checkpoints keep it as "ema.<parameter>"; validation and
-// nmt-translate use it when present.
+// than the last update's weights. Checkpoints keep it as the ema group (checkpoint/tensor_layout.h:
+// "ema.<parameter>"); validation and nmt-translate use it when present.
 //
 //   ParameterAverage ema(named_parameters, 0.999);
 //   optimizer.step(...);  ema.update(step);
@@ -19,9 +19,6 @@
 #include "train/optimizer.h"
 
 namespace nmt::train {
-
-/// The name prefix of the averaged parameters in a checkpoint.
-inline constexpr std::string_view kEmaPrefix = "ema.";
 
 /// A float32 exponential moving average of named parameters, on their device.
 class ParameterAverage {
@@ -43,13 +40,14 @@ class ParameterAverage {
 
   /// Starts the average anew at the parameters' current values (after loading others).
   void restart();
-  /// Checkpoint tensors: "ema.<name>" for every parameter (detached device tensors).
+  /// Checkpoint tensors of the ema group: the average of every parameter, named like it
+  /// (detached device tensors).
   NamedTensors state() const;
-  /// Restores what state() saved; `find` returns the tensor of a name or nullptr. Returns
+  /// Restores what state() saved; `find` looks up a name within the ema group. Returns
   /// false, changing nothing, when the checkpoint has no average (it was trained without
   /// EMA): the average then starts at the current parameters. Throws CheckpointError naming
   /// a missing tensor or one of another shape when some are present.
-  bool load_state(const std::function<const at::Tensor*(std::string_view)>& find);
+  bool load_state(const checkpoint::TensorFinder& find);
 
   /// Puts the averages into the parameters for the lifetime of the object and the trained
   /// values back after it, bit for bit (validation of the averaged weights).

@@ -1,7 +1,6 @@
 #include "train/optimizer.h"
 
 #include <map>
-#include <optional>
 #include <set>
 
 #include <ATen/ATen.h>
@@ -14,7 +13,6 @@ namespace nmt::train {
 
 namespace {
 
-/// "[2, 3]" for error messages.
 /// A CPU copy that never aliases t (Tensor::cpu() returns t itself for a CPU tensor).
 at::Tensor cpu_copy(const at::Tensor& t) {
   return t.to(at::kCPU, t.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
@@ -22,15 +20,8 @@ at::Tensor cpu_copy(const at::Tensor& t) {
 
 }  // namespace
 
-AdamOptimizer::AdamOptimizer(NamedTensors parameters, const TrainOptions& options)
-    : parameters_(std::move(parameters)),
-      device_(c10::kCPU),
-      decoupled_(options.optimizer == Optimizer::kAdamW),
-      sgd_(options.optimizer == Optimizer::kSgd),
-      beta1_(options.adam_beta1),
-      beta2_(options.adam_beta2),
-      eps_(options.adam_eps),
-      weight_decay_(options.weight_decay) {
+ParameterOptimizer::ParameterOptimizer(NamedTensors parameters)
+    : parameters_(std::move(parameters)), device_(c10::kCPU) {
   NMT_CHECK(!parameters_.empty(), nmt::Error, "optimizer: expected parameters, found none");
   device_ = parameters_.front().second.defined() ? parameters_.front().second.device()
                                                  : c10::Device(c10::kCPU);
@@ -44,25 +35,55 @@ AdamOptimizer::AdamOptimizer(NamedTensors parameters, const TrainOptions& option
     NMT_CHECK(p.device() == device_, nmt::Error,
               "optimizer: expected all parameters on {}, found {} on {}", device_.str(), name,
               p.device().str());
-    const c10::NoGradGuard no_grad;
-    exp_avg_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
-    exp_avg_sq_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
-    // The fused kernels take the step count as a float32 device scalar (as torch.optim does).
-    steps_.push_back(at::zeros({}, p.options().dtype(at::kFloat)));
     auto [it, added] = group_of_dtype.emplace(p.scalar_type(), groups_.size());
     if (added) groups_.emplace_back();
     groups_[it->second].push_back(i);
   }
 }
 
-void AdamOptimizer::step(double lr, const at::Tensor* found_inf) {
-  std::optional<at::Tensor> skip;
-  if (found_inf != nullptr) {
-    NMT_CHECK(found_inf->device() == device_ && found_inf->numel() == 1, nmt::Error,
-              "optimizer: expected found_inf as one element on {}, found {} elements on {}",
-              device_.str(), found_inf->numel(), found_inf->device().str());
-    skip = found_inf->view(c10::IntArrayRef{});
+std::optional<at::Tensor> ParameterOptimizer::skip_flag(const at::Tensor* found_inf) const {
+  if (found_inf == nullptr) return std::nullopt;
+  NMT_CHECK(found_inf->device() == device_ && found_inf->numel() == 1, nmt::Error,
+            "optimizer: expected found_inf as one element on {}, found {} elements on {}",
+            device_.str(), found_inf->numel(), found_inf->device().str());
+  return found_inf->view(c10::IntArrayRef{});
+}
+
+void ParameterOptimizer::zero_grad() {
+  for (auto& [name, p] : parameters_) {
+    if (p.grad().defined()) p.mutable_grad().reset();
   }
+}
+
+std::vector<at::Tensor> ParameterOptimizer::grads() const {
+  std::vector<at::Tensor> out;
+  out.reserve(parameters_.size());
+  for (const auto& [name, p] : parameters_) {
+    if (p.grad().defined()) out.push_back(p.grad());
+  }
+  return out;
+}
+
+AdamOptimizer::AdamOptimizer(NamedTensors parameters, const TrainOptions& options)
+    : ParameterOptimizer(std::move(parameters)),
+      decoupled_(options.optimizer == Optimizer::kAdamW),
+      beta1_(options.adam_beta1),
+      beta2_(options.adam_beta2),
+      eps_(options.adam_eps),
+      weight_decay_(options.weight_decay) {
+  NMT_CHECK(options.optimizer != Optimizer::kSgd, nmt::Error,
+            "AdamOptimizer: train.optimizer is sgd (make_optimizer builds an SgdOptimizer)");
+  const c10::NoGradGuard no_grad;
+  for (const auto& [name, p] : parameters_) {
+    exp_avg_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
+    exp_avg_sq_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
+    // The fused kernels take the step count as a float32 device scalar (as torch.optim does).
+    steps_.push_back(at::zeros({}, p.options().dtype(at::kFloat)));
+  }
+}
+
+void AdamOptimizer::step(double lr, const at::Tensor* found_inf) {
+  const std::optional<at::Tensor> skip = skip_flag(found_inf);
   const c10::NoGradGuard no_grad;
   std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
   for (const auto& group : groups_) {
@@ -81,11 +102,7 @@ void AdamOptimizer::step(double lr, const at::Tensor* found_inf) {
     // the bias corrections) and take it back when the kernel skipped the update, so that a
     // skipped step does not advance bias correction either.
     at::_foreach_add_(steps, 1);
-    if (sgd_) {
-      at::_fused_sgd_(params, grads, /*momentum_buffer_list=*/{}, weight_decay_, /*momentum=*/0.0,
-                      lr, /*dampening=*/0.0, /*nesterov=*/false, /*maximize=*/false,
-                      /*is_first_step=*/false, /*grad_scale=*/std::nullopt, skip);
-    } else if (decoupled_) {
+    if (decoupled_) {
       at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr,
                         beta1_, beta2_, weight_decay_, eps_, /*amsgrad=*/false,
                         /*maximize=*/false, /*grad_scale=*/std::nullopt, skip);
@@ -98,54 +115,71 @@ void AdamOptimizer::step(double lr, const at::Tensor* found_inf) {
   }
 }
 
-void AdamOptimizer::zero_grad() {
-  for (auto& [name, p] : parameters_) {
-    if (p.grad().defined()) p.mutable_grad().reset();
-  }
-}
-
-std::vector<at::Tensor> AdamOptimizer::grads() const {
-  std::vector<at::Tensor> out;
-  out.reserve(parameters_.size());
-  for (const auto& [name, p] : parameters_) {
-    if (p.grad().defined()) out.push_back(p.grad());
-  }
-  return out;
-}
-
 NamedTensors AdamOptimizer::state() const {
+  namespace slot = checkpoint::optimizer_slot;
   NamedTensors out;
   out.reserve(3 * parameters_.size());
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const std::string& name = parameters_[i].first;
-    out.emplace_back("optim.exp_avg." + name, cpu_copy(exp_avg_[i]));
-    out.emplace_back("optim.exp_avg_sq." + name, cpu_copy(exp_avg_sq_[i]));
-    out.emplace_back("optim.step." + name, cpu_copy(steps_[i]));
+    out.emplace_back(slot::name(slot::kExpAvg, name), cpu_copy(exp_avg_[i]));
+    out.emplace_back(slot::name(slot::kExpAvgSq, name), cpu_copy(exp_avg_sq_[i]));
+    out.emplace_back(slot::name(slot::kStep, name), cpu_copy(steps_[i]));
   }
   return out;
 }
 
-void AdamOptimizer::load_state(const std::function<const at::Tensor*(std::string_view)>& find) {
+void AdamOptimizer::load_state(const checkpoint::TensorFinder& find) {
+  namespace slot = checkpoint::optimizer_slot;
   // Look everything up and check it first, so that a bad checkpoint changes nothing.
   std::vector<std::pair<const at::Tensor*, at::Tensor*>> copies;
   copies.reserve(3 * parameters_.size());
   const auto plan = [&](const std::string& name, at::Tensor& dest) {
     const at::Tensor* saved = find(name);
+    const std::string full = checkpoint::tensor_name(checkpoint::TensorGroup::kOptimizer, name);
     NMT_CHECK(saved != nullptr && saved->defined(), nmt::CheckpointError,
-              "optimizer state: tensor {} is missing from the checkpoint", name);
+              "optimizer state: tensor {} is missing from the checkpoint", full);
     NMT_CHECK(saved->sizes() == dest.sizes(), nmt::CheckpointError,
-              "optimizer state: {}: expected shape {}, found {}", name, shape_string(dest.sizes()),
+              "optimizer state: {}: expected shape {}, found {}", full, shape_string(dest.sizes()),
               shape_string(saved->sizes()));
     copies.emplace_back(saved, &dest);
   };
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const std::string& name = parameters_[i].first;
-    plan("optim.exp_avg." + name, exp_avg_[i]);
-    plan("optim.exp_avg_sq." + name, exp_avg_sq_[i]);
-    plan("optim.step." + name, steps_[i]);
+    plan(slot::name(slot::kExpAvg, name), exp_avg_[i]);
+    plan(slot::name(slot::kExpAvgSq, name), exp_avg_sq_[i]);
+    plan(slot::name(slot::kStep, name), steps_[i]);
   }
   const c10::NoGradGuard no_grad;
   for (auto& [saved, dest] : copies) dest->copy_(*saved);
+}
+
+SgdOptimizer::SgdOptimizer(NamedTensors parameters, const TrainOptions& options)
+    : ParameterOptimizer(std::move(parameters)), weight_decay_(options.weight_decay) {}
+
+void SgdOptimizer::step(double lr, const at::Tensor* found_inf) {
+  const std::optional<at::Tensor> skip = skip_flag(found_inf);
+  const c10::NoGradGuard no_grad;
+  std::vector<at::Tensor> params, grads;
+  for (const auto& group : groups_) {
+    params.clear(), grads.clear();
+    for (size_t i : group) {
+      const at::Tensor& grad = parameters_[i].second.grad();
+      if (!grad.defined()) continue;
+      params.push_back(parameters_[i].second);
+      grads.push_back(grad);
+    }
+    if (params.empty()) continue;
+    at::_fused_sgd_(params, grads, /*momentum_buffer_list=*/{}, weight_decay_, /*momentum=*/0.0,
+                    lr, /*dampening=*/0.0, /*nesterov=*/false, /*maximize=*/false,
+                    /*is_first_step=*/false, /*grad_scale=*/std::nullopt, skip);
+  }
+}
+
+std::unique_ptr<ParameterOptimizer> make_optimizer(NamedTensors parameters,
+                                                   const TrainOptions& options) {
+  if (options.optimizer == Optimizer::kSgd)
+    return std::make_unique<SgdOptimizer>(std::move(parameters), options);
+  return std::make_unique<AdamOptimizer>(std::move(parameters), options);
 }
 
 }  // namespace nmt::train

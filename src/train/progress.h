@@ -9,10 +9,13 @@
 #include <filesystem>
 #include <string>
 
-#include "amp/loss_scaler.h"
 #include "train/metrics_log.h"
 #include "train/train_options.h"
 #include "train/validator.h"
+
+namespace nmt::amp {
+struct ScalerStats;
+}
 
 namespace nmt::train {
 
@@ -27,9 +30,6 @@ struct IntervalTotals {
   /// This rank's split of that time (seconds).
   double data_wait_s = 0, forward_s = 0, backward_s = 0, sync_s = 0, optimizer_s = 0;
 };
-
-/// "12s", "3m05s", "2h07m"; "?" when unknown.
-std::string format_duration(double seconds);
 
 /// Progress of one rank's run.
 class Progress {

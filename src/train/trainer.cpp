@@ -6,6 +6,8 @@
 #include "amp/loss_scaler.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpoint_tools.h"
+#include "checkpoint/run_metadata.h"
+#include "checkpoint/tensor_groups.h"
 #include "data/batch_tensors.h"
 #include "data/prepare.h"
 #include "dist/process_group.h"
@@ -216,7 +218,7 @@ void Trainer::save(int64_t epoch, const std::optional<ValidationResult>& validat
                    const Progress& progress) {
   const auto start = Clock::now();
   // Gathering the random streams is the only part every rank takes; rank 0 writes the file.
-  StateTensors rng_states = gather_rng_states(*updater_);
+  checkpoint::NamedTensors rng_states = gather_rng_states(*updater_);
   if (setup_.rank != 0) return;
   struct AddTime {  // every return below counts
     double& total;
@@ -256,7 +258,8 @@ void Trainer::finish(RunSummary& summary, const Progress& progress) {
   // Every rank hashes its parameters: equal hashes show the replicas stayed identical.
   checkpoint::CheckpointData params;
   for (const auto& item : updater_->model()->named_parameters())
-    params.tensors.emplace_back("model." + item.key(), item.value().detach().cpu());
+    checkpoint::add_tensor(params, checkpoint::TensorGroup::kModel, item.key(),
+                           item.value().detach().cpu());
   const std::string hash = fmt::format("{:016x}", checkpoint::model_parameter_hash(params));
   const double peak_mb = updater_->peak_memory_mb();
   log::info("train", "parameter hash {} at step {}; peak memory {:.0f} MiB", hash, step_, peak_mb);

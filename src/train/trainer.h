@@ -12,8 +12,6 @@
 #include <optional>
 #include <string>
 
-#include "checkpoint/checkpoint_file.h"
-#include "checkpoint/run_metadata.h"
 #include "data/batch_iterator.h"
 #include "train/run_setup.h"
 #include "train/run_summary.h"
@@ -24,6 +22,8 @@ class BatchPlanner;
 }
 namespace nmt::checkpoint {
 class CheckpointDir;
+struct CheckpointData;
+struct RunMetadata;
 }
 
 namespace nmt::train {

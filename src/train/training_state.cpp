@@ -1,14 +1,15 @@
 #include "train/training_state.h"
 
-#include <cstring>
-#include <fstream>
-#include <iterator>
+#include <algorithm>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "amp/loss_scaler.h"
+#include "checkpoint/checkpoint_file.h"
+#include "checkpoint/run_metadata.h"
+#include "checkpoint/tensor_groups.h"
 #include "data/vocab.h"
 #include "dist/process_group.h"
 #include "dist/random_state.h"
@@ -25,35 +26,68 @@
 namespace nmt::train {
 namespace {
 
-/// Tensor of a file's bytes (to keep the vocabulary inside the checkpoint).
-at::Tensor file_bytes(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  NMT_CHECK(in.good(), CheckpointError, "{}: cannot read", file.string());
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  at::Tensor t = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
-  std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
-  return t;
-}
-
-at::Tensor string_bytes(const std::string& bytes) {
-  at::Tensor t = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
-  std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
-  return t;
-}
+using checkpoint::TensorGroup;
 
 /// The model must have the same tensors of the same shapes: names the first difference.
 void check_model_shapes(const checkpoint::CheckpointData& saved, const std::string& where,
                         model::Transformer& model) {
   for (const auto& item : model->named_parameters()) {
-    const at::Tensor* t = saved.find("model." + item.key());
+    const std::string name = checkpoint::tensor_name(TensorGroup::kModel, item.key());
+    const at::Tensor* t = checkpoint::find_tensor(saved, TensorGroup::kModel, item.key());
     NMT_CHECK(t != nullptr, CheckpointError,
-              "{}: no tensor model.{}: the checkpoint is of a different model shape than the "
-              "config (model.*)",
-              where, item.key());
+              "{}: no tensor {}: the checkpoint is of a different model shape than the config "
+              "(model.*)",
+              where, name);
     NMT_CHECK(t->sizes() == item.value().sizes(), CheckpointError,
-              "{}: model.{} has shape {} in the checkpoint but {} in the config's model "
-              "(check model.* and data.vocab_size)",
-              where, item.key(), shape_string(t->sizes()), shape_string(item.value().sizes()));
+              "{}: {} has shape {} in the checkpoint but {} in the config's model (check model.* "
+              "and data.vocab_size)",
+              where, name, shape_string(t->sizes()), shape_string(item.value().sizes()));
+  }
+}
+
+/// Copies the model group of `saved` into the model (shapes checked before).
+void copy_model_parameters(const checkpoint::CheckpointData& saved, model::Transformer& model) {
+  at::NoGradGuard no_grad;
+  for (const auto& item : model->named_parameters())
+    item.value().copy_(checkpoint::tensor_at(saved, TensorGroup::kModel, item.key()));
+}
+
+/// Restores this rank's random streams (see restore_checkpoint for the rule). Last, so that
+/// nothing else consumes from the restored state.
+void restore_rng_streams(const checkpoint::CheckpointData& saved, const std::string& where,
+                         const UpdaterSetup& u, const checkpoint::RunMetadata& meta) {
+  const bool saved_rank = u.rank < meta.world_size;
+  std::vector<std::pair<std::string, const at::Tensor*>> streams;
+  std::vector<std::string> missing;
+  for (const auto& [kind, state] : dist::generator_states(u.device)) {
+    const std::string name = checkpoint::rng_stream::name(kind, u.rank);
+    const at::Tensor* t = saved_rank ? checkpoint::find_tensor(saved, TensorGroup::kRng, name)
+                                     : nullptr;
+    streams.emplace_back(kind, t);
+    if (saved_rank && t == nullptr) missing.push_back(kind);
+  }
+  // A rank beyond those that saved (a job resumed on more ranks), or a stream the checkpoint
+  // lacks (saved on a CPU, resumed on a GPU), starts from (train.seed, rank, step); the
+  // streams that were saved are restored over that.
+  if (!saved_rank || !missing.empty())
+    at::manual_seed(fresh_rank_seed(u.train.seed, u.rank, meta.step));
+  for (const auto& [kind, state] : streams)
+    if (state != nullptr) dist::set_generator_state(kind, u.device, *state);
+  if (!missing.empty())
+    log::warn("train", "{}: no saved {} random state for rank {} (saved on another kind of "
+              "device): it starts fresh from train.seed, rank and step; the run continues, but "
+              "not bit for bit",
+              where, fmt::join(missing, ", "), u.rank);
+  if (u.rank != 0) return;
+  for (const auto& [name, tensor] : checkpoint::group_tensors(saved, TensorGroup::kRng)) {
+    const std::string kind = name.substr(0, name.find('.'));
+    const bool used = std::any_of(streams.begin(), streams.end(),
+                                  [&](const auto& stream) { return stream.first == kind; });
+    if (!used) {
+      log::info("train", "{}: its {} random states are not used on {}", where, kind,
+                u.device.str());
+      return;
+    }
   }
 }
 
@@ -65,32 +99,37 @@ uint64_t fresh_rank_seed(int64_t seed, int64_t rank, int64_t step) {
   return hash.digest();
 }
 
-StateTensors gather_rng_states(const Updater& updater) {
+checkpoint::NamedTensors gather_rng_states(const Updater& updater) {
   const UpdaterSetup& u = updater.setup();
-  StateTensors out;
+  checkpoint::NamedTensors out;
   for (const auto& [kind, state] : dist::generator_states(u.device)) {
-    const std::string bytes(static_cast<const char*>(state.data_ptr()), state.numel());
+    const std::string bytes = checkpoint::tensor_bytes(state);
     const std::vector<std::string> all =
         u.communicator ? u.communicator->all_gather_strings(bytes) : std::vector<std::string>{bytes};
     for (size_t r = 0; r < all.size(); ++r)
-      out.emplace_back(fmt::format("rng.{}.{}", kind, r), string_bytes(all[r]));
+      out.emplace_back(checkpoint::rng_stream::name(kind, static_cast<int64_t>(r)),
+                       checkpoint::bytes_tensor(all[r]));
   }
   return out;
 }
 
-checkpoint::CheckpointData make_checkpoint(Updater& updater, StateTensors rng_states,
+checkpoint::CheckpointData make_checkpoint(Updater& updater, checkpoint::NamedTensors rng_states,
                                            const data::Vocabularies& vocab,
                                            const checkpoint::RunMetadata& meta) {
   checkpoint::CheckpointData out;
   for (const auto& item : updater.model()->named_parameters())
-    out.tensors.emplace_back("model." + item.key(), item.value().detach());
-  for (auto& entry : updater.optimizer().state()) out.tensors.push_back(std::move(entry));
-  for (auto& entry : updater.scaler().state()) out.tensors.push_back(std::move(entry));
+    checkpoint::add_tensor(out, TensorGroup::kModel, item.key(), item.value().detach());
+  checkpoint::add_tensors(out, TensorGroup::kOptimizer, updater.optimizer().state());
+  checkpoint::add_tensors(out, TensorGroup::kScaler, updater.scaler().state());
   if (const ParameterAverage* average = updater.average())
-    for (auto& entry : average->state()) out.tensors.push_back(std::move(entry));
-  for (auto& entry : rng_states) out.tensors.push_back(std::move(entry));
-  out.tensors.emplace_back("vocab.src_model", file_bytes(vocab.src.model_path()));
-  if (!vocab.joint) out.tensors.emplace_back("vocab.tgt_model", file_bytes(vocab.tgt.model_path()));
+    checkpoint::add_tensors(out, TensorGroup::kEma, average->state());
+  checkpoint::add_tensors(out, TensorGroup::kRng, std::move(rng_states));
+  namespace file = checkpoint::vocabulary_file;
+  checkpoint::add_tensor(out, TensorGroup::kVocabulary, file::kSource,
+                         checkpoint::file_bytes_tensor(vocab.src.model_path()));
+  if (!vocab.joint)
+    checkpoint::add_tensor(out, TensorGroup::kVocabulary, file::kTarget,
+                           checkpoint::file_bytes_tensor(vocab.tgt.model_path()));
   out.metadata = meta.to_map();
   return out;
 }
@@ -106,11 +145,7 @@ void load_initial_parameters(const checkpoint::CheckpointData& saved,
             "{}: its vocabulary (fingerprint {}) is not this run's ({}, {}): fine-tuning needs the "
             "checkpoint's vocabulary",
             where, meta.vocab_fingerprint, vocab_fingerprint(vocab), vocab.src.model_path().string());
-  {
-    at::NoGradGuard no_grad;
-    for (const auto& item : updater.model()->named_parameters())
-      item.value().copy_(saved.at("model." + item.key()));
-  }
+  copy_model_parameters(saved, updater.model());
   if (ParameterAverage* average = updater.average()) average->restart();
 }
 
@@ -128,28 +163,16 @@ checkpoint::RunMetadata restore_checkpoint(const checkpoint::CheckpointData& sav
             "{}: saved with {} ranks by a version that did not record update_freq, resumed with "
             "{}: resume it with {} ranks",
             where, meta.world_size, u.world_size, meta.world_size);
-  {
-    at::NoGradGuard no_grad;
-    for (const auto& item : updater.model()->named_parameters())
-      item.value().copy_(saved.at("model." + item.key()));
-  }
-  auto find = [&saved](std::string_view name) { return saved.find(name); };
-  updater.optimizer().load_state(find);
-  updater.scaler().load_state(find);
+  copy_model_parameters(saved, updater.model());
+  updater.optimizer().load_state(checkpoint::group_finder(saved, TensorGroup::kOptimizer));
+  updater.scaler().load_state(checkpoint::group_finder(saved, TensorGroup::kScaler));
   if (ParameterAverage* average = updater.average()) {
-    if (!average->load_state(find))
-      log::info("train", "{}: no ema.* tensors (trained without train.ema_decay): the moving "
-                "average starts at the restored parameters", where);
+    if (!average->load_state(checkpoint::group_finder(saved, TensorGroup::kEma)))
+      log::info("train", "{}: no {}* tensors (trained without train.ema_decay): the moving "
+                "average starts at the restored parameters",
+                where, checkpoint::group_prefix(TensorGroup::kEma));
   }
-  // Random streams last, so nothing above consumes from the restored state. A rank the
-  // checkpoint has streams for continues them; a rank beyond the ranks that saved it (a job
-  // resumed on more ranks) starts fresh streams seeded from (train.seed, rank, step).
-  const bool saved_rank = u.rank < meta.world_size;
-  if (!saved_rank) at::manual_seed(fresh_rank_seed(u.train.seed, u.rank, meta.step));
-  for (const auto& [kind, state] : dist::generator_states(u.device)) {
-    if (saved_rank)
-      dist::set_generator_state(kind, u.device, saved.at(fmt::format("rng.{}.{}", kind, u.rank)));
-  }
+  restore_rng_streams(saved, where, u, meta);
   return meta;
 }
 

@@ -13,31 +13,31 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "checkpoint/checkpoint_file.h"
-#include "checkpoint/run_metadata.h"
+#include "checkpoint/tensor_layout.h"
 
 namespace nmt::data {
 struct Vocabularies;
+}
+namespace nmt::checkpoint {
+struct CheckpointData;
+struct RunMetadata;
 }
 
 namespace nmt::train {
 
 class Updater;
 
-/// Named tensors in a checkpoint.
-using StateTensors = std::vector<std::pair<std::string, at::Tensor>>;
-
-/// Every rank's random generator states, named "rng.<kind>.<rank>" (kind "cpu", and "cuda" on
-/// a GPU). Every rank must call it when several run.
-StateTensors gather_rng_states(const Updater& updater);
+/// Every rank's random generator states, named within the rng group ("<kind>.<rank>"; kind
+/// "cpu", and "cuda" on a GPU). Every rank must call it when several run.
+checkpoint::NamedTensors gather_rng_states(const Updater& updater);
 
 /// A checkpoint of this state: the model, optimizer and scaler of `updater`, the generator
 /// states from gather_rng_states, the vocabulary file(s) and `meta`.
-checkpoint::CheckpointData make_checkpoint(Updater& updater, StateTensors rng_states,
+checkpoint::CheckpointData make_checkpoint(Updater& updater, checkpoint::NamedTensors rng_states,
                                            const data::Vocabularies& vocab,
                                            const checkpoint::RunMetadata& meta);
 
-/// Fine-tuning: copies the model parameters ("model.*") of another run's checkpoint into
+/// Fine-tuning: copies the model parameters (the model group) of another run's checkpoint into
 /// `updater` (and restarts its moving average there), leaving optimizer, scaler, step count and
 /// random streams fresh. Throws CheckpointError naming the tensor and both shapes when the
 /// config's model differs from the checkpoint's, or the vocabulary differs.
@@ -52,7 +52,11 @@ uint64_t fresh_rank_seed(int64_t seed, int64_t rank, int64_t step);
 /// Restores what make_checkpoint saved into `updater` and into this rank's random generators,
 /// and returns the metadata. The number of ranks may differ from the saved one: rank r
 /// restores the streams of saved rank r, and ranks beyond those seed fresh streams with
-/// fresh_rank_seed. (The data position is mapped by the caller, data/batch_iterator.h.) Throws
+/// fresh_rank_seed. The device may differ too: a stream this device has and the checkpoint
+/// lacks (a CPU checkpoint resumed on a GPU: no "cuda" state) starts from fresh_rank_seed,
+/// the streams it has are restored over that, and one this device lacks (a GPU checkpoint on
+/// a CPU) is left unused; both are logged. (The data position is mapped by the caller,
+/// data/batch_iterator.h.) Throws
 /// CheckpointError naming the mismatch: other model shapes, another vocabulary, missing or
 /// malformed metadata.
 checkpoint::RunMetadata restore_checkpoint(const checkpoint::CheckpointData& saved,

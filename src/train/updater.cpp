@@ -47,7 +47,7 @@ struct Updater::State {
   UpdaterSetup setup;
   model::Transformer model{nullptr};
   std::vector<at::Tensor> params;
-  std::unique_ptr<AdamOptimizer> optimizer;
+  std::unique_ptr<ParameterOptimizer> optimizer;
   std::unique_ptr<ParameterAverage> average;  ///< null without train.ema_decay
   std::unique_ptr<amp::DynamicLossScaler> scaler;
   std::unique_ptr<dist::GradientReducer> reducer;
@@ -95,7 +95,7 @@ Updater::Updater(UpdaterSetup setup) : s_(std::make_unique<State>()) {
   at::manual_seed(static_cast<uint64_t>(u.train.seed) * 1000003u + static_cast<uint64_t>(u.rank) + 1);
   NamedTensors named;
   for (const auto& item : s_->model->named_parameters()) named.emplace_back(item.key(), item.value());
-  s_->optimizer = std::make_unique<AdamOptimizer>(named, u.train);
+  s_->optimizer = make_optimizer(named, u.train);
   for (const auto& [name, tensor] : named) s_->params.push_back(tensor);
   s_->scaler = std::make_unique<amp::DynamicLossScaler>(u.amp, u.device,
                                                          u.amp.mode == amp::AmpMode::kFp16);
@@ -214,7 +214,7 @@ void Updater::set_gradient_sync(bool sync) {
 }
 
 model::Transformer& Updater::model() { return s_->model; }
-AdamOptimizer& Updater::optimizer() { return *s_->optimizer; }
+ParameterOptimizer& Updater::optimizer() { return *s_->optimizer; }
 ParameterAverage* Updater::average() { return s_->average.get(); }
 amp::DynamicLossScaler& Updater::scaler() { return *s_->scaler; }
 const UpdaterSetup& Updater::setup() const { return s_->setup; }

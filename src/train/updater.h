@@ -38,7 +38,7 @@ class DynamicLossScaler;
 
 namespace nmt::train {
 
-class AdamOptimizer;
+class ParameterOptimizer;
 class ParameterAverage;
 
 /// What an Updater is built from.
@@ -118,7 +118,7 @@ class Updater {
   void set_gradient_sync(bool sync);
 
   model::Transformer& model();
-  AdamOptimizer& optimizer();
+  ParameterOptimizer& optimizer();
   /// The moving average of the parameters (train.ema_decay > 0), updated after every
   /// optimizer step; null when train.ema_decay is 0.
   ParameterAverage* average();

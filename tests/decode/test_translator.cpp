@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include "checkpoint/checkpoint_file.h"
+#include "checkpoint/tensor_groups.h"
 #include "config/run_config.h"
 #include "config/translate_cli.h"
 #include "data/corpus_reader.h"
@@ -61,9 +62,11 @@ class TinyRun {
     at::manual_seed(seed);
     nmt::model::Transformer model(config_.model, vocab_size_, vocab_size_, 0);
     nmt::checkpoint::CheckpointData data;
+    using nmt::checkpoint::TensorGroup;
     for (const auto& item : model->named_parameters())
-      data.tensors.emplace_back("model." + item.key(), item.value().detach());
-    data.tensors.emplace_back("vocab.src_model", vocab_bytes_);
+      nmt::checkpoint::add_tensor(data, TensorGroup::kModel, item.key(), item.value().detach());
+    nmt::checkpoint::add_tensor(data, TensorGroup::kVocabulary,
+                                nmt::checkpoint::vocabulary_file::kSource, vocab_bytes_);
     data.metadata = {{"step", std::to_string(step)},
                      {"config", nmt::config::to_yaml(config_)},
                      {"vocab_joint", "true"}};

@@ -52,12 +52,22 @@ void check_one_error_line(const nmt::test::CommandResult& r, const std::string& 
 TEST_CASE("nmt-ckpt --help documents every command and flag", "[e2e]") {
   const auto r = ckpt("--help");
   CHECK(r.exit_code == 0);
-  for (const char* word : {"info PATH", "diff A B", "average OUT IN...", "--atol", "--all",
-                           "parameter_hash", "averaged_from", "--version"}) {
+  for (const char* word : {"info PATH", "diff A B", "average OUT IN...", "nmt-ckpt layout",
+                           "--atol", "--all", "parameter_hash", "averaged_from", "--version"}) {
     CHECK_THAT(r.out, Contains(word));
   }
   CHECK(ckpt("").exit_code != 0);  // a command is required
   CHECK_THAT(ckpt("diff --help").out, Contains("--atol"));
+}
+
+TEST_CASE("nmt-ckpt layout prints the tensor names as JSON", "[e2e]") {
+  const auto r = ckpt("layout");
+  CHECK(r.exit_code == 0);
+  for (const char* word : {"\"prefix\": \"model.\"", "\"prefix\": \"optim.\"", "\"exp_avg_sq\"",
+                           "\"consecutive_skips\"", "\"tgt_model\"", "\"rng_name\""}) {
+    CHECK_THAT(r.out, Contains(word));
+  }
+  CHECK(ckpt("layout extra").exit_code != 0);
 }
 
 TEST_CASE("nmt-ckpt info summarizes a checkpoint as JSON", "[e2e]") {

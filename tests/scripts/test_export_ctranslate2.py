@@ -5,6 +5,7 @@
     test_export_ctranslate2.py --work DIR --translate BIN matches VARIANT
     test_export_ctranslate2.py --work DIR refuses
     test_export_ctranslate2.py --work DIR weights
+    test_export_ctranslate2.py --work DIR --ckpt BIN layout
 
 `train` (a CTest fixture) trains the tiny models once into DIR/<variant>; the other
 subcommands export them and compare CTranslate2 with nmt-translate on the first 200 test
@@ -17,6 +18,7 @@ import gzip
 import itertools
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -261,11 +263,13 @@ def cmd_weights(args):
         (length,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(length))
         data = f.read()
+    groups = export_module().LAYOUT["groups"]
     ema = {}
     for name, entry in header.items():
-        if name.startswith("model."):
+        if name.startswith(groups["model"]):
             begin, end = entry["data_offsets"]
-            ema["ema." + name[len("model."):]] = (entry["dtype"], entry["shape"], data[begin:end])
+            ema[groups["ema"] + name[len(groups["model"]):]] = (entry["dtype"], entry["shape"],
+                                                                data[begin:end])
     with_ema = os.path.join(out, "with-ema.safetensors")
     rewrite_checkpoint(newer, with_ema, add_tensors=ema)
 
@@ -305,11 +309,51 @@ def cmd_weights(args):
     return 0 if ok else 1
 
 
+def export_module():
+    """scripts/export-ctranslate2.py as a module (its file name is not an identifier)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("export_ctranslate2", EXPORT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def cmd_layout(args):
+    """The exporter's LAYOUT table names tensors as nmt-train does (`nmt-ckpt layout`)."""
+    layout = json.loads(run([args.ckpt, "layout"]).stdout)
+    prefixes = {g["name"]: g["prefix"] for g in layout["groups"]}
+    table = export_module().LAYOUT
+    ok = True
+    for group, prefix in table["groups"].items():
+        if prefixes.get(group) != prefix:
+            print(f"group {group}: the exporter reads {prefix!r}, nmt-train writes "
+                  f"{prefixes.get(group)!r}")
+            ok = False
+    files = dict(zip(("source", "target"), layout["vocabulary_files"]))
+    if table["vocabulary_files"] != files:
+        print(f"vocabulary files: the exporter reads {table['vocabulary_files']}, nmt-train "
+              f"writes {files}")
+        ok = False
+    # scripts/bench/reference_train.py reads benchmark dumps, whose parameters are named as
+    # in checkpoints; it imports torch, so its constant is read from the text.
+    reference = os.path.join(ROOT, "scripts", "bench", "reference_train.py")
+    with open(reference, encoding="utf-8") as f:
+        found = re.search(r'^MODEL_PREFIX = "([^"]*)"$', f.read(), re.MULTILINE)
+    if not found or found.group(1) != prefixes["model"]:
+        print(f"{reference}: MODEL_PREFIX is {found and found.group(1)!r}, nmt-train writes "
+              f"{prefixes['model']!r}")
+        ok = False
+    print(f"{len(table['groups'])} groups and {len(files)} vocabulary files agree" if ok
+          else "the exporter's LAYOUT differs from nmt-ckpt layout")
+    return 0 if ok else 1
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", required=True)
     parser.add_argument("--train")
     parser.add_argument("--translate")
+    parser.add_argument("--ckpt")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train")
     train.add_argument("variants", nargs="*", help="the variants to train (default: all)")
@@ -317,13 +361,14 @@ def main():
     matches.add_argument("variant", choices=sorted(VARIANTS))
     sub.add_parser("refuses")
     sub.add_parser("weights")
+    sub.add_parser("layout")
     args = parser.parse_args()
     for name in getattr(args, "variants", []):
         if name not in VARIANTS:
             parser.error(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})")
     os.makedirs(args.work, exist_ok=True)
     return {"train": cmd_train, "matches": cmd_matches, "refuses": cmd_refuses,
-            "weights": cmd_weights}[args.command](args)
+            "weights": cmd_weights, "layout": cmd_layout}[args.command](args)
 
 
 if __name__ == "__main__":

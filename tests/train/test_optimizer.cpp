@@ -101,9 +101,9 @@ TEST_CASE("one Adam step matches the hand-computed update", "[train][optimizer]"
   ref.step({0.25, 0.5}, 0.05);
   check_close(p, ref.p);
   const auto state = to_map(opt.state());
-  check_close(state.at("optim.exp_avg.p"), ref.m);
-  check_close(state.at("optim.exp_avg_sq.p"), ref.v);
-  CHECK(state.at("optim.step.p").item<double>() == 2.0);
+  check_close(state.at("exp_avg.p"), ref.m);
+  check_close(state.at("exp_avg_sq.p"), ref.v);
+  CHECK(state.at("step.p").item<double>() == 2.0);
 }
 
 TEST_CASE("AdamW decays decoupled, Adam's L2 goes through the moments", "[train][optimizer]") {
@@ -157,14 +157,14 @@ TEST_CASE("found_inf = 1 changes neither parameters nor moments nor step counts"
   const at::Tensor ok = at::zeros({1});
   opt.step(0.1, &ok);
   check_close(p, {0.89, -1.88});
-  CHECK(to_map(opt.state()).at("optim.step.p").item<double>() == 1.0);
+  CHECK(to_map(opt.state()).at("step.p").item<double>() == 1.0);
 }
 
 TEST_CASE("plain SGD steps by lr x gradient (with weight decay), and skips on found_inf",
           "[train][optimizer]") {
   const TrainOptions o = adam_options(nmt::train::Optimizer::kSgd, 0.1);
   const at::Tensor p = param({1.0f, -2.0f});
-  AdamOptimizer opt({{"p", p}}, o);
+  nmt::train::SgdOptimizer opt({{"p", p}}, o);
   set_grad(p, {0.5f, -1.0f});
   const at::Tensor found_inf = at::ones({1});
   opt.step(0.1, &found_inf);
@@ -177,6 +177,27 @@ TEST_CASE("plain SGD steps by lr x gradient (with weight decay), and skips on fo
   set_grad(p, {1.0f, -2.0f});
   opt.step(0.1);
   check_close(p, {0.94 - 0.1 * (1.0 + 0.094), -1.88 - 0.1 * (-2.0 - 0.188)});
+}
+
+TEST_CASE("make_optimizer builds what train.optimizer names and SGD keeps no state",
+          "[train][optimizer]") {
+  const auto build = [](nmt::train::Optimizer which) {
+    return nmt::train::make_optimizer({{"p", param({1.0f, -2.0f})}},
+                                      adam_options(which, 0.1));
+  };
+  const auto sgd = build(nmt::train::Optimizer::kSgd);
+  CHECK(dynamic_cast<nmt::train::SgdOptimizer*>(sgd.get()) != nullptr);
+  CHECK(sgd->state().empty());
+  // An Adam run's moments in the checkpoint are ignored, not an error.
+  const at::Tensor moment = at::ones({2});
+  sgd->load_state([&](std::string_view) { return &moment; });
+  CHECK(dynamic_cast<AdamOptimizer*>(build(nmt::train::Optimizer::kAdam).get()) != nullptr);
+  const auto adamw = build(nmt::train::Optimizer::kAdamW);
+  CHECK(dynamic_cast<AdamOptimizer*>(adamw.get()) != nullptr);
+  CHECK(adamw->state().size() == 3);
+  CHECK_THROWS_WITH(AdamOptimizer({{"p", param({1.0f})}},
+                                  adam_options(nmt::train::Optimizer::kSgd, 0.1)),
+                    Contains("sgd"));
 }
 
 TEST_CASE("optimizer state round trip continues bitwise identically", "[train][optimizer]") {
@@ -228,8 +249,8 @@ TEST_CASE("optimizer load_state names a missing or misshapen tensor", "[train][o
   const TrainOptions o = adam_options(nmt::train::Optimizer::kAdam, 0.0);
   AdamOptimizer opt({{"w", at::zeros({3, 2}).requires_grad_()}}, o);
   std::map<std::string, at::Tensor> saved = to_map(opt.state());
-  saved["optim.exp_avg_sq.w"] = at::ones({3, 2});
-  saved["optim.exp_avg.w"] = at::ones({2, 3});
+  saved["exp_avg_sq.w"] = at::ones({3, 2});
+  saved["exp_avg.w"] = at::ones({2, 3});
   const auto find = [&](std::string_view name) -> const at::Tensor* {
     auto it = saved.find(std::string(name));
     return it == saved.end() ? nullptr : &it->second;
@@ -238,9 +259,9 @@ TEST_CASE("optimizer load_state names a missing or misshapen tensor", "[train][o
   CHECK_THROWS_WITH(opt.load_state(find),
                     Contains("optim.exp_avg.w") && Contains("expected shape [3, 2], found [2, 3]"));
   // Nothing was copied, not even the tensors that matched.
-  CHECK(at::equal(to_map(opt.state()).at("optim.exp_avg_sq.w"), at::zeros({3, 2})));
-  saved.erase("optim.step.w");
-  saved["optim.exp_avg.w"] = at::ones({3, 2});
+  CHECK(at::equal(to_map(opt.state()).at("exp_avg_sq.w"), at::zeros({3, 2})));
+  saved.erase("step.w");
+  saved["exp_avg.w"] = at::ones({3, 2});
   CHECK_THROWS_WITH(opt.load_state(find), Contains("optim.step.w") && Contains("missing"));
 }
 
@@ -257,8 +278,8 @@ TEST_CASE("zero_grad, accumulation and parameters without gradients", "[train][o
   opt.step(0.1);
   CHECK(at::equal(unused.detach(), at::tensor({3.0f})));
   const auto state = to_map(opt.state());
-  CHECK(state.at("optim.step.used").item<double>() == 1.0);
-  CHECK(state.at("optim.step.unused").item<double>() == 0.0);
+  CHECK(state.at("step.used").item<double>() == 1.0);
+  CHECK(state.at("step.unused").item<double>() == 0.0);
   opt.zero_grad();
   CHECK_FALSE(used.grad().defined());
   CHECK(opt.grads().empty());
