@@ -2,9 +2,12 @@
 
 #include <sys/resource.h>
 
+#include <exception>
+#include <string_view>
 #include <thread>
 
 #include <c10/core/Device.h>
+#include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
 #include <fmt/format.h>
 #if __has_include(<torch/headeronly/version.h>)
@@ -81,6 +84,24 @@ void release_cached_cuda_memory() {
 #ifdef NMT_WITH_CUDA
   if (c10::cuda::device_count() > 0) c10::cuda::CUDACachingAllocator::emptyCache();
 #endif
+}
+
+bool is_out_of_memory(const std::exception& error) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&error) != nullptr) return true;
+  // What the libraries say when an allocation of their own fails; LibTorch passes these on as
+  // a plain c10::Error (or a DistError of ours naming the NCCL call).
+  static constexpr std::string_view kMarks[] = {
+      "out of memory",            // CUDA runtime ("CUDA error: out of memory"), NCCL
+      "CUBLAS_STATUS_ALLOC_FAILED",
+      "CUDNN_STATUS_ALLOC_FAILED",
+      "cudaErrorMemoryAllocation",
+      "CUDA_ERROR_OUT_OF_MEMORY",  // driver API
+      "Failed to CUDA calloc",     // NCCL's own buffers
+  };
+  const std::string_view what = error.what();
+  for (std::string_view mark : kMarks)
+    if (what.find(mark) != std::string_view::npos) return true;
+  return false;
 }
 
 BackendChoice choose_backend(Backend requested, bool on_gpu, int64_t local_ranks, int gpus,

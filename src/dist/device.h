@@ -2,6 +2,7 @@
 // What this machine offers for training: LibTorch build, CUDA devices, NCCL. No torch types
 // in this header, so callers need not compile against LibTorch.
 
+#include <exception>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,6 +53,16 @@ CudaMemory cuda_memory(int index);
 void reset_peak_cuda_memory(int index);
 /// Returns the caching allocator's unused blocks to the driver; no-op without CUDA.
 void release_cached_cuda_memory();
+/// Whether `error` says that device memory ran out: LibTorch's OutOfMemoryError, and also the
+/// plain c10::Error in which cuBLAS, cuDNN, the CUDA runtime or NCCL report a failed
+/// allocation (CUBLAS_STATUS_ALLOC_FAILED, cudaErrorMemoryAllocation, "out of memory", ...).
+bool is_out_of_memory(const std::exception& error);
+/// Device memory that NCCL allocates for itself (channels' buffers, proxy state) outside
+/// LibTorch's allocator, so outside any measured peak: what the max_tokens auto fit leaves
+/// free when gradients are summed with NCCL. NCCL's default buffers (NCCL_BUFFSIZE 4 MiB per
+/// channel and peer, up to 32 channels, twice for send and receive) come to a few hundred MiB
+/// on one node.
+inline constexpr int64_t kNcclHeadroomBytes = int64_t{768} << 20;
 
 /// Makes CUDA device `index` this thread's current device, so that work without an explicit
 /// device (library scratch space, NCCL, new streams) lands on this rank's GPU rather than on

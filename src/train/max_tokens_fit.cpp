@@ -42,7 +42,10 @@ void measure(const RunSetup& setup, const data::PreparedData& data, int64_t memo
   const bool cuda = setup.device.is_cuda();
   const int index = cuda ? setup.device.index() : -1;
   fit.memory_mb = double(memory) / kMiB;
-  fit.limit_mb = fit.memory_mb * d.auto_memory_fraction;
+  // NCCL allocates its buffers itself, at its first collective: no probe sees them.
+  if (cuda && setup.communicator && setup.communicator->backend_name() == "nccl")
+    fit.headroom_mb = double(dist::kNcclHeadroomBytes) / kMiB;
+  fit.limit_mb = std::max(0.0, fit.memory_mb - fit.headroom_mb) * d.auto_memory_fraction;
   Updater probe(updater_setup(setup, data.vocab, unmeasured_max_tokens(d)));
   // Probes do not sync; with several ranks the all-reduce buckets (one flat copy of the
   // gradients) are allocated at the first update: count them here.
@@ -60,7 +63,9 @@ void measure(const RunSetup& setup, const data::PreparedData& data, int64_t memo
       probe.forward_backward(data::random_batch(sentences, fit.length, data.vocab.src.size(),
                                                  data.vocab.tgt.size(), data.vocab.tgt.bos_id()));
       dist::synchronize_cuda(index);
-    } catch (const c10::OutOfMemoryError&) {
+    } catch (const c10::Error& e) {
+      // Not only OutOfMemoryError: cuBLAS and NCCL report failed allocations as plain errors.
+      if (!dist::is_out_of_memory(e)) throw;
       probe.zero_grad();
       dist::release_cached_cuda_memory();
       log::debug("train", "max_tokens auto: {} x {} tokens: out of memory", sentences, fit.length);
@@ -148,6 +153,7 @@ json::Object MaxTokensFit::to_json() const {
       .add("length", length)
       .add("peak_mb", peak_mb)
       .add("memory_mb", memory_mb)
+      .add("headroom_mb", headroom_mb)
       .add("limit_mb", limit_mb)
       .add("probes", measured)
       .add("seconds", seconds)

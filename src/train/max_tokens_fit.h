@@ -32,7 +32,8 @@ struct MaxTokensFit {
   int64_t length = 0;          ///< longest training sentence with BOS/EOS (tokens)
   double peak_mb = 0;          ///< measured peak of this rank's fitting step (MiB)
   double memory_mb = 0;        ///< memory this rank fits into (MiB), before the fraction
-  double limit_mb = 0;         ///< memory_mb x data.auto_memory_fraction (MiB)
+  double headroom_mb = 0;      ///< left for NCCL's own buffers, outside any peak (MiB)
+  double limit_mb = 0;         ///< (memory_mb - headroom_mb) x data.auto_memory_fraction (MiB)
   std::vector<BatchProbe> probes;  ///< every step measured, in order
   double seconds = 0;          ///< time the measurement took
   std::string fallback;        ///< non-empty: nothing measured, and why (max_tokens is then

@@ -2,6 +2,10 @@
 #include "catch_torch.h"  // first: see the header
 #include "skip.h"
 
+#include <stdexcept>
+
+#include <c10/util/Exception.h>
+
 #include "dist/device.h"
 
 TEST_CASE("device probe reports the LibTorch build and never fails without a GPU", "[dist]") {
@@ -64,4 +68,22 @@ TEST_CASE("backend auto is NCCL with a GPU per rank, Gloo when ranks share GPUs 
                     Catch::Matchers::Contains("NCCL needs a GPU per rank"));
   CHECK_THROWS_WITH(choose_backend(Backend::kNccl, false, 1, 0, "no driver"),
                     "dist.backend nccl needs CUDA devices, but no driver");
+}
+
+TEST_CASE("out of memory is recognized in every form the libraries report it", "[dist]") {
+  using nmt::dist::is_out_of_memory;
+  // The forms a GPU run meets; only LibTorch's own arrives as c10::OutOfMemoryError.
+  CHECK(is_out_of_memory(c10::OutOfMemoryError({"f", "file.cpp", 1}, "CUDA out of memory.")));
+  CHECK(is_out_of_memory(c10::Error({"f", "file.cpp", 1},
+                                    "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+                                    "`cublasCreate(handle)`")));
+  CHECK(is_out_of_memory(c10::Error({"f", "file.cpp", 1}, "CUDA error: out of memory")));
+  CHECK(is_out_of_memory(std::runtime_error(
+      "NCCL error in: ProcessGroupNCCL.cpp:1, unhandled cuda error, NCCL version 2.27: "
+      "Cuda failure 'out of memory'")));
+  CHECK(is_out_of_memory(std::runtime_error("include/alloc.h:99 NCCL WARN Failed to CUDA calloc")));
+  // Other failures stay failures: the fit must not hide them as "too large".
+  CHECK_FALSE(is_out_of_memory(c10::Error({"f", "file.cpp", 1},
+                                          "CUDA error: an illegal memory access was encountered")));
+  CHECK_FALSE(is_out_of_memory(std::runtime_error("CUBLAS_STATUS_EXECUTION_FAILED")));
 }
