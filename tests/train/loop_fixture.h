@@ -25,8 +25,10 @@ struct LoopData {
   data::PreparedData prepared;
 
   LoopData() {
-    options.train_src = head_of(dir, "ddtp.en-de.train.en.gz", "train.en", kLoopTrainPairs).string();
-    options.train_tgt = head_of(dir, "ddtp.en-de.train.de.gz", "train.de", kLoopTrainPairs).string();
+    options.train_src =
+        head_of(dir, "ddtp.en-de.train.en.gz", "train.en", kLoopTrainPairs).string();
+    options.train_tgt =
+        head_of(dir, "ddtp.en-de.train.de.gz", "train.de", kLoopTrainPairs).string();
     options.valid_src = head_of(dir, "ddtp.en-de.valid.en", "valid.en", kLoopValidPairs).string();
     options.valid_tgt = head_of(dir, "ddtp.en-de.valid.de", "valid.de", kLoopValidPairs).string();
     options.vocab_size = 300;

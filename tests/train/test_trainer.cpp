@@ -188,9 +188,10 @@ TEST_CASE("trainer: train.max_epochs stops after the last update of that epoch",
   CHECK(record_steps(run.path(), "train") == std::vector<int>{int(steps)});
 }
 
-TEST_CASE("trainer: validates every valid_every steps, saves with each validation, stops early "
-          "after train.patience validations without improvement",
-          "[train][trainer][validation]") {
+TEST_CASE(
+    "trainer: validates every valid_every steps, saves with each validation, stops early "
+    "after train.patience validations without improvement",
+    "[train][trainer][validation]") {
   TempDir run;
   nmt::train::RunSetup setup = tiny_run_setup(run.path());
   // A constant zero learning rate leaves the parameters as they are: the second validation

@@ -92,9 +92,10 @@ TEST_CASE("validator: uniform predictions have loss and nll ln(V) per target tok
   CHECK(std::string(validator.metric_name()) == "validation loss");
 }
 
-TEST_CASE("validator: the same weights give the same figures, and the record keeps the best, "
-          "counts validations without improvement and drives patience",
-          "[train][validator]") {
+TEST_CASE(
+    "validator: the same weights give the same figures, and the record keeps the best, "
+    "counts validations without improvement and drives patience",
+    "[train][validator]") {
   const nmt::data::PreparedData& data = loop_data().prepared;
   TempDir run;
   nmt::train::RunSetup setup = tiny_run_setup(run.path());
@@ -127,9 +128,10 @@ TEST_CASE("validator: the same weights give the same figures, and the record kee
   CHECK_FALSE(validator.validate(other).best);
 }
 
-TEST_CASE("validator: with train.valid_translate, BLEU and chrF are present, in range and "
-          "deterministic, and best_metric ranks by them",
-          "[train][validator][translate]") {
+TEST_CASE(
+    "validator: with train.valid_translate, BLEU and chrF are present, in range and "
+    "deterministic, and best_metric ranks by them",
+    "[train][validator][translate]") {
   const nmt::data::PreparedData& data = loop_data().prepared;
   nmt::model::Transformer model = tiny_model(data, 3);
   TempDir run;
@@ -157,9 +159,10 @@ TEST_CASE("validator: with train.valid_translate, BLEU and chrF are present, in 
   CHECK(std::string(by_chrf.metric_name()) == "chrF");
 }
 
-TEST_CASE("validator: every set of data.valid is scored, the first decides, and each has its "
-          "metrics.jsonl record",
-          "[train][validator][metrics]") {
+TEST_CASE(
+    "validator: every set of data.valid is scored, the first decides, and each has its "
+    "metrics.jsonl record",
+    "[train][validator][metrics]") {
   const TwoSets sets;
   TempDir run;
   const nmt::train::RunSetup setup = tiny_run_setup(run.path(), sets.options);
@@ -183,7 +186,8 @@ TEST_CASE("validator: every set of data.valid is scored, the first decides, and 
   std::vector<std::string> records;
   for (std::string line; std::getline(lines, line);) records.push_back(line);
   REQUIRE(records.size() == 2);
-  CHECK(records[0].rfind("{\"type\": \"valid\", \"set\": \"dev\", \"step\": 5, \"epoch\": 1, ", 0) == 0);
+  CHECK(records[0].rfind("{\"type\": \"valid\", \"set\": \"dev\", \"step\": 5, \"epoch\": 1, ",
+                         0) == 0);
   CHECK(records[0].find("\"best\": true") != std::string::npos);
   CHECK(records[0].find(fmt::format("\"tokens\": {}", v.first.tokens)) != std::string::npos);
   CHECK(records[1].rfind("{\"type\": \"valid\", \"set\": \"test\", \"step\": 5, ", 0) == 0);
