@@ -51,7 +51,7 @@ int dry_run(config::RunConfig c, const dist::DeviceInfo& devices, const dist::Wo
   log::info("dry-run", "wrote {}", stats_file.string());
 
   train::RunSummary summary;
-  summary.kind = "dry_run";
+  summary.kind = train::RunKind::kDryRun;
   summary.world_size = world;
   summary.max_tokens = max_tokens;
   summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

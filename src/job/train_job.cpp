@@ -95,7 +95,6 @@ int benchmark(const config::TrainCommand& command, const Rank& rank, train::RunS
   log::info("benchmark", "{} warm-up and {} timed update(s){}", options.warmup, options.steps,
             options.synthetic ? " on synthetic batches" : "");
   const train::BenchmarkResult result = train::run_benchmark(rank.setup, rank.data, options);
-  summary.kind = "benchmark";
   summary.final_step = options.warmup + options.steps;
   summary.peak_memory_mb = result.peak_memory_mb;
   summary.tokens_per_s = result.tokens_per_s();
@@ -145,6 +144,9 @@ int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
   const int code = kind == RunKind::kBenchmark ? benchmark(command, rank, summary)
                                                : train_rank(rank, summary);
   if (rank.setup.rank != 0) return code;
+  // The fields every kind of run has are the job's (run_summary.h); the rest came from the
+  // trainer or the benchmark above.
+  summary.kind = kind == RunKind::kBenchmark ? train::RunKind::kBenchmark : train::RunKind::kTrain;
   summary.world_size = rank.setup.world_size;
   summary.max_tokens = *rank.config.data.max_tokens;
   summary.max_tokens_fit = rank.max_tokens_fit;

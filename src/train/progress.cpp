@@ -129,13 +129,14 @@ void Progress::validation(int64_t step, int64_t epoch, const ValidationResult& v
   clear();
   // With several sets each line names its set; the first set's line carries the decision.
   const bool several = !v.others.empty();
+  const SetScores& first = v.first;
   log::info("valid", "step {} | epoch {}{} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}{} | {:.1f} s",
-            step, epoch, several ? " | " + v.name : std::string(), v.loss, v.nll,
-            perplexity(v.nll),
-            v.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *v.bleu, *v.chrf) : "",
+            step, epoch, several ? " | " + first.name : std::string(), first.loss, first.nll,
+            perplexity(first.nll),
+            first.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *first.bleu, *first.chrf) : "",
             v.best ? " | best" : fmt::format(" | {} without improvement", v.without_improvement),
             v.seconds);
-  json::Object record = valid_record(step, epoch, {v.name, v.loss, v.nll, v.tokens, v.bleu, v.chrf});
+  json::Object record = valid_record(step, epoch, first);
   record.add("best", v.best).add("seconds", v.seconds);
   metrics_.write(record);
   for (const SetScores& set : v.others) {

@@ -22,9 +22,18 @@ const char* stop_reason_name(StopReason reason) {
   return "completed";
 }
 
+const char* run_kind_name(RunKind kind) {
+  switch (kind) {
+    case RunKind::kBenchmark: return "benchmark";
+    case RunKind::kDryRun: return "dry_run";
+    case RunKind::kTrain: break;
+  }
+  return "train";
+}
+
 std::string run_summary_json(const RunSummary& s) {
   json::Object o;
-  o.add("kind", s.kind)
+  o.add("kind", run_kind_name(s.kind))
       .add("stop_reason", stop_reason_name(s.stop_reason))
       .add("final_step", s.final_step)
       .add("epoch", s.epoch)
@@ -47,7 +56,7 @@ std::string run_summary_json(const RunSummary& s) {
       .add("validation_s", s.validation_s)
       .add("checkpoint_s", s.checkpoint_s)
       .add("wall_s", s.wall_s);
-  if (!s.details.empty()) o.add(s.kind, s.details);
+  if (!s.details.empty()) o.add(run_kind_name(s.kind), s.details);
   return o.pretty();
 }
 

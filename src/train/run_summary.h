@@ -28,9 +28,24 @@ enum class StopReason {
 /// The name summary.json gives a stop reason ("max_steps", "signal", ...).
 const char* stop_reason_name(StopReason reason);
 
-/// What summary.json holds.
+/// What a run was: summary.json's "kind", and the key of its `details`.
+enum class RunKind {
+  kTrain,      ///< "train": the training loop
+  kBenchmark,  ///< "benchmark": --benchmark, timed updates
+  kDryRun,     ///< "dry_run": --dry-run, the data and batch plan only
+};
+
+/// The name summary.json gives a run kind ("train", "benchmark", "dry_run").
+const char* run_kind_name(RunKind kind);
+
+/// What summary.json holds. Each field has one owner, which fills it once:
+/// - the job (job/train_job.cpp, job/dry_run.cpp), for every kind of run: kind, world_size,
+///   max_tokens, max_tokens_fit, wall_s (the whole process's run, setup included) and details;
+/// - what ran the updates, for the rest: Trainer::run (trainer.h) when training, which leaves
+///   the job's fields at their defaults; the job's benchmark (final_step, peak_memory_mb,
+///   tokens_per_s). A dry run runs no update: those fields keep their defaults.
 struct RunSummary {
-  std::string kind = "train";     ///< "train", "benchmark" or "dry_run"
+  RunKind kind = RunKind::kTrain;
   StopReason stop_reason = StopReason::kCompleted;
   int64_t final_step = 0;         ///< updates done in total (resumed ones included)
   int64_t epoch = 0;              ///< epoch of the last update
@@ -51,7 +66,8 @@ struct RunSummary {
   double validation_s = 0;        ///< rank 0's time validating, outside train_s
   double checkpoint_s = 0;        ///< rank 0's time writing checkpoints, outside train_s
   double wall_s = 0;              ///< wall time of this process's run
-  json::Object details;           ///< kind-specific figures (benchmark, dry run)
+  json::Object details;           ///< kind-specific figures (benchmark, dry run), written
+                                  ///< under the kind's name
 };
 
 /// The JSON text of a summary.

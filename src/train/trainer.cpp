@@ -82,17 +82,15 @@ data::IteratorState Trainer::continue_data_position(const checkpoint::RunMetadat
 }
 
 RunSummary Trainer::run() {
-  RunSummary summary;
   Progress progress(setup_.train, setup_.rank, setup_.run_dir / "metrics.jsonl", step_,
                     elapsed_before_);
-  summary.epoch = iterator_.epoch;
+  int64_t epoch = iterator_.epoch;          // of the last update
+  std::optional<double> last_train_loss;    // of the last logged interval
   std::optional<StopReason> stop = should_stop(progress);
   if (stop == StopReason::kMaxSteps) {
     log::warn("train", "already at step {} of train.max_steps {}: nothing to do", step_,
               setup_.train.max_steps);
-    summary.stop_reason = StopReason::kAlreadyDone;
-    finish(summary, progress);
-    return summary;
+    return finish(StopReason::kAlreadyDone, epoch, last_train_loss);
   }
   data::BatchPrefetcher batches(
       data_.train, planner_, setup_.rank, iterator_,
@@ -106,20 +104,20 @@ RunSummary Trainer::run() {
     const UpdatePosition at = updater_->update(step_ + 1, next_batch, interval, log_step);
     ++step_;
     iterator_ = at.next;
-    summary.epoch = at.epoch;
+    epoch = at.epoch;
     progress.tick(step_);
     if (log_step) {
-      summary.last_train_loss = log_interval(progress, interval, summary.epoch);
+      last_train_loss = log_interval(progress, interval, epoch);
       interval = IntervalStats::zero(setup_.device);
     }
     const auto pause = Clock::now();  // validation and checkpoints are not training time
     std::optional<ValidationResult> validation;
     if (validator_ && setup_.train.valid_every > 0 && step_ % setup_.train.valid_every == 0) {
-      validation = validate(progress, summary.epoch);
+      validation = validate(progress, epoch);
       last_validated = step_;
     }
     if (step_ % setup_.checkpoint.every_steps == 0 || validation) {
-      save(summary.epoch, validation, progress);
+      save(epoch, validation, progress);
       last_saved = step_;
     }
     interval.start += Clock::now() - pause;
@@ -130,14 +128,13 @@ RunSummary Trainer::run() {
       break;
     }
   }
-  summary.stop_reason = *stop;
   progress.clear();
-  if (interval.updates > 0) summary.last_train_loss = log_interval(progress, interval, summary.epoch);
+  if (interval.updates > 0) last_train_loss = log_interval(progress, interval, epoch);
   std::optional<ValidationResult> validation;
   if (validator_ && setup_.train.valid_every > 0 && last_validated != step_ && step_ > 0)
-    validation = validate(progress, summary.epoch);
-  if (last_saved != step_ && step_ > 0) save(summary.epoch, validation, progress);
-  finish(summary, progress);
+    validation = validate(progress, epoch);
+  if (last_saved != step_ && step_ > 0) save(epoch, validation, progress);
+  RunSummary summary = finish(*stop, epoch, last_train_loss);
   if (summary.stop_reason == StopReason::kSignal)
     log::info("train", "stopped by signal at step {}; checkpoint {}", step_, last_checkpoint_.string());
   return summary;
@@ -208,7 +205,7 @@ ValidationResult Trainer::validate(Progress& progress, int64_t epoch) {
   if (ParameterAverage* average = updater_->average()) averaged.emplace(*average);
   const ValidationResult v = validator_->validate(updater_->model());
   averaged.reset();
-  last_valid_loss_ = v.loss;
+  last_valid_loss_ = v.first.loss;
   progress.validation(step_, epoch, v);
   validation_seconds_ += seconds_since(start);
   return v;
@@ -239,9 +236,9 @@ void Trainer::save(int64_t epoch, const std::optional<ValidationResult>& validat
   meta.vocab_joint = data_.vocab.joint;
   meta.elapsed_s = progress.elapsed();
   if (validation) {
-    meta.valid_loss = validation->loss;
-    meta.valid_bleu = validation->bleu;
-    meta.valid_chrf = validation->chrf;
+    meta.valid_loss = validation->first.loss;
+    meta.valid_bleu = validation->first.bleu;
+    meta.valid_chrf = validation->first.chrf;
     meta.selection = validation->selection;
   }
   if (validator_) {
@@ -254,7 +251,9 @@ void Trainer::save(int64_t epoch, const std::optional<ValidationResult>& validat
             double(std::filesystem::file_size(last_checkpoint_)) / (1 << 20), seconds_since(start));
 }
 
-void Trainer::finish(RunSummary& summary, const Progress& progress) {
+RunSummary Trainer::finish(StopReason stop_reason, int64_t epoch,
+                           std::optional<double> last_train_loss) {
+  RunSummary summary;
   // Every rank hashes its parameters: equal hashes show the replicas stayed identical.
   checkpoint::CheckpointData params;
   for (const auto& item : updater_->model()->named_parameters())
@@ -282,17 +281,17 @@ void Trainer::finish(RunSummary& summary, const Progress& progress) {
   summary.train_s = train_seconds_;
   summary.validation_s = validation_seconds_;
   summary.checkpoint_s = checkpoint_seconds_;
-  summary.kind = "train";
   summary.final_step = step_;
-  summary.world_size = world;
-  summary.max_tokens = *setup_.data.max_tokens;
   summary.last_valid_loss = last_valid_loss_;
   summary.last_checkpoint = last_checkpoint_.string();
   if (resumed_from_) {
     summary.resumed_from = resumed_from_->string();
     summary.resumed_step = first_step_;
   }
-  summary.wall_s = progress.run_seconds();
+  summary.stop_reason = stop_reason;
+  summary.epoch = epoch;
+  summary.last_train_loss = last_train_loss;
+  return summary;
 }
 
 }  // namespace nmt::train

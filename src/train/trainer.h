@@ -54,7 +54,8 @@ class Trainer {
   void initialize_from(const checkpoint::CheckpointData& saved, const std::filesystem::path& file);
   /// Trains until train.max_steps, train.max_epochs, train.max_minutes, early stopping or
   /// SIGINT/SIGTERM, then validates and writes a final checkpoint; every rank returns the
-  /// summary (parameter hashes and peak memory of every rank included).
+  /// summary (parameter hashes and peak memory of every rank included) with the fields the
+  /// trainer owns filled; the job's (kind, world_size, max_tokens, wall_s...) are left to it.
   RunSummary run();
 
  private:
@@ -67,7 +68,8 @@ class Trainer {
   ValidationResult validate(Progress& progress, int64_t epoch);
   void save(int64_t epoch, const std::optional<ValidationResult>& validation,
             const Progress& progress);
-  void finish(RunSummary& summary, const Progress& progress);
+  /// The summary with the fields the trainer owns (run_summary.h), from every rank.
+  RunSummary finish(StopReason stop_reason, int64_t epoch, std::optional<double> last_train_loss);
 
   RunSetup setup_;
   const data::PreparedData& data_;

@@ -127,23 +127,12 @@ ValidationResult Validator::validate(model::Transformer& model) {
   model->eval();
   at::NoGradGuard no_grad;
   ValidationResult v;
-  for (size_t k = 0; k < s_->data.valid.size(); ++k) {
-    SetScores scores = s_->validate_set(model, k);
-    if (k > 0) {
-      v.others.push_back(std::move(scores));
-      continue;
-    }
-    v.name = scores.name;
-    v.loss = scores.loss;
-    v.nll = scores.nll;
-    v.tokens = scores.tokens;
-    v.bleu = scores.bleu;
-    v.chrf = scores.chrf;
-  }
+  v.first = s_->validate_set(model, 0);
+  for (size_t k = 1; k < s_->data.valid.size(); ++k) v.others.push_back(s_->validate_set(model, k));
   switch (setup.train.best_metric) {
-    case BestMetric::kLoss: v.selection = v.loss; break;
-    case BestMetric::kBleu: v.selection = -*v.bleu; break;
-    case BestMetric::kChrf: v.selection = -*v.chrf; break;
+    case BestMetric::kLoss: v.selection = v.first.loss; break;
+    case BestMetric::kBleu: v.selection = -*v.first.bleu; break;
+    case BestMetric::kChrf: v.selection = -*v.first.chrf; break;
   }
   v.best = !record_.best_selection || v.selection < *record_.best_selection;
   if (v.best) {

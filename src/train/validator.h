@@ -30,20 +30,14 @@ struct SetScores {
   std::optional<double> chrf;   ///< with train.valid_translate
 };
 
-/// What one validation measured and decided. The figures are the first set's, which picks
-/// the best checkpoint; `others` has the rest of data.valid.
+/// What one validation measured and decided.
 struct ValidationResult {
-  std::string name;             ///< the first set's name
+  SetScores first;                ///< the first set of data.valid, which picks the best checkpoint
   std::vector<SetScores> others;  ///< the other validation sets, in config order
-  double loss = 0;              ///< per-token validation loss (label-smoothed)
-  double nll = 0;               ///< per-token negative log-likelihood
-  int64_t tokens = 0;           ///< target tokens of the validation set (all ranks)
-  std::optional<double> bleu;   ///< with train.valid_translate
-  std::optional<double> chrf;   ///< with train.valid_translate
-  double selection = 0;         ///< lower is better: loss, or minus BLEU or chrF
-  bool best = false;            ///< the best selection so far
+  double selection = 0;           ///< lower is better: first's loss, or minus its BLEU or chrF
+  bool best = false;              ///< the best selection so far
   int64_t without_improvement = 0;  ///< validations since the best one
-  double seconds = 0;           ///< wall time of the validation
+  double seconds = 0;             ///< wall time of the validation
 };
 
 /// The record of the run's validations that checkpoints keep.
