@@ -87,6 +87,32 @@ void load_parameters(model::Transformer& model, const checkpoint::CheckpointData
   }
 }
 
+/// Every line of `input` ("-" or empty: stdin), checked for UTF-8 (DataError naming file:line).
+std::vector<std::string> read_input(const std::string& input) {
+  const bool from_stdin = input.empty() || input == "-";
+  const std::string input_name = from_stdin ? "<stdin>" : input;
+  std::vector<std::string> lines;
+  auto add = [&](std::string line) {
+    const size_t bad = find_invalid_utf8(line);
+    NMT_CHECK(bad == std::string_view::npos, DataError, "{}:{}: invalid UTF-8 at byte {}",
+              input_name, lines.size() + 1, bad + 1);
+    lines.push_back(std::move(line));
+  };
+  if (from_stdin) {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      add(std::move(line));
+    }
+    NMT_CHECK(!std::cin.bad(), DataError, "<stdin>: read error after line {}", lines.size());
+  } else {
+    data::LineReader reader(input);
+    std::string line;
+    while (reader.next(&line)) add(line);
+  }
+  return lines;
+}
+
 /// Checks the options that the constructor relies on.
 void check_options(const TranslateOptions& options) {
   validate(options.search);
@@ -301,28 +327,8 @@ std::vector<std::vector<Translation>> Translator::translate(const std::vector<st
 
 TranslateStats Translator::translate_file(const std::string& input, const std::string& output) {
   const auto start = Clock::now();
-  const bool from_stdin = input.empty() || input == "-";
-  const std::string input_name = from_stdin ? "<stdin>" : input;
   // Read everything first: the line count gives the ETA, and bad input fails before any work.
-  std::vector<std::string> lines;
-  auto add = [&](std::string line) {
-    const size_t bad = find_invalid_utf8(line);
-    NMT_CHECK(bad == std::string_view::npos, DataError, "{}:{}: invalid UTF-8 at byte {}",
-              input_name, lines.size() + 1, bad + 1);
-    lines.push_back(std::move(line));
-  };
-  if (from_stdin) {
-    std::string line;
-    while (std::getline(std::cin, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      add(std::move(line));
-    }
-    NMT_CHECK(!std::cin.bad(), DataError, "<stdin>: read error after line {}", lines.size());
-  } else {
-    data::LineReader reader(input);
-    std::string line;
-    while (reader.next(&line)) add(line);
-  }
+  const std::vector<std::string> lines = read_input(input);
 
   std::ofstream file;
   const bool to_stdout = output.empty() || output == "-";
