@@ -34,7 +34,7 @@ std::shared_ptr<dist::Communicator> connect(const config::RunConfig& cfg, c10::D
   if (!backend.note.empty() && worker.rank == 0) log::warn("dist", "{}", backend.note);
   dist::CommunicatorOptions options;
   options.master_addr = worker.master_addr;
-  options.master_port = worker.master_port;
+  options.master_port = dist::store_port(worker, cfg.dist.master_port);
   options.listen_fd = worker.rank == 0 ? worker.store_fd : -1;
   options.rank = worker.rank;
   options.world_size = worker.world_size;

@@ -69,3 +69,15 @@ TEST_CASE("backend auto is NCCL with a GPU per rank, Gloo when ranks share GPUs 
   CHECK_THROWS_WITH(choose_backend(Backend::kNccl, false, 1, 0, "no driver"),
                     "dist.backend nccl needs CUDA devices, but no driver");
 }
+
+TEST_CASE("the plan names the workers' GPUs and the backend they will use", "[dist]") {
+  using nmt::dist::Backend;
+  using nmt::dist::describe_gpu_workers;
+  CHECK(describe_gpu_workers(Backend::kAuto, 8, 8) == "8 worker(s), one per GPU, NCCL");
+  CHECK(describe_gpu_workers(Backend::kAuto, 2, 1) == "2 worker(s), sharing 1 GPU(s), Gloo");
+  CHECK(describe_gpu_workers(Backend::kGloo, 1, 1) == "1 worker(s), one per GPU, Gloo");
+  CHECK(describe_gpu_workers(Backend::kAuto, 1, 8) == "1 worker(s), on 1 of 8 GPU(s), NCCL");
+  CHECK_THAT(describe_gpu_workers(Backend::kNccl, 2, 1),
+             Catch::Matchers::StartsWith("2 worker(s), sharing 1 GPU(s), NCCL refused: ") &&
+                 Catch::Matchers::Contains("NCCL needs a GPU per rank"));
+}

@@ -1,5 +1,5 @@
-// The hang monitor (dist/hang_monitor.h): a stall of the progress marks is reported once,
-// marks keep it quiet, and it stops promptly.
+// The hang monitor (dist/hang_monitor.h): it watches from the first mark, a stall of the
+// progress marks is reported once, marks keep it quiet, and it stops promptly.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -41,10 +41,22 @@ bool wait_for_reports(const HangMonitor& monitor, int count) {
 
 }  // namespace
 
+TEST_CASE("nothing is reported before the first mark: the ranks are still preparing", "[dist]") {
+  Emitted emitted;
+  HangMonitor monitor(50ms, [] { return std::string(); },
+                      [&emitted](const std::string& line) { emitted.add(line); });
+  std::this_thread::sleep_for(500ms);  // ten deadlines
+  CHECK(monitor.reports() == 0);
+  CHECK(emitted.get().empty());
+  monitor.mark();  // the first update: from here a stall is reported
+  CHECK(wait_for_reports(monitor, 1));
+}
+
 TEST_CASE("a stall of the progress marks is reported once, with who is behind", "[dist]") {
   Emitted emitted;
   HangMonitor monitor(50ms, [] { return "; behind: rank 1 is at 'step 7: backward done'"; },
                       [&emitted](const std::string& line) { emitted.add(line); });
+  monitor.mark();
   REQUIRE(wait_for_reports(monitor, 1));
   std::this_thread::sleep_for(300ms);  // more deadlines pass within the same stall
   const auto lines = emitted.get();
