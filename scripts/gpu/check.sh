@@ -32,10 +32,10 @@
 #
 # A rehearsal on a CPU machine (CHECK_REHEARSAL=1, CHECK_BUILD_DIR=an existing CI build, PYTHON
 # a Python with torch) runs every step with CPU stand-ins: the build step only checks the
-# binaries, the configs are tiny.yaml with a 1000-piece vocabulary, NCCL is Gloo, the benchmark
-# is the tiny config on the CPU and CTest runs CHECK_CTEST_REGEX. On a CPU the [cuda] step
-# fails, as it must. CI runs it (tests/scripts/test_gpu_check.py), so this script's own code is
-# tested before a device runs it.
+# binaries and the include order (scripts/gpu/include_order.py), the configs are tiny.yaml with
+# a 1000-piece vocabulary, NCCL is Gloo, the benchmark is the tiny config on the CPU and CTest
+# runs CHECK_CTEST_REGEX. On a CPU the [cuda] step fails, as it must. CI runs it
+# (tests/scripts/test_gpu_check.py), so this script's own code is tested before a device runs it.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
@@ -114,6 +114,11 @@ if [[ $rehearsal != 1 ]]; then
   export PKG_CONFIG_SYSROOT_DIR=$prefix
   export PKG_CONFIG_LIBDIR=$prefix/usr/lib/x86_64-linux-gnu/pkgconfig:$prefix/usr/share/pkgconfig
   export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # The prefix's headers take the place of CI's /usr/include: a system folder searched after
+  # every -I and -isystem of the command line (GCC's CPLUS_INCLUDE_PATH), which CMake then
+  # counts as implicit and leaves out of the flags. Passed as an ordinary include folder, its
+  # fmt 9 would come before LibTorch's fmt 12 (scripts/gpu/include_order.py checks).
+  export CPLUS_INCLUDE_PATH=$prefix/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
 fi
 build_project() {
   ls gpu-deps/*.deb > /dev/null || { echo "no gpu-deps/*.deb: run scripts/gpu/pack-deps.sh and carry gpu-deps"; return 1; }
@@ -136,6 +141,9 @@ build_project() {
     -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr" \
     -DPKG_CONFIG_EXECUTABLE="$prefix/usr/bin/pkgconf" \
     -DTORCH_CUDA_ARCH_LIST=9.0 -DNMT_PYTHON="$(command -v "$python")" || return 1
+  # The include order as on CI, checked before minutes of compiling. A build folder configured
+  # before CPLUS_INCLUDE_PATH was set keeps the old order: remove build-gpu/ then.
+  "$python" scripts/gpu/include_order.py "$build" || return 1
   cmake --build "$build" -j "$jobs"
 }
 # The rehearsal's stand-in: the binaries of the given build are there.
@@ -145,6 +153,7 @@ check_build() {
     [[ -x $build/$t ]] || { echo "[check] missing $build/$t"; return 1; }
   done
   echo "[check] using the build in $build"
+  "$python" scripts/gpu/include_order.py "$build"
 }
 if wants build; then
   what=build_project

@@ -5,6 +5,7 @@ script's own code is tested on every CI run before a GPU box runs it.
     test_gpu_check.py summary                   the summary of a diverged run (no binaries)
     test_gpu_check.py rehearse --build DIR      check.sh end to end with CPU stand-ins
     test_gpu_check.py spent --build DIR         a spent budget: every step skipped, a summary
+    test_gpu_check.py include-order --build DIR include_order.py on the CI build and a bad one
 
 `rehearse` runs every step (CHECK_REHEARSAL=1: the tiny config, Gloo for NCCL, the benchmark on
 the CPU, a few CTest cases) and checks what comes back: the four files, each step's exit, each
@@ -138,15 +139,40 @@ def spent(build):
         expect("(skipped: the budget was spent)" in summary, "the summary does not say why")
 
 
+def include_order(build):
+    """include_order.py passes on the CI build and fails where another fmt comes first."""
+    check = os.path.join(ROOT, "scripts", "gpu", "include_order.py")
+    r = subprocess.run([sys.executable, check, build], capture_output=True, text=True)
+    print(r.stdout + r.stderr)
+    expect(r.returncode == 0 and "include order as on CI" in r.stdout, "the CI build's order failed")
+    with tempfile.TemporaryDirectory() as tmp:
+        # The GPU box's mistake: a prefix with fmt 9 as an include folder before LibTorch's.
+        write(os.path.join(tmp, "prefix", "fmt", "core.h"), "#define FMT_VERSION 90100\n")
+        with open(os.path.join(build, "compile_commands.json")) as f:
+            commands = json.load(f)
+        for entry in commands:
+            args = entry.get("arguments") or entry["command"].split()
+            entry.pop("command", None)
+            entry["arguments"] = [args[0], "-isystem", os.path.join(tmp, "prefix")] + args[1:]
+        write(os.path.join(tmp, "build", "compile_commands.json"), json.dumps(commands))
+        r = subprocess.run([sys.executable, check, os.path.join(tmp, "build")], capture_output=True,
+                           text=True)
+        print(r.stdout + r.stderr)
+        expect(r.returncode != 0 and "not from LibTorch's" in r.stderr,
+               "another fmt before LibTorch's went unnoticed")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["summary", "rehearse", "spent"])
+    parser.add_argument("what", choices=["summary", "rehearse", "spent", "include-order"])
     parser.add_argument("--build", help="a build folder with nmt-train and the tests")
     args = parser.parse_args()
     if args.what == "summary":
         summary_of_a_diverged_run()
     elif args.what == "rehearse":
         rehearse(args.build)
+    elif args.what == "include-order":
+        include_order(args.build)
     else:
         spent(args.build)
     print("[test] passed")
