@@ -115,6 +115,12 @@ std::string describe_gpu_workers(Backend requested, int64_t workers, int gpus) {
   return fmt::format("{} worker(s), {}, {}", workers, placement, backend);
 }
 
+int64_t ranks_on_device(int64_t local_rank, int64_t local_ranks, int gpus) {
+  if (gpus <= 0) return 1;
+  const int64_t device = local_rank % gpus;
+  return std::max<int64_t>(1, (local_ranks - device + gpus - 1) / gpus);
+}
+
 void use_cuda_device(int index) {
 #ifdef NMT_WITH_CUDA
   if (index < 0 || index >= c10::cuda::device_count()) return;

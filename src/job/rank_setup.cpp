@@ -148,6 +148,8 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   cfg.data.max_tokens = choice.max_tokens;
   rank.max_tokens_fit = std::move(choice.fit);
   rank.setup = run_setup(cfg, worker, device, std::move(communicator));
+  if (device.is_cuda())
+    rank.setup.ranks_on_device = dist::ranks_on_device(worker.local_rank, local, devices.cuda_devices);
   rank.config = std::move(cfg);
   return rank;
 }

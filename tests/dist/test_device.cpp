@@ -81,3 +81,13 @@ TEST_CASE("the plan names the workers' GPUs and the backend they will use", "[di
              Catch::Matchers::StartsWith("2 worker(s), sharing 1 GPU(s), NCCL refused: ") &&
                  Catch::Matchers::Contains("NCCL needs a GPU per rank"));
 }
+
+TEST_CASE("ranks on a device: local ranks take the GPUs in turn", "[dist]") {
+  using nmt::dist::ranks_on_device;
+  CHECK(ranks_on_device(0, 2, 1) == 2);  // 2 ranks on one H200
+  CHECK(ranks_on_device(1, 2, 1) == 2);
+  CHECK(ranks_on_device(3, 8, 8) == 1);
+  CHECK(ranks_on_device(0, 3, 2) == 2);  // local ranks 0 and 2 on GPU 0
+  CHECK(ranks_on_device(1, 3, 2) == 1);  // local rank 1 alone on GPU 1
+  CHECK(ranks_on_device(0, 1, 0) == 1);  // no GPU
+}
