@@ -32,10 +32,11 @@
 #
 # A rehearsal on a CPU machine (CHECK_REHEARSAL=1, CHECK_BUILD_DIR=an existing CI build, PYTHON
 # a Python with torch) runs every step with CPU stand-ins: the build step only checks the
-# binaries and the include order (scripts/gpu/include_order.py), the configs are tiny.yaml with
-# a 1000-piece vocabulary, NCCL is Gloo, the benchmark is the tiny config on the CPU and CTest
-# runs CHECK_CTEST_REGEX. On a CPU the [cuda] step fails, as it must. CI runs it
-# (tests/scripts/test_gpu_check.py), so this script's own code is tested before a device runs it.
+# binaries and the include order (scripts/gpu/include_order.py), the configs are tiny.yaml on
+# the test set's 1,000 pairs with a 500-piece vocabulary, NCCL is Gloo, the benchmark is the
+# tiny config on the CPU and CTest runs CHECK_CTEST_REGEX. On a CPU the [cuda] step fails, as
+# it must. CI runs it (tests/scripts/test_gpu_check.py), so this script's own code is tested
+# before a device runs it.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
@@ -57,13 +58,16 @@ build=${CHECK_BUILD_DIR:-build-gpu}
 ctest_regex=${CHECK_CTEST_REGEX:-'^(test_model|test_decode|test_dist|test_dist_collectives|test_amp|test_optim|test_checkpoint|test_benchmark):'}
 # What the steps train: the GPU's sizes, or the CPU stand-ins of a rehearsal.
 if [[ $rehearsal == 1 ]]; then
-  config=configs/tiny.yaml vocab_size=1000 max_tokens=1024 nccl=gloo bench_device=cpu
+  config=configs/tiny.yaml vocab_size=500 max_tokens=1024 nccl=gloo bench_device=cpu
+  # The test set's 1,000 pairs as the training corpus: the shipped 42,000 made the vocabulary
+  # and each run's encoding most of the rehearsal's time.
+  data=(--set data.train_src=data/ddtp.en-de.test.en --set data.train_tgt=data/ddtp.en-de.test.de)
   # One thread per rank: CTest runs other tests beside the rehearsal.
   threads=(--set train.threads=1)
   sizes=(--set train.valid_every=0 --set train.log_every=2)
 else
   config=configs/transformer-base.yaml vocab_size=8000 max_tokens=8192 nccl=nccl bench_device=cuda
-  threads=()
+  threads=() data=()
   sizes=(--set train.valid_every=100 --set train.log_every=20)
 fi
 start_all=$(date +%s)
@@ -181,12 +185,12 @@ if wants test && have_binary; then
 fi
 
 # --- 3. bf16 and fp16 training of the base config on the shipped corpus -------------------------
-common=(--set data.vocab_size=$vocab_size "${threads[@]}" "${sizes[@]}" --set checkpoint.every_steps=100000
+common=(--set data.vocab_size=$vocab_size "${data[@]}" "${threads[@]}" "${sizes[@]}" --set checkpoint.every_steps=100000
         --set train.warmup_steps=100 --set train.lr=0.001)
 if wants train && have_binary; then
   # The vocabulary, trained once for the steps after it; a step, so the budget bounds it too.
   step vocab "$train" --config $config --dry-run --log-level warn --set data.vocab_size=$vocab_size \
-    --set run_dir="$out/vocab"
+    "${data[@]}" --set run_dir="$out/vocab"
   common+=(--set data.spm_model="$out/vocab/vocab/joint.model")
   for amp in bf16 fp16; do
     step "train-$amp" "$train" --config $config --set run_dir="$out/train-$amp" \
@@ -211,7 +215,7 @@ if wants auto && have_binary; then
   # The vocabulary of step 3 when it ran; the default limit (65536 tokens) caps the search.
   auto_vocab=()
   [[ -f $out/vocab/vocab/joint.model ]] && auto_vocab=(--set data.spm_model="$out/vocab/vocab/joint.model")
-  step auto-base "$train" --config $config --set run_dir="$out/auto-base" "${threads[@]}" \
+  step auto-base "$train" --config $config --set run_dir="$out/auto-base" "${data[@]}" "${threads[@]}" \
     --set data.vocab_size=$vocab_size "${auto_vocab[@]}" --set amp.mode=bf16 --set data.max_tokens=auto \
     --set train.max_steps=${CHECK_AUTO_STEPS:-30} --set train.log_every=10 --set train.valid_every=0 \
     --set checkpoint.every_steps=100000 --log-level debug
@@ -222,8 +226,10 @@ if wants bench && have_binary; then
   # One repetition of each of the 4 runs (base and big, bf16 and fp16) first; compare.sh starts
   # nothing past DEADLINE and prints the table of what finished, so a short budget still
   # reports. The headline tokens/s is unsynced; the split comes from a synced second pass.
+  # The vocabulary of step 3 when it ran (compare.sh trains one otherwise).
   bench_configs=()
-  [[ $rehearsal == 1 ]] && bench_configs=(CONFIGS=tiny THREADS=1)
+  [[ -f $out/vocab/vocab/joint.model ]] && bench_configs+=(SPM_MODEL="$out/vocab/vocab/joint.model")
+  [[ $rehearsal == 1 ]] && bench_configs+=(CONFIGS=tiny THREADS=1 TRAIN_ARGS="${data[*]}")
   step bench env DEVICE=$bench_device "${bench_configs[@]}" NMT_TRAIN="$train" NMT_PYTHON="$python" OUT="$out/bench" \
     DEADLINE=$(( start_all + budget - 30 )) scripts/bench/compare.sh ${CHECK_BENCH:-1 20}
 fi
