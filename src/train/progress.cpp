@@ -18,14 +18,6 @@ double perplexity(double nll) { return std::exp(std::min(nll, 50.0)); }
 
 }  // namespace
 
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto s = static_cast<int64_t>(seconds + 0.5);
-  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
-  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
-  return fmt::format("{}s", s);
-}
-
 Progress::Progress(const TrainOptions& options, int64_t rank,
                    const std::filesystem::path& metrics_file, int64_t first_step,
                    double elapsed_before)

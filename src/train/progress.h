@@ -13,6 +13,7 @@
 #include "train/metrics_log.h"
 #include "train/train_options.h"
 #include "train/validator.h"
+#include "util/phase_progress.h"
 
 namespace nmt::train {
 
@@ -28,8 +29,8 @@ struct IntervalTotals {
   double data_wait_s = 0, forward_s = 0, backward_s = 0, sync_s = 0, optimizer_s = 0;
 };
 
-/// "12s", "3m05s", "2h07m"; "?" when unknown.
-std::string format_duration(double seconds);
+/// "12s", "3m05s", "2h07m"; "?" when unknown (shared with data/'s progress lines).
+using log::format_duration;
 
 /// Progress of one rank's run.
 class Progress {
