@@ -13,7 +13,9 @@
 # otherwise, 32768 on a GPU, which a 141 GB H200 holds for big with room to spare: the
 # config's 4096 would leave a large GPU idle); OUT (default: a temp folder) keeps the JSON
 # reports; DEADLINE (unix seconds): no run starts after it, and the table shows what finished
-# (the GPU check sets it from its time budget).
+# (the GPU check sets it from its time budget); SPM_MODEL (a SentencePiece model) is used
+# instead of training one; TRAIN_ARGS (words) are added to every nmt-train run (the GPU check's
+# CPU rehearsal trains on a small corpus).
 #
 # The headline tokens/s of both sides comes from a pass without device syncs inside it, as
 # training runs; the step split comes from a separate pass that syncs at every phase boundary
@@ -56,11 +58,14 @@ config_file() {
 
 # One vocabulary for every run, trained once: runs time training only.
 vocab_dir="$out/vocab"
-if [[ ! -f $vocab_dir/vocab/joint.model ]]; then
+read -r -a train_args <<< "${TRAIN_ARGS:-}"
+if [[ -n ${SPM_MODEL:-} ]]; then
+  mkdir -p "$vocab_dir/vocab" && cp "$SPM_MODEL" "$vocab_dir/vocab/joint.model"
+elif [[ ! -f $vocab_dir/vocab/joint.model ]]; then
   $train --config configs/tiny.yaml --dry-run --log-level warn --set data.vocab_size=8000 \
     --set run_dir="$vocab_dir" > "$out/vocab.log" 2>&1 || { cat "$out/vocab.log" >&2; exit 1; }
 fi
-common=(--set data.spm_model="$vocab_dir/vocab/joint.model" --log-level warn)
+common=(--set data.spm_model="$vocab_dir/vocab/joint.model" --log-level warn "${train_args[@]}")
 [[ $device == cpu ]] && common+=(--set train.threads="$threads")
 
 ours() {  # name config amp steps extra...

@@ -30,6 +30,13 @@ LineReader::LineReader(std::filesystem::path path) : path_(std::move(path)) {
             std::strerror(errno));
   gzbuffer(static_cast<gzFile>(file_), kBufferBytes);
   buffer_.resize(kBufferBytes);
+  file_bytes_ = static_cast<double>(std::filesystem::file_size(path_, ec));
+}
+
+double LineReader::fraction_read() const {
+  if (file_bytes_ <= 0) return eof_ ? 1.0 : 0.0;
+  const double offset = static_cast<double>(gzoffset(static_cast<gzFile>(file_)));
+  return std::clamp(offset / file_bytes_, 0.0, 1.0);
 }
 
 LineReader::~LineReader() {
@@ -78,7 +85,7 @@ bool LineReader::next(std::string* line) {
 
 void read_parallel(const std::filesystem::path& src, const std::filesystem::path& tgt,
                    InvalidUtf8Policy invalid_utf8, const PairVisitor& visit,
-                   FilterCounts* counts) {
+                   FilterCounts* counts, const ReadProgress& progress) {
   LineReader src_reader(src);
   LineReader tgt_reader(tgt);
   std::string src_line, tgt_line;
@@ -96,6 +103,7 @@ void read_parallel(const std::filesystem::path& src, const std::filesystem::path
                 src.string(), src_reader.line_number(), tgt.string(), tgt_reader.line_number());
     }
     ++counts->read;
+    if (progress && counts->read % kProgressPairs == 0) progress(src_reader.fraction_read());
     bool valid = true;
     for (const LineReader* reader : {&src_reader, &tgt_reader}) {
       const std::string& line = reader == &src_reader ? src_line : tgt_line;

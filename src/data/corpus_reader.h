@@ -28,6 +28,8 @@ class LineReader {
   /// 1-based number of the line last returned by next().
   int64_t line_number() const { return line_number_; }
   const std::filesystem::path& path() const { return path_; }
+  /// The share of the file read so far, in [0, 1] (of its compressed bytes when gzip'd).
+  double fraction_read() const;
 
  private:
   bool fill();
@@ -39,6 +41,7 @@ class LineReader {
   size_t end_ = 0;
   bool eof_ = false;
   int64_t line_number_ = 0;
+  double file_bytes_ = 0;
 };
 
 /// How many line pairs were read and why some were left out.
@@ -56,12 +59,19 @@ struct FilterCounts {
 using PairVisitor =
     std::function<void(int64_t line_number, std::string_view src, std::string_view tgt)>;
 
+/// Receives the share of the source file read so far, in [0, 1].
+using ReadProgress = std::function<void(double fraction_read)>;
+
 /// Reads src and tgt in step and calls visit for each pair that is valid UTF-8 and non-empty,
-/// counting the others in counts. Throws DataError when the files have different line counts
-/// (naming both files and both counts) and, with InvalidUtf8Policy::kError, on the first
-/// invalid line (naming file, line and byte column).
+/// counting the others in counts; calls `progress`, when given, every kProgressPairs pairs.
+/// Throws DataError when the files have different line counts (naming both files and both
+/// counts) and, with InvalidUtf8Policy::kError, on the first invalid line (naming file, line
+/// and byte column).
 void read_parallel(const std::filesystem::path& src, const std::filesystem::path& tgt,
                    InvalidUtf8Policy invalid_utf8, const PairVisitor& visit,
-                   FilterCounts* counts);
+                   FilterCounts* counts, const ReadProgress& progress = {});
+
+/// Pairs between two calls of read_parallel's progress.
+constexpr int64_t kProgressPairs = 1 << 16;
 
 }  // namespace nmt::data

@@ -14,6 +14,7 @@
 #include "data/file_hash.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/phase_progress.h"
 
 namespace nmt::data {
 namespace {
@@ -231,12 +232,17 @@ TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
   log::info("data", "encoding {} / {} into {}", request.src.string(), request.tgt.string(),
             file.string());
   const auto start = std::chrono::steady_clock::now();
+  // A line every 10 s with the rate and an ETA (from the share of the source file read): on
+  // millions of pairs encoding takes minutes. prepare.cpp logs the closing figures.
+  log::PhaseProgress progress("data", "encoding " + request.name, "pairs");
+  double fraction_read = 0;
   Encoded encoded;
   std::vector<std::string> src, tgt;
   std::vector<int64_t> lines;
   auto flush = [&] {
     encode_chunk(src, tgt, lines, vocab, options, request.threads, &encoded);
     src.clear(), tgt.clear(), lines.clear();
+    progress.update(double(encoded.counts.read), fraction_read);
   };
   read_parallel(
       request.src, request.tgt, options.invalid_utf8,
@@ -244,7 +250,7 @@ TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
         src.emplace_back(s), tgt.emplace_back(t), lines.push_back(line);
         if (src.size() == kChunkPairs) flush();
       },
-      &encoded.counts);
+      &encoded.counts, [&](double fraction) { fraction_read = fraction; });
   flush();
   NMT_CHECK(!encoded.line_numbers.empty(), DataError,
             "{} / {}: no sentence pair left after filtering ({} read, {} empty, {} invalid "

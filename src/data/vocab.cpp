@@ -4,14 +4,17 @@
 #include <sentencepiece_trainer.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
 #include "data/corpus_reader.h"
 #include "data/corpus_set.h"
 #include "data/file_hash.h"
+#include "util/duration.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/phase_progress.h"
 
 // SentencePiece (0.1.97, Debian 12) logs "Running command: ..." at INFO before it reads
 // --minloglevel from those arguments. Its setter is exported by libsentencepiece but missing
@@ -41,7 +44,8 @@ void write_atomically(const std::filesystem::path& file, const std::string& byte
 /// gave a vocabulary of compressed bytes, or none.
 class LineIterator final : public sentencepiece::SentenceIterator {
  public:
-  explicit LineIterator(const std::vector<std::filesystem::path>& inputs) : inputs_(inputs) {
+  explicit LineIterator(const std::vector<std::filesystem::path>& inputs)
+      : inputs_(inputs), progress_("data", "vocabulary: reading sentences", "lines") {
     Next();
   }
   bool done() const override { return done_; }
@@ -51,9 +55,13 @@ class LineIterator final : public sentencepiece::SentenceIterator {
     // An exception must not cross SentencePiece's frames: it becomes the status.
     try {
       while (!done_) {
-        if (reader_ && reader_->next(&line_)) return;
+        if (reader_ && reader_->next(&line_)) {
+          if (++lines_ % kProgressPairs == 0) progress_.update(double(lines_), fraction_read());
+          return;
+        }
         if (next_input_ == inputs_.size()) {
           done_ = true;
+          progress_.finish(double(lines_));
         } else {
           reader_ = std::make_unique<LineReader>(inputs_[next_input_++]);
         }
@@ -71,6 +79,14 @@ class LineIterator final : public sentencepiece::SentenceIterator {
   std::string line_;
   bool done_ = false;
   sentencepiece::util::Status status_;
+  int64_t lines_ = 0;
+  log::PhaseProgress progress_;  ///< SentencePiece's first phase: reading the sentences
+
+  /// The share of the inputs read, each input counted alike.
+  double fraction_read() const {
+    const double current = reader_ ? reader_->fraction_read() : 0.0;
+    return (double(next_input_) - 1.0 + current) / double(inputs_.size());
+  }
 };
 
 /// SentencePiece trains with this many threads on every machine and under every launcher: the
@@ -106,7 +122,13 @@ void train_model(const std::vector<std::filesystem::path>& inputs,
   // the model does not record the input paths: the same text gives the same model from any
   // path, plain or compressed.
   LineIterator lines(inputs);
+  const auto start = std::chrono::steady_clock::now();
+  // SentencePiece reads the sentences (the iterator logs that phase), then trains without a
+  // word until it ends: these lines at least bracket that phase.
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &serialized);
+  log::info("data", "vocabulary: SentencePiece done in {} (reading and training)",
+            format_duration(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
   NMT_CHECK(status.ok() && !serialized.empty(), DataError,
             "training SentencePiece on {} failed: {}", input_list, status.ToString());
   // The piece list for people, as SentencePiece writes it: piece, tab, score.

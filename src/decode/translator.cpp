@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <numeric>
+#include <optional>
 
 #include <fmt/ranges.h>
 
@@ -27,10 +28,10 @@
 #include "data/vocab.h"
 #include "decode/search.h"
 #include "model/transformer.h"
-#include "util/duration.h"
 #include "util/error.h"
 #include "util/shape.h"
 #include "util/log.h"
+#include "util/phase_progress.h"
 #include "util/timer.h"
 
 namespace nmt::decode {
@@ -38,8 +39,8 @@ namespace {
 
 /// Input lines translated and written per chunk (each chunk is sorted by length).
 constexpr size_t kChunkLines = 10000;
-/// Seconds between progress lines.
-constexpr double kProgressEvery = 5.0;
+/// Time between progress lines.
+constexpr std::chrono::seconds kProgressEvery{5};
 
 
 using checkpoint::TensorGroup;
@@ -138,26 +139,6 @@ at::Device pick_device(DeviceChoice choice) {
   return has_cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
 }
 
-/// Reports "[translate] done/total sentences, N sent/s, ETA" every few seconds.
-class Progress {
- public:
-  Progress(int64_t total, bool enabled) : total_(total), enabled_(enabled) {}
-  void update(int64_t done) {
-    if (!enabled_ || seconds_since(last_) < kProgressEvery) return;
-    last_ = Clock::now();
-    const double elapsed = seconds_since(start_);
-    const double rate = elapsed > 0 ? double(done) / elapsed : 0;
-    log::info("translate", "{}/{} sentences, {:.1f} sentences/s, ETA {}", done, total_, rate,
-              rate > 0 ? format_duration(double(total_ - done) / rate) : std::string("?"));
-  }
-
- private:
-  int64_t total_;
-  bool enabled_;
-  Clock::time_point start_ = Clock::now();
-  Clock::time_point last_ = Clock::now();
-};
-
 }  // namespace
 
 struct Translator::Impl {
@@ -168,7 +149,7 @@ struct Translator::Impl {
   data::Vocab tgt_vocab;
   model::Transformer model{nullptr};
   SearchIds ids;
-  Progress* progress = nullptr;  ///< set during translate_file
+  log::PhaseProgress* progress = nullptr;  ///< set during translate_file, when it reports
   int64_t done = 0;              ///< sentences translated so far in translate_file
 
   Impl(const TranslateOptions& o, const ModelConfigReader& read_config) : options(o) {
@@ -259,7 +240,7 @@ struct Translator::Impl {
         ++end;
       translate_batch(order, begin, end, sources, out);
       done += static_cast<int64_t>(end - begin);
-      if (progress) progress->update(done);
+      if (progress) progress->update(double(done));
       begin = end;
     }
     return out;
@@ -340,9 +321,11 @@ TranslateStats Translator::translate_file(const std::string& input, const std::s
 
   TranslateStats stats;
   stats.sentences = static_cast<int64_t>(lines.size());
-  Progress progress(stats.sentences, ::isatty(STDERR_FILENO) ||
-                                         stats.sentences >= impl_->options.progress_min_lines);
-  impl_->progress = &progress;
+  std::optional<log::PhaseProgress> progress;
+  if (::isatty(STDERR_FILENO) || stats.sentences >= impl_->options.progress_min_lines)
+    progress.emplace("translate", "translating", "sentences", double(stats.sentences),
+                     kProgressEvery);
+  impl_->progress = progress ? &*progress : nullptr;
   impl_->done = 0;
   struct ResetProgress {
     Impl* impl;

@@ -122,6 +122,26 @@ BackendChoice choose_backend(Backend requested, bool on_gpu, int64_t local_ranks
   return choice;
 }
 
+std::string describe_gpu_workers(Backend requested, int64_t workers, int gpus) {
+  std::string backend;
+  try {
+    backend = choose_backend(requested, true, workers, gpus, "").nccl ? "NCCL" : "Gloo";
+  } catch (const ConfigError& e) {
+    backend = fmt::format("NCCL refused: {}", e.what());
+  }
+  const std::string placement =
+      workers == gpus  ? "one per GPU"
+      : workers > gpus ? fmt::format("sharing {} GPU(s)", gpus)
+                       : fmt::format("on {} of {} GPU(s)", workers, gpus);
+  return fmt::format("{} worker(s), {}, {}", workers, placement, backend);
+}
+
+int64_t ranks_on_device(int64_t local_rank, int64_t local_ranks, int gpus) {
+  if (gpus <= 0) return 1;
+  const int64_t device = local_rank % gpus;
+  return std::max<int64_t>(1, (local_ranks - device + gpus - 1) / gpus);
+}
+
 void use_cuda_device(int index) {
 #ifdef NMT_WITH_CUDA
   if (index < 0 || index >= c10::cuda::device_count()) return;

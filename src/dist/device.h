@@ -36,6 +36,15 @@ struct BackendChoice {
 BackendChoice choose_backend(Backend requested, bool on_gpu, int64_t local_ranks, int gpus,
                              const std::string& no_cuda_reason);
 
+/// The plan's line on this node's workers on `gpus` GPUs (> 0) and their backend: "8
+/// worker(s), one per GPU, NCCL", "2 worker(s) sharing 1 GPU(s), Gloo", "1 worker(s) on 8
+/// GPU(s) (GPU 0 used), Gloo". A backend that choose_backend refuses is named with the reason.
+std::string describe_gpu_workers(Backend requested, int64_t workers, int gpus);
+
+/// Ranks of this node on the device of local rank `local_rank`, when `local_ranks` ranks take
+/// `gpus` GPUs in turn (local rank r on GPU r % gpus); 1 without GPUs.
+int64_t ranks_on_device(int64_t local_rank, int64_t local_ranks, int gpus);
+
 /// Peak resident memory of this process so far (bytes).
 int64_t peak_host_memory_bytes();
 /// Peak memory allocated by LibTorch on CUDA device `index` since start (bytes); 0 without CUDA.

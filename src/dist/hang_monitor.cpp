@@ -9,7 +9,6 @@ HangMonitor::HangMonitor(std::chrono::milliseconds warn_after, std::function<std
     : warn_after_(warn_after),
       report_(std::move(report)),
       emit_(std::move(emit)),
-      last_mark_(std::chrono::steady_clock::now()),
       thread_([this] { run(); }) {}
 
 HangMonitor::~HangMonitor() {
@@ -25,6 +24,10 @@ void HangMonitor::mark() {
   std::lock_guard<std::mutex> lock(mutex_);
   last_mark_ = std::chrono::steady_clock::now();
   reported_ = false;
+  if (!marked_) {
+    marked_ = true;
+    changed_.notify_all();  // the first mark starts the watch
+  }
 }
 
 int HangMonitor::reports() const {
@@ -35,6 +38,10 @@ int HangMonitor::reports() const {
 void HangMonitor::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
+    if (!marked_) {
+      changed_.wait(lock);
+      continue;
+    }
     const auto due = last_mark_ + warn_after_;
     if (reported_ || std::chrono::steady_clock::now() < due) {
       // Wake at the deadline, or now and then while a reported stall lasts (a mark resets it).

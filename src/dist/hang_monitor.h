@@ -6,7 +6,9 @@
 // timeout without saying who is behind. The monitor watches the progress marks that every
 // update writes (Communicator::mark_progress): when none has come for `warn_after` (set
 // below that timeout), it emits the ranks' progress report once ("behind: rank 1 is at ..."),
-// and again only after progress has resumed and stalled anew.
+// and again only after progress has resumed and stalled anew. It watches from the first mark
+// on: before it, the ranks prepare data and fit the batch size at their own pace (rank 0 may
+// train a vocabulary for minutes), and there is no report to make.
 //
 //   HangMonitor monitor(0.8 * timeout, [&] { return progress_report(); }, log_error);
 //   monitor.mark();   // at every progress mark
@@ -23,8 +25,8 @@ namespace nmt::dist {
 /// A thread that reports when progress marks stop coming.
 class HangMonitor {
  public:
-  /// Starts watching; the first stall is counted from now. `report` says who is behind (it
-  /// may take a while: it asks the store); `emit` writes the message.
+  /// Starts the thread; the first stall is counted from the first mark(). `report` says who is
+  /// behind (it may take a while: it asks the store); `emit` writes the message.
   HangMonitor(std::chrono::milliseconds warn_after, std::function<std::string()> report,
               std::function<void(const std::string&)> emit);
   /// Stops and joins the thread.
@@ -46,6 +48,7 @@ class HangMonitor {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::chrono::steady_clock::time_point last_mark_;
+  bool marked_ = false;    ///< a mark has come: watching
   bool reported_ = false;  ///< this stall was reported
   bool stop_ = false;
   int reports_ = 0;

@@ -114,7 +114,10 @@ int slurm_local_world_size(const EnvLookup& lookup, int world_size) {
 
 /// Fills master_addr/master_port: MASTER_ADDR/MASTER_PORT, else derived (see the header).
 void resolve_master(const EnvLookup& lookup, const LauncherVars* vars, WorkerEnv& env) {
-  if (auto port = lookup("MASTER_PORT")) env.master_port = parse_int("MASTER_PORT", *port, 1, 65535);
+  if (auto port = lookup("MASTER_PORT")) {
+    env.master_port = parse_int("MASTER_PORT", *port, 1, 65535);
+    env.master_port_set = true;
+  }
   if (auto addr = lookup("MASTER_ADDR")) {
     NMT_CHECK(!addr->empty(), DistError,
               "environment variable MASTER_ADDR is empty; expected the host of rank 0");
@@ -155,6 +158,11 @@ const char* launcher_name(Launcher launcher) {
     case Launcher::kNone: break;
   }
   return "none";
+}
+
+int store_port(const WorkerEnv& worker, int64_t configured) {
+  if (worker.master_port_set || worker.launcher != Launcher::kNone) return worker.master_port;
+  return static_cast<int>(configured);
 }
 
 std::string first_host_of_nodelist(const std::string& nodelist, const char* variable) {

@@ -10,6 +10,7 @@
 // the step's node list, else it must be exported (mpirun -x MASTER_ADDR=host); MASTER_PORT
 // defaults to 29500, as with torchrun.
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -41,6 +42,7 @@ struct WorkerEnv {
   int local_world_size = 1;       ///< processes on this node; 0 when the launcher does not say
   std::string master_addr = "127.0.0.1";  ///< host of rank 0's store (MASTER_ADDR or derived)
   int master_port = kDefaultMasterPort;   ///< port of the store (MASTER_PORT, or 29500)
+  bool master_port_set = false;           ///< MASTER_PORT was in the environment
   int restart_count = 0;  ///< TORCHELASTIC_RESTART_COUNT: times the launcher restarted the workers
   bool agent_store = false;  ///< TORCHELASTIC_USE_AGENT_STORE=True: the launcher hosts the store,
                              ///< so rank 0 connects to it as a client instead of creating it
@@ -58,6 +60,10 @@ using EnvLookup = std::function<std::optional<std::string>(const char*)>;
 WorkerEnv detect_worker_env(const EnvLookup& lookup);
 /// detect_worker_env over the process environment.
 WorkerEnv detect_worker_env();
+
+/// The port of the job's store: MASTER_PORT or the launcher's, else, for a process that no
+/// launcher started, `configured` (dist.master_port; 0: a free port, which one rank can take).
+int store_port(const WorkerEnv& worker, int64_t configured);
 
 /// The first host of a Slurm node list in its compressed form ("node[01-03,07],gpu5" ->
 /// "node01"; "rack[2-3]-n[7,9]" -> "rack2-n7"). Throws DistError naming `variable` when

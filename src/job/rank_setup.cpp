@@ -34,7 +34,7 @@ std::shared_ptr<dist::Communicator> connect(const config::RunConfig& cfg, c10::D
   if (!backend.note.empty() && worker.rank == 0) log::warn("dist", "{}", backend.note);
   dist::CommunicatorOptions options;
   options.master_addr = worker.master_addr;
-  options.master_port = worker.master_port;
+  options.master_port = dist::store_port(worker, cfg.dist.master_port);
   options.listen_fd = worker.rank == 0 ? worker.store_fd : -1;
   options.rank = worker.rank;
   options.world_size = worker.world_size;
@@ -148,6 +148,8 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   cfg.data.max_tokens = choice.max_tokens;
   rank.max_tokens_fit = std::move(choice.fit);
   rank.setup = run_setup(cfg, worker, device, std::move(communicator));
+  if (device.is_cuda())
+    rank.setup.ranks_on_device = dist::ranks_on_device(worker.local_rank, local, devices.cuda_devices);
   rank.config = std::move(cfg);
   return rank;
 }

@@ -36,7 +36,7 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
   if (devices.cuda_devices == 0)
     log::info("plan", "{}: {} CPU worker(s), Gloo", devices.no_cuda_reason, workers);
   else
-    log::info("plan", "{} worker(s), one per GPU, NCCL", workers);
+    log::info("plan", "{}", dist::describe_gpu_workers(c.dist.backend, workers, devices.cuda_devices));
   if (worker.launcher != dist::Launcher::kNone) {
     log::info("plan", "started by {} as rank {} of {} (local rank {}, pid {})",
               dist::launcher_name(worker.launcher), worker.rank, worker.world_size,

@@ -138,13 +138,17 @@ BatchSource benchmark_batches(const RunSetup& setup, const data::PreparedData& d
 
 /// Sums the figures of all ranks into `r` (memory stays per rank): the headline pass's
 /// (`timed`) and the real tokens of the phase pass (`phases`, the same one without a second).
+/// The hardware peak is summed per device (each rank adds its share, hardware_peak_share) and
+/// is unknown (0) when any rank's is.
 void reduce_over_ranks(const RunSetup& setup, const IntervalStats& timed,
-                       const IntervalStats& phases, double peak_tflops, double hardware_tflops,
-                       double memory_mb, BenchmarkResult& r) {
+                       const IntervalStats& phases, double peak_tflops,
+                       const HardwarePeak& hardware, double memory_mb, BenchmarkResult& r) {
   std::vector<double> packed = {timed.src_tokens + 0.0, timed.tgt_tokens + 0.0,
                                 timed.padded_tokens + 0.0, timed.flops, peak_tflops,
-                                timed.kernel_flops, hardware_tflops,
-                                phases.src_tokens + phases.tgt_tokens + 0.0};
+                                timed.kernel_flops,
+                                hardware_peak_share(hardware, setup.ranks_on_device),
+                                phases.src_tokens + phases.tgt_tokens + 0.0,
+                                hardware.tflops > 0 ? 0.0 : 1.0};
   for (int64_t rank = 0; rank < setup.world_size; ++rank)
     packed.push_back(rank == setup.rank ? memory_mb : 0.0);
   at::Tensor sums = at::tensor(packed, at::kDouble);
@@ -156,9 +160,9 @@ void reduce_over_ranks(const RunSetup& setup, const IntervalStats& timed,
   r.flops_per_step = summed[3] / double(r.steps);
   r.peak_tflops = summed[4];
   r.kernel_flops_per_step = summed[5] / double(r.steps);
-  r.hardware_peak_tflops = summed[6];
+  r.hardware_peak_tflops = summed[8] > 0 ? 0.0 : summed[6];  // summed[8]: ranks not knowing it
   r.phase_real_tokens = summed[7];
-  for (int64_t rank = 0; rank < setup.world_size; ++rank) r.peak_memory_mb.push_back(summed[8 + rank]);
+  for (int64_t rank = 0; rank < setup.world_size; ++rank) r.peak_memory_mb.push_back(summed[9 + rank]);
 }
 
 }  // namespace
@@ -259,9 +263,7 @@ BenchmarkResult run_benchmark(const RunSetup& setup, const data::PreparedData& d
   r.first_loss = per_token(first_loss_sum, first_tokens);
   r.last_loss = per_token(last_loss_sum, last_tokens);
 
-  // A peak that one rank does not know is unknown for all (0 in the sum means unknown).
-  reduce_over_ranks(setup, timed, phases, peak, hardware.tflops, updater.peak_memory_mb(), r);
-  if (hardware.tflops <= 0) r.hardware_peak_tflops = 0;
+  reduce_over_ranks(setup, timed, phases, peak, hardware, updater.peak_memory_mb(), r);
   const double n = double(r.phase_steps);
   r.step_time = summarize_step_times(step_seconds);
   r.data_wait_s = phases.data_wait_s / n;

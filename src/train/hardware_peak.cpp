@@ -1,5 +1,6 @@
 #include "train/hardware_peak.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -100,6 +101,10 @@ HardwarePeak cpu_peak(const std::string& cpuinfo, long max_khz, int threads, amp
   const double tflops = double(threads) * per_cycle * factor * ghz / 1e3;
   return {tflops, fmt::format("{} thread(s) taken as cores x {} x {:.2f} GHz (cpufreq max)",
                               threads, how, ghz)};
+}
+
+double hardware_peak_share(const HardwarePeak& peak, int64_t ranks_on_device) {
+  return peak.tflops > 0 ? peak.tflops / double(std::max<int64_t>(1, ranks_on_device)) : 0.0;
 }
 
 HardwarePeak hardware_peak(c10::Device device, amp::AmpMode mode, int threads) {

@@ -6,6 +6,7 @@
 // Where the peak cannot be known honestly (an unlisted GPU, a CPU whose maximum clock this
 // machine does not expose, e.g. in a VM), it is 0 and the source says why.
 
+#include <cstdint>
 #include <string>
 
 #include <c10/core/Device.h>
@@ -27,6 +28,11 @@ HardwarePeak gpu_peak(const std::string& name, amp::AmpMode mode);
 /// A CPU's peak for `threads` threads, each taken as a core, from /proc/cpuinfo's text and
 /// the maximum clock in kHz (cpufreq's cpuinfo_max_freq; 0 when unknown).
 HardwarePeak cpu_peak(const std::string& cpuinfo, long max_khz, int threads, amp::AmpMode mode);
+
+/// This rank's part of the job's peak when `ranks_on_device` ranks share its device: the
+/// device's peak counts once however many ranks use it, so summed over the ranks it is the
+/// sum over devices. 0 when the peak is unknown.
+double hardware_peak_share(const HardwarePeak& peak, int64_t ranks_on_device);
 
 /// This process's peak on `device` with `threads` intra-op threads (CPU).
 HardwarePeak hardware_peak(c10::Device device, amp::AmpMode mode, int threads);

@@ -12,6 +12,7 @@
 #include "train/metrics_log.h"
 #include "train/train_options.h"
 #include "train/validator.h"
+#include "util/phase_progress.h"
 
 namespace nmt::amp {
 struct ScalerStats;

@@ -40,6 +40,7 @@ struct RunSetup {
   int64_t rank = 0;                 ///< this process's rank
   int64_t world_size = 1;           ///< ranks in the job
   c10::Device device = c10::Device(c10::kCPU);  ///< where the model trains
+  int64_t ranks_on_device = 1;      ///< ranks sharing this rank's GPU (1 on CPU): MFU's peak
   /// The process group of the ranks (null for one process): gradients are summed over it.
   std::shared_ptr<dist::Communicator> communicator;
 };

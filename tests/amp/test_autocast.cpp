@@ -83,7 +83,7 @@ TEST_CASE("autocast support by mode and device", "[amp][autocast]") {
 
 TEST_CASE("on a GPU, fp16 and bf16 scopes autocast CUDA matmuls", "[amp][autocast][cuda]") {
   if (!at::hasCUDA() || at::getNumGPUs() == 0) {
-    NMT_SKIP("no CUDA device visible");
+    NMT_SKIP_WITHOUT_CUDA("no CUDA device visible");
   }
   const at::Tensor a = at::ones({4, 4}, at::kCUDA);
   for (AmpMode mode : {AmpMode::kFp16, AmpMode::kBf16}) {

@@ -219,7 +219,7 @@ TEST_CASE("an fp16 scaler restored from an unscaled run's state starts at init_s
 TEST_CASE("on a GPU, the scaler state lives on the device and behaves as on the CPU",
           "[amp][scaler][cuda]") {
   if (!at::hasCUDA() || at::getNumGPUs() == 0) {
-    NMT_SKIP("no CUDA device visible");
+    NMT_SKIP_WITHOUT_CUDA("no CUDA device visible");
   }
   const c10::Device cuda(c10::kCUDA, 0);
   DynamicLossScaler scaler(small_options(), cuda, true);

@@ -1,5 +1,6 @@
 // What nmt-ckpt computes: parameter count and hash, diff semantics, averaging.
 #include "catch_torch.h"
+#include "skip.h"
 
 #include <limits>
 
@@ -120,8 +121,7 @@ TEST_CASE("average: float64 mean per dtype, mismatches name tensor and file", "[
 TEST_CASE("info and diff print valid JSON (checked by Python's json)", "[checkpoint][python]") {
   const std::string python = NMT_PYTHON;
   if (python.empty() || !std::filesystem::exists(python)) {
-    WARN("no venv python (NMT_PYTHON='" << python << "'): the JSON check is skipped");
-    return;
+    NMT_SKIP("no venv python (NMT_PYTHON='" << python << "'): the JSON check");
   }
   TempDir dir;
   const auto a = dir.path() / "a \"quoted\".safetensors";

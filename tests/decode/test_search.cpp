@@ -259,7 +259,7 @@ TEST_CASE("search runs under CPU autocast (bf16)", "[decode][search][amp]") {
 TEST_CASE("on a GPU, cached and uncached search agree, also under fp16 autocast",
           "[decode][search][cuda]") {
   if (!at::hasCUDA()) {
-    NMT_SKIP("no CUDA device visible");
+    NMT_SKIP_WITHOUT_CUDA("no CUDA device visible");
   }
   Transformer model = tiny_model(8);
   model->to(at::kCUDA);

@@ -27,20 +27,24 @@ TEST_CASE("device probe reports the LibTorch build and never fails without a GPU
 TEST_CASE("a visible GPU is described by name, memory and architecture", "[dist][cuda]") {
   const nmt::dist::DeviceInfo info = nmt::dist::probe_devices();
   if (info.cuda_devices == 0) {
-    NMT_SKIP(info.no_cuda_reason);
+    NMT_SKIP_WITHOUT_CUDA(info.no_cuda_reason);
   }
   for (const std::string& name : info.device_names) {
     CHECK_THAT(name, Catch::Matchers::Contains("GiB, sm_"));
   }
 }
 
-TEST_CASE("a GPU's memory figures are consistent, and zero without one", "[dist][cuda]") {
+TEST_CASE("a device index past the GPUs has zero memory figures", "[dist]") {
   const nmt::dist::DeviceInfo info = nmt::dist::probe_devices();
   const nmt::dist::CudaMemory none = nmt::dist::cuda_memory(info.cuda_devices);  // out of range
   CHECK(none.total == 0);
   CHECK(none.free == 0);
+}
+
+TEST_CASE("a GPU's memory figures are consistent", "[dist][cuda]") {
+  const nmt::dist::DeviceInfo info = nmt::dist::probe_devices();
   if (info.cuda_devices == 0) {
-    NMT_SKIP(info.no_cuda_reason);
+    NMT_SKIP_WITHOUT_CUDA(info.no_cuda_reason);
   }
   const nmt::dist::CudaMemory m = nmt::dist::cuda_memory(0);
   CHECK(m.total > 0);
@@ -86,4 +90,25 @@ TEST_CASE("out of memory is recognized in every form the libraries report it", "
   CHECK_FALSE(is_out_of_memory(c10::Error({"f", "file.cpp", 1},
                                           "CUDA error: an illegal memory access was encountered")));
   CHECK_FALSE(is_out_of_memory(std::runtime_error("CUBLAS_STATUS_EXECUTION_FAILED")));
+
+TEST_CASE("the plan names the workers' GPUs and the backend they will use", "[dist]") {
+  using nmt::dist::Backend;
+  using nmt::dist::describe_gpu_workers;
+  CHECK(describe_gpu_workers(Backend::kAuto, 8, 8) == "8 worker(s), one per GPU, NCCL");
+  CHECK(describe_gpu_workers(Backend::kAuto, 2, 1) == "2 worker(s), sharing 1 GPU(s), Gloo");
+  CHECK(describe_gpu_workers(Backend::kGloo, 1, 1) == "1 worker(s), one per GPU, Gloo");
+  CHECK(describe_gpu_workers(Backend::kAuto, 1, 8) == "1 worker(s), on 1 of 8 GPU(s), NCCL");
+  CHECK_THAT(describe_gpu_workers(Backend::kNccl, 2, 1),
+             Catch::Matchers::StartsWith("2 worker(s), sharing 1 GPU(s), NCCL refused: ") &&
+                 Catch::Matchers::Contains("NCCL needs a GPU per rank"));
+}
+
+TEST_CASE("ranks on a device: local ranks take the GPUs in turn", "[dist]") {
+  using nmt::dist::ranks_on_device;
+  CHECK(ranks_on_device(0, 2, 1) == 2);  // 2 ranks on one H200
+  CHECK(ranks_on_device(1, 2, 1) == 2);
+  CHECK(ranks_on_device(3, 8, 8) == 1);
+  CHECK(ranks_on_device(0, 3, 2) == 2);  // local ranks 0 and 2 on GPU 0
+  CHECK(ranks_on_device(1, 3, 2) == 1);  // local rank 1 alone on GPU 1
+  CHECK(ranks_on_device(0, 1, 0) == 1);  // no GPU
 }

@@ -1,5 +1,5 @@
-// The hang monitor (dist/hang_monitor.h): a stall of the progress marks is reported once,
-// marks keep it quiet, and it stops promptly.
+// The hang monitor (dist/hang_monitor.h): it watches from the first mark, a stall of the
+// progress marks is reported once, marks keep it quiet, and it stops promptly.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -41,10 +41,22 @@ bool wait_for_reports(const HangMonitor& monitor, int count) {
 
 }  // namespace
 
+TEST_CASE("nothing is reported before the first mark: the ranks are still preparing", "[dist]") {
+  Emitted emitted;
+  HangMonitor monitor(50ms, [] { return std::string(); },
+                      [&emitted](const std::string& line) { emitted.add(line); });
+  std::this_thread::sleep_for(500ms);  // ten deadlines
+  CHECK(monitor.reports() == 0);
+  CHECK(emitted.get().empty());
+  monitor.mark();  // the first update: from here a stall is reported
+  CHECK(wait_for_reports(monitor, 1));
+}
+
 TEST_CASE("a stall of the progress marks is reported once, with who is behind", "[dist]") {
   Emitted emitted;
   HangMonitor monitor(50ms, [] { return "; behind: rank 1 is at 'step 7: backward done'"; },
                       [&emitted](const std::string& line) { emitted.add(line); });
+  monitor.mark();
   REQUIRE(wait_for_reports(monitor, 1));
   std::this_thread::sleep_for(300ms);  // more deadlines pass within the same stall
   const auto lines = emitted.get();
@@ -57,13 +69,21 @@ TEST_CASE("a stall of the progress marks is reported once, with who is behind", 
   CHECK(wait_for_reports(monitor, 2));
 }
 
-TEST_CASE("steady progress marks keep the monitor quiet", "[dist]") {
+TEST_CASE("steady progress marks keep the monitor quiet, and it reports once they stop", "[dist]") {
   std::atomic<int> emitted{0};
-  HangMonitor monitor(10s, [] { return std::string(); }, [&emitted](const std::string&) { ++emitted; });
-  for (int i = 0; i < 10; ++i) {
+  // Marks every 10 ms for 4 deadlines: a monitor that ignored them would have reported. The
+  // deadline leaves a busy machine 50 times the mark interval.
+  constexpr auto kWarnAfter = 500ms;
+  HangMonitor monitor(kWarnAfter, [] { return std::string(); },
+                      [&emitted](const std::string&) { ++emitted; });
+  const auto until = std::chrono::steady_clock::now() + 4 * kWarnAfter;
+  while (std::chrono::steady_clock::now() < until) {
     monitor.mark();
-    std::this_thread::sleep_for(20ms);
+    std::this_thread::sleep_for(10ms);
   }
   CHECK(emitted == 0);
   CHECK(monitor.reports() == 0);
+  // It was watching all along: once the marks stop, the stall is reported.
+  CHECK(wait_for_reports(monitor, 1));
+  CHECK(emitted == 1);
 }

@@ -268,3 +268,17 @@ TEST_CASE("bad rendezvous variables name the variable", "[dist]") {
   CHECK(with("LOCAL_WORLD_SIZE", "none") ==
         "environment variable LOCAL_WORLD_SIZE=none: expected an integer >= 1");
 }
+
+TEST_CASE("the store port: MASTER_PORT or the launcher's, else dist.master_port", "[dist]") {
+  using nmt::dist::store_port;
+  // One process started by hand (a single-GPU NCCL run): dist.master_port, 0 a free port.
+  CHECK(store_port(detect({}), 0) == 0);
+  CHECK(store_port(detect({}), 1234) == 1234);
+  CHECK(store_port(detect({{"MASTER_PORT", "4000"}}), 0) == 4000);
+  // A launcher's rank: the launcher's port, torchrun's default when it sets none.
+  CHECK(store_port(detect({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"},
+                           {"MASTER_PORT", "4001"}}),
+                   0) == 4001);
+  CHECK(store_port(detect({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}}), 0) ==
+        nmt::dist::kDefaultMasterPort);
+}

@@ -335,7 +335,7 @@ TEST_CASE("max_tokens auto on a GPU fits the batch of the longest sentences into
   const auto r = train(run.path(), "--set data.max_tokens=auto --set train.max_steps=2 "
                                    "--set amp.mode=bf16 --set data.auto_max_tokens_limit=1000000");
   if (r.err.find("CPU worker") != std::string::npos) {
-    NMT_SKIP("no GPU");
+    NMT_SKIP_WITHOUT_CUDA("no GPU");
   }
   INFO(r.err);
   REQUIRE(r.exit_code == 0);

@@ -328,7 +328,7 @@ TEST_CASE("sequences beyond max_positions are rejected", "[model]") {
 TEST_CASE("on a GPU, bf16 autocast gives finite logits matching incremental decoding",
           "[model][cuda]") {
   if (!at::hasCUDA() || at::getNumGPUs() == 0) {
-    NMT_SKIP("no CUDA device visible");
+    NMT_SKIP_WITHOUT_CUDA("no CUDA device visible");
   }
   for (const auto& [name, o] : variants()) {
     INFO(name);

@@ -111,3 +111,13 @@ TEST_CASE("hardware peaks: GPU datasheets by name and precision, CPUs only with 
   CHECK(cpu_peak(amd, 0, 2, AmpMode::kOff).tflops == 0);
   CHECK_THAT(cpu_peak(amd, 0, 2, AmpMode::kOff).source, Catch::Matchers::Contains("unknown"));
 }
+
+TEST_CASE("ranks sharing a GPU count its peak once, and an unknown peak stays unknown",
+          "[train][benchmark]") {
+  using nmt::train::hardware_peak_share;
+  const nmt::train::HardwarePeak h200{989.0, "datasheet"};
+  // 2 ranks on one H200: each adds half, so the job's peak is one H200's, not two.
+  CHECK(hardware_peak_share(h200, 2) + hardware_peak_share(h200, 2) == 989.0);
+  CHECK(hardware_peak_share(h200, 1) == 989.0);
+  CHECK(hardware_peak_share(nmt::train::HardwarePeak{0.0, "unknown"}, 2) == 0.0);
+}

@@ -346,7 +346,7 @@ TEST_CASE("float and double parameters in one optimizer both follow Adam", "[tra
 TEST_CASE("on a GPU, fused Adam matches the CPU and skips on found_inf",
           "[train][optimizer][cuda]") {
   if (!at::hasCUDA() || at::getNumGPUs() == 0) {
-    NMT_SKIP("no CUDA device visible");
+    NMT_SKIP_WITHOUT_CUDA("no CUDA device visible");
   }
   const TrainOptions o = adam_options(nmt::train::Optimizer::kAdamW, 0.1);
   const at::Tensor p = param({1.0f, -2.0f, 0.5f});

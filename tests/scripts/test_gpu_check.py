@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Tests of scripts/gpu/check.sh and its summary, run by CTest (tests/CMakeLists.txt), so the
+script's own code is tested on every CI run before a GPU box runs it.
+
+    test_gpu_check.py summary                   the summary of a diverged run (no binaries)
+    test_gpu_check.py rehearse --build DIR      check.sh end to end with CPU stand-ins
+    test_gpu_check.py spent --build DIR         a spent budget: every step skipped, a summary
+    test_gpu_check.py include-order --build DIR include_order.py on the CI build and a bad one
+
+`rehearse` runs every step (CHECK_REHEARSAL=1: the tiny config, Gloo for NCCL, the benchmark on
+the CPU, a few CTest cases) and checks what comes back: the four files, each step's exit, each
+section of the summary. On a CPU machine the [cuda] step must fail (its cases find no GPU and
+NMT_REQUIRE_CUDA=1 forbids the skip); every other step must pass.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHECK = os.path.join(ROOT, "scripts", "gpu", "check.sh")
+SUMMARY = os.path.join(ROOT, "scripts", "gpu", "summary.py")
+STEPS = ["build", "test-cuda", "vocab", "train-bf16", "train-fp16", "nccl-world1", "gloo-2ranks",
+         "gloo-2ranks-naive", "auto-base", "bench", "ctest"]
+
+
+def fail(message):
+    print(f"FAILED: {message}")
+    sys.exit(1)
+
+
+def expect(condition, message):
+    if not condition:
+        fail(message)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def summary_of_a_diverged_run():
+    """A NaN loss is JSON null in metrics.jsonl: the summary reports it and every later section."""
+    with tempfile.TemporaryDirectory() as out:
+        write(os.path.join(out, "machine.txt"), "a machine\n")
+        write(os.path.join(out, "results.json"), json.dumps(
+            [{"step": "train-bf16", "exit": 0, "seconds": 3}, {"step": "bench", "exit": 125, "seconds": 0}]))
+        rows = [{"type": "train", "step": 10, "loss": 8.5, "loss_scale": 65536.0, "skipped_updates": 0,
+                 "tokens_per_s": 1000.0, "peak_memory_mb": 700.0},
+                {"type": "valid", "step": 10, "loss": None},
+                {"type": "train", "step": 20, "loss": None, "loss_scale": None, "skipped_updates": 3,
+                 "tokens_per_s": None, "peak_memory_mb": None}]
+        write(os.path.join(out, "train-bf16", "metrics.jsonl"),
+              "".join(json.dumps(r) + "\n" for r in rows) + '{"type": "tra')  # cut short by a kill
+        write(os.path.join(out, "gloo-2ranks", "summary.json"), json.dumps(
+            {"final_step": 20, "stop_reason": "max_steps", "parameter_hashes": ["ab", "ab"],
+             "peak_memory_mb": [None, 10.0], "tokens_per_s": None}))
+        write(os.path.join(out, "auto-base", "summary.json"), json.dumps(
+            {"max_tokens": 4096, "max_tokens_fit": None, "peak_memory_mb": None}))
+        write(os.path.join(out, "test-cuda.log"), "SKIPPED: no GPU\nPassed 1 test case\n")
+        write(os.path.join(out, "bench.log"), "a table\n")
+        r = subprocess.run([sys.executable, SUMMARY, out], capture_output=True, text=True)
+        print(r.stdout + r.stderr)
+        expect(r.returncode == 0, f"summary.py exited {r.returncode}")
+        for wanted in ("- train-bf16: exit 0 in 3 s", "bench: exit 125 in 0 s (skipped: the budget",
+                       "bf16: loss 8.500 -> NaN over 20 steps; NaN: True (first at step 20)",
+                       "NaN tok/s; peak NaN MiB", "gloo-2ranks: step 20 (max_steps)",
+                       "auto-base: max_tokens 4096", "SKIPPED: no GPU", "a table"):
+            expect(wanted in r.stdout, f"the summary lacks {wanted!r}")
+        expect("section failed" not in r.stdout, "a section of the summary failed")
+
+
+def run_check(build, out, budget, steps=()):
+    env = dict(os.environ, CHECK_REHEARSAL="1", CHECK_BUILD_DIR=os.path.abspath(build),
+               PYTHON=os.environ.get("PYTHON", sys.executable), CHECK_BUDGET_S=str(budget),
+               CHECK_TRAIN_STEPS="6", CHECK_DIST_STEPS="4", CHECK_AUTO_STEPS="2",
+               CHECK_BENCH="1 4", CHECK_CTEST_REGEX="^test_util:json")
+    start = time.time()
+    r = subprocess.run(["bash", CHECK, out, *steps], cwd=ROOT, env=env, capture_output=True,
+                       text=True)
+    print(r.stderr[-6000:])
+    print(f"[test] check.sh exited {r.returncode} in {time.time() - start:.0f} s")
+    expect(r.returncode == 0, f"check.sh exited {r.returncode}")
+    for name in ("summary.md", "results.json", "machine.txt", "logs.tar.gz"):
+        expect(os.path.isfile(os.path.join(out, name)), f"check.sh left no {name}")
+    expect(sorted(os.listdir(out)) == ["logs.tar.gz", "machine.txt", "results.json", "summary.md"],
+           f"check.sh left more than its four files: {sorted(os.listdir(out))}")
+    with open(os.path.join(out, "results.json")) as f:
+        results = {r["step"]: r for r in json.load(f)}
+    with open(os.path.join(out, "summary.md")) as f:
+        summary = f.read()
+    print(summary)
+    expect("section failed" not in summary, "a section of the summary failed")
+    return results, summary
+
+
+def log(out, name):
+    with tarfile.open(os.path.join(out, "logs.tar.gz")) as tar:
+        member = tar.extractfile(f"./{name}")
+        return member.read().decode(errors="replace") if member else ""
+
+
+def rehearse(build):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        results, summary = run_check(build, out, budget=400)
+        expect(list(results) == STEPS, f"steps {list(results)}, expected {STEPS}")
+        cuda = results["test-cuda"]
+        if cuda["exit"] != 0:  # no GPU here: the cases must fail, not skip
+            expect("NMT_REQUIRE_CUDA=1, but this [cuda] case found no GPU" in log(out, "test-cuda.log"),
+                   "test-cuda failed for another reason than the missing GPU")
+        failed = {s: r["exit"] for s, r in results.items() if s != "test-cuda" and r["exit"] != 0}
+        for step in failed:
+            print(f"--- {step}.log\n{log(out, step + '.log')[-3000:]}")
+        expect(not failed, f"steps failed: {failed}")
+        for wanted in ("bf16: loss", "fp16: loss", "nccl-world1: step 4", "gloo-2ranks: step 4",
+                       "gloo-2ranks-naive: step 4", "[cuda] test cases:", "auto-base: max_tokens",
+                       "tiny-config"):
+            expect(wanted in summary, f"the summary lacks {wanted!r}")
+        with tarfile.open(os.path.join(out, "logs.tar.gz")) as tar:
+            names = tar.getnames()
+        expect("./train-bf16/metrics.jsonl" in names, "logs.tar.gz lacks train-bf16/metrics.jsonl")
+        expect(not any(n.endswith(".safetensors") for n in names), "logs.tar.gz holds checkpoints")
+
+
+def spent(build):
+    """No time left: every step is skipped (exit 125), and the summary still comes back."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        results, summary = run_check(build, out, budget=0, steps=("build", "train", "ctest"))
+        wanted = ["build", "vocab", "train-bf16", "train-fp16", "ctest"]
+        expect(list(results) == wanted, f"steps {list(results)}, expected {wanted}")
+        expect(all(r["exit"] == 125 for r in results.values()), f"not all skipped: {results}")
+        expect("(skipped: the budget was spent)" in summary, "the summary does not say why")
+
+
+def include_order(build):
+    """include_order.py passes on the CI build and fails where another fmt comes first."""
+    check = os.path.join(ROOT, "scripts", "gpu", "include_order.py")
+    r = subprocess.run([sys.executable, check, build], capture_output=True, text=True)
+    print(r.stdout + r.stderr)
+    expect(r.returncode == 0 and "include order as on CI" in r.stdout, "the CI build's order failed")
+    with tempfile.TemporaryDirectory() as tmp:
+        # The GPU box's mistake: a prefix with fmt 9 as an include folder before LibTorch's.
+        write(os.path.join(tmp, "prefix", "fmt", "core.h"), "#define FMT_VERSION 90100\n")
+        with open(os.path.join(build, "compile_commands.json")) as f:
+            commands = json.load(f)
+        for entry in commands:
+            args = entry.get("arguments") or entry["command"].split()
+            entry.pop("command", None)
+            entry["arguments"] = [args[0], "-isystem", os.path.join(tmp, "prefix")] + args[1:]
+        write(os.path.join(tmp, "build", "compile_commands.json"), json.dumps(commands))
+        r = subprocess.run([sys.executable, check, os.path.join(tmp, "build")], capture_output=True,
+                           text=True)
+        print(r.stdout + r.stderr)
+        expect(r.returncode != 0 and "not from LibTorch's" in r.stderr,
+               "another fmt before LibTorch's went unnoticed")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", choices=["summary", "rehearse", "spent", "include-order"])
+    parser.add_argument("--build", help="a build folder with nmt-train and the tests")
+    args = parser.parse_args()
+    if args.what == "summary":
+        summary_of_a_diverged_run()
+    elif args.what == "rehearse":
+        rehearse(args.build)
+    elif args.what == "include-order":
+        include_order(args.build)
+    else:
+        spent(args.build)
+    print("[test] passed")
+
+
+if __name__ == "__main__":
+    main()
