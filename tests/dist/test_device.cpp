@@ -90,6 +90,7 @@ TEST_CASE("out of memory is recognized in every form the libraries report it", "
   CHECK_FALSE(is_out_of_memory(c10::Error({"f", "file.cpp", 1},
                                           "CUDA error: an illegal memory access was encountered")));
   CHECK_FALSE(is_out_of_memory(std::runtime_error("CUBLAS_STATUS_EXECUTION_FAILED")));
+}
 
 TEST_CASE("the plan names the workers' GPUs and the backend they will use", "[dist]") {
   using nmt::dist::Backend;
