@@ -23,9 +23,9 @@ std::string read_bytes(const std::filesystem::path& file) {
 
 /// The bytes of a SentencePiece model kept in a checkpoint ("vocab.src_model", ...).
 std::string model_bytes(const LoadedCheckpoint& source, const std::string& name) {
-  const at::Tensor* t = source.second.find(name);
+  const at::Tensor* t = source.data.find(name);
   NMT_CHECK(t != nullptr, CheckpointError, "{}: no tensor {}: not a checkpoint of nmt-train",
-            source.first.string(), name);
+            source.path.string(), name);
   const at::Tensor bytes = t->to(at::kCPU, at::kByte).contiguous();
   return std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
                      static_cast<size_t>(bytes.numel()));
@@ -53,9 +53,9 @@ std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& co
   const std::string& given = config.train.init_from;
   if (given.empty()) return std::nullopt;
   const std::filesystem::path file = checkpoint::model_checkpoints(given).front();
-  LoadedCheckpoint source(file, checkpoint::load_checkpoint(file));
+  LoadedCheckpoint source{file, checkpoint::load_checkpoint(file)};
   const std::string name = file.string();
-  const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(source.second.metadata, name);
+  const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(source.data.metadata, name);
   NMT_CHECK(!meta.config.empty(), CheckpointError,
             "train.init_from {}: no metadata key \"config\": not a checkpoint of nmt-train", name);
   const config::RunConfig trained = config::parse_stored_config(meta.config, name);
@@ -82,7 +82,7 @@ std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& co
 void install_init_vocabulary(const LoadedCheckpoint& source, const config::RunConfig& config) {
   if (!config.data.spm_model.empty()) return;  // checked equal by load_init_checkpoint
   const std::filesystem::path dir = std::filesystem::path(config.run_dir) / "vocab";
-  const std::string origin = source.first.string();
+  const std::string origin = source.path.string();
   if (config.data.joint_vocab) {
     install_file(dir / "joint.model", model_bytes(source, "vocab.src_model"), origin);
   } else {

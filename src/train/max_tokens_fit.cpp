@@ -43,7 +43,9 @@ void measure(const RunSetup& setup, const data::PreparedData& data, int64_t memo
   const int index = cuda ? setup.device.index() : -1;
   fit.memory_mb = double(memory) / kMiB;
   fit.limit_mb = fit.memory_mb * d.auto_memory_fraction;
-  Updater probe(updater_setup(setup, data.vocab, unmeasured_max_tokens(d)));
+  RunSetup probe_setup = setup;
+  probe_setup.max_tokens = unmeasured_max_tokens(d);  // the budget auto stands for meanwhile
+  Updater probe(updater_setup(probe_setup, data.vocab));
   // Probes do not sync; with several ranks the all-reduce buckets (one flat copy of the
   // gradients) are allocated at the first update: count them here.
   probe.set_gradient_sync(false);
