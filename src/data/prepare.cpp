@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "util/error.h"
 #include "util/json.h"
 #include "util/log.h"
 
@@ -61,25 +60,20 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
   return data;
 }
 
-int64_t resolve_update_freq(const DataOptions& options, int64_t world_size) {
+int64_t resolve_update_freq(const DataOptions& options, int64_t max_tokens, int64_t world_size) {
   if (options.tokens_per_update <= 0) return options.update_freq;
-  NMT_CHECK(options.max_tokens.has_value(), ConfigError,
-            "data.max_tokens auto must be resolved (train/max_tokens_fit.h) before "
-            "data.tokens_per_update gives an update_freq");
-  const int64_t per_step = world_size * *options.max_tokens;
+  const int64_t per_step = world_size * max_tokens;
   return std::max<int64_t>(1, (options.tokens_per_update + per_step - 1) / per_step);
 }
 
-BatchPlanOptions plan_options(const DataOptions& options, int64_t world_size, uint64_t seed) {
+BatchPlanOptions plan_options(const DataOptions& options, int64_t max_tokens, int64_t world_size,
+                              uint64_t seed) {
   BatchPlanOptions p;
-  NMT_CHECK(options.max_tokens.has_value(), ConfigError,
-            "data.max_tokens auto must be resolved (train/max_tokens_fit.h) before batches are "
-            "planned");
-  p.max_tokens = *options.max_tokens;
+  p.max_tokens = max_tokens;
   p.max_sentences = options.max_sentences;
   p.batch_overhead = options.batch_overhead;
   p.world_size = world_size;
-  p.accumulation = resolve_update_freq(options, world_size);
+  p.accumulation = resolve_update_freq(options, max_tokens, world_size);
   p.seed = seed;
   p.batching = options.batching;
   return p;

@@ -43,10 +43,13 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
 
 /// Batches accumulated per update: data.update_freq, or the smallest number of steps whose
 /// budget (world_size x max_tokens each) reaches data.tokens_per_update when that is set.
-int64_t resolve_update_freq(const DataOptions& options, int64_t world_size);
+/// `max_tokens` is data.max_tokens as a number (auto resolved by train/max_tokens_fit.h).
+int64_t resolve_update_freq(const DataOptions& options, int64_t max_tokens, int64_t world_size);
 
-/// The batch plan settings that follow from the data options.
-BatchPlanOptions plan_options(const DataOptions& options, int64_t world_size, uint64_t seed);
+/// The batch plan settings that follow from the data options, with batches of `max_tokens`
+/// padded tokens (data.max_tokens as a number).
+BatchPlanOptions plan_options(const DataOptions& options, int64_t max_tokens, int64_t world_size,
+                              uint64_t seed);
 
 /// Per corpus: its pairs, weight, and the pairs `plan` trains on (counted in the plan).
 std::vector<CorpusDraw> drawn_in_plan(const CorpusSet& corpora, const EpochPlan& plan);

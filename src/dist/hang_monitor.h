@@ -4,7 +4,7 @@
 // update queues its work without a host-device sync), so a collective that never completes is
 // noticed by NCCL's watchdog alone, which aborts the process after the process group's
 // timeout without saying who is behind. The monitor watches the progress marks that every
-// update writes (Communicator::mark_progress): when none has come for `warn_after` (set
+// update writes (ProgressMarks::mark, progress_marks.h): when none has come for `warn_after` (set
 // below that timeout), it emits the ranks' progress report once ("behind: rank 1 is at ..."),
 // and again only after progress has resumed and stalled anew. It watches from the first mark
 // on: before it, the ranks prepare data and fit the batch size at their own pace (rank 0 may

@@ -9,9 +9,7 @@
 #include <algorithm>
 #include <exception>
 #include <functional>
-#include <future>
 #include <optional>
-#include <thread>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -32,7 +30,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-#include "dist/hang_monitor.h"
+#include "dist/key_value_store.h"
+#include "dist/progress_marks.h"
 #include "dist/store_socket.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -138,6 +137,56 @@ void coalesced(std::vector<at::Tensor>& tensors, Run run) {
   }
 }
 
+/// The rendezvous store behind KeyValueStore; a failure is a DistError naming the rank, the
+/// operation, the key and the store.
+class C10dKeyValueStore final : public KeyValueStore {
+ public:
+  C10dKeyValueStore(c10::intrusive_ptr<c10d::Store> store, int rank, std::string where,
+                    std::chrono::milliseconds timeout)
+      : store_(std::move(store)), rank_(rank), where_(std::move(where)), timeout_(timeout) {}
+
+  void set(const std::string& key, const std::string& value) override {
+    try {
+      store_->set(key, value);
+    } catch (const std::exception& e) {
+      fail("set", key, e);
+    }
+  }
+
+  std::optional<std::string> get_if_set(const std::string& key) override {
+    try {
+      if (!store_->check({key})) return std::nullopt;
+      const std::vector<uint8_t> bytes = store_->get(key);
+      return std::string(bytes.begin(), bytes.end());
+    } catch (const std::exception& e) {
+      fail("get", key, e);
+    }
+  }
+
+  std::string set_once(const std::string& key, const std::string& value) override {
+    try {
+      // compareSet on a missing key with an empty expectation sets it: the first rank wins,
+      // and every rank reads back the winner's value.
+      const std::vector<uint8_t> now =
+          store_->compareSet(key, {}, std::vector<uint8_t>(value.begin(), value.end()));
+      return std::string(now.begin(), now.end());
+    } catch (const std::exception& e) {
+      fail("set_once", key, e);
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const char* op, const std::string& key, const std::exception& e) const {
+    NMT_THROW(DistError, "rank {}: {} of '{}' in the store at {} failed (timeout {}): {}", rank_,
+              op, key, where_, seconds(timeout_), reason(e));
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  int rank_;
+  std::string where_;
+  std::chrono::milliseconds timeout_;
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -188,61 +237,12 @@ struct Communicator::Impl {
     NMT_THROW(DistError, "rank {}: {} failed (timeout {}): {}{}", options.rank, op,
               seconds(options.timeout), reason(e), progress_report());
   }
-  std::string progress_key(int rank) const { return fmt::format("nmt/progress/{}", rank); }
-  /// "; behind: rank 1 is at 'step 100: ...'; the others are at ..." from the keys
-  /// mark_progress writes, or "" when no rank has marked progress. Asked on a helper thread with a deadline: the
-  /// store lives in rank 0, which may be the rank that stalled.
-  std::string progress_report() const {
-    if (!progress_marked) return "";
-    auto result = std::make_shared<std::promise<std::string>>();
-    std::future<std::string> answer = result->get_future();
-    std::thread([store = store, world = options.world_size, result, this_rank = options.rank,
-                 keys = [&] {
-                   std::vector<std::string> k;
-                   for (int r = 0; r < options.world_size; ++r) k.push_back(progress_key(r));
-                   return k;
-                 }()] {
-      try {
-        // Values are "<count>|<place>": the count orders the places every rank marks alike.
-        std::vector<int64_t> counts(static_cast<size_t>(world), -1);
-        std::vector<std::string> places(static_cast<size_t>(world));
-        for (int r = 0; r < world; ++r) {
-          if (!store->check({keys[static_cast<size_t>(r)]})) continue;
-          const std::vector<uint8_t> bytes = store->get(keys[static_cast<size_t>(r)]);
-          const std::string value(bytes.begin(), bytes.end());
-          const size_t bar = value.find('|');
-          counts[static_cast<size_t>(r)] = std::stoll(value.substr(0, bar));
-          places[static_cast<size_t>(r)] = value.substr(bar + 1);
-        }
-        const auto newest = std::max_element(counts.begin(), counts.end()) - counts.begin();
-        std::vector<std::string> behind;
-        for (int r = 0; r < world; ++r) {
-          const size_t i = static_cast<size_t>(r);
-          if (counts[i] == counts[static_cast<size_t>(newest)]) continue;
-          behind.push_back(counts[i] < 0 ? fmt::format("rank {} has not started", r)
-                                         : fmt::format("rank {} is at '{}'", r, places[i]));
-        }
-        result->set_value(
-            behind.empty()
-                ? fmt::format("; every rank got to '{}', so the hang is inside this collective",
-                              places[static_cast<size_t>(newest)])
-                : fmt::format("; behind: {}; the others are at '{}' (this is rank {})",
-                              fmt::join(behind, ", "), places[static_cast<size_t>(newest)],
-                              this_rank));
-      } catch (const std::exception&) {
-        result->set_value("; the ranks' progress is unknown: the store at rank 0 does not answer");
-      }
-    }).detach();
-    if (answer.wait_for(std::chrono::seconds(3)) != std::future_status::ready)
-      return "; the ranks' progress is unknown: the store at rank 0 does not answer (rank 0 may "
-             "be the one that stalled)";
-    return answer.get();
-  }
-  bool progress_marked = false;
-  int64_t progress_count = 0;  // places marked so far
-  /// NCCL: reports a stall of the progress marks before the watchdog's timeout. Declared
-  /// last, so it stops before the store it asks goes away.
-  std::unique_ptr<HangMonitor> monitor;
+  /// The store as the ranks' protocols see it (key_value_store.h).
+  std::shared_ptr<KeyValueStore> key_value_store;
+  /// Where each rank is; every failure reports it. Declared last: its HangMonitor (NCCL)
+  /// stops before the rest goes away.
+  std::unique_ptr<ProgressMarks> progress;
+  std::string progress_report() const { return progress ? progress->report() : ""; }
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& op) const {
     try {
       work->wait(options.timeout);
@@ -384,13 +384,12 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
   }
   log::debug("dist", "rank {}: {} process group of {} ranks ready (store {})", o.rank,
              m.backend_name, o.world_size, m.where());
-  if (o.use_nccl) {
-    // Four fifths of the timeout: the report must come before the watchdog aborts.
-    m.monitor = std::make_unique<HangMonitor>(
-        std::max(std::chrono::milliseconds(1000), o.timeout * 4 / 5),
-        [&m] { return m.progress_report(); },
-        [rank = o.rank](const std::string& message) { log::error("dist", "rank {}: {}", rank, message); });
-  }
+  m.key_value_store = std::make_shared<C10dKeyValueStore>(m.store, o.rank, m.where(), o.timeout);
+  // NCCL: a stall of the marks is reported at four fifths of the timeout, before NCCL's
+  // watchdog aborts the process.
+  std::optional<std::chrono::milliseconds> watch;
+  if (o.use_nccl) watch = std::max(std::chrono::milliseconds(1000), o.timeout * 4 / 5);
+  m.progress = std::make_unique<ProgressMarks>(m.key_value_store, o.rank, o.world_size, watch);
 }
 
 Communicator::~Communicator() = default;
@@ -414,7 +413,7 @@ std::shared_ptr<PendingOp> Communicator::all_reduce_sum_async(at::Tensor& flat) 
   op->tensor = flat;
   op->timeout = m.options.timeout;
   op->stream_wait = m.options.use_nccl;
-  if (m.progress_marked) op->progress = [&m] { return m.progress_report(); };
+  op->progress = [&m] { return m.progress_report(); };
   op->what = fmt::format("rank {}: all_reduce_sum of {} {} elements", m.options.rank,
                          flat.numel(), c10::toString(flat.scalar_type()));
   std::vector<at::Tensor> one{flat};
@@ -467,39 +466,9 @@ std::vector<std::string> Communicator::all_gather_strings(const std::string& min
   return all;
 }
 
-void Communicator::mark_progress(const std::string& place) {
-  Impl& m = *impl_;
-  try {
-    m.store->set(m.progress_key(m.options.rank), fmt::format("{}|{}", m.progress_count++, place));
-  } catch (const std::exception& e) {
-    m.fail(fmt::format("recording progress ('{}') in the store at {}", place, m.where()), e);
-  }
-  m.progress_marked = true;
-  if (m.monitor) m.monitor->mark();
-}
+ProgressMarks& Communicator::progress() { return *impl_->progress; }
 
-std::optional<int64_t> Communicator::agreed_stop(int64_t updates_done, bool requested) {
-  Impl& m = *impl_;
-  static const std::string kKey = "nmt/stop_after";
-  try {
-    std::string value;
-    if (requested) {
-      // compareSet on a missing key with an empty expectation sets it: the first rank wins,
-      // and every rank reads back the winner's value.
-      const std::string mine = std::to_string(updates_done + 1);
-      const std::vector<uint8_t> now =
-          m.store->compareSet(kKey, {}, std::vector<uint8_t>(mine.begin(), mine.end()));
-      value.assign(now.begin(), now.end());
-    } else if (m.store->check({kKey})) {
-      const std::vector<uint8_t> now = m.store->get(kKey);
-      value.assign(now.begin(), now.end());
-    }
-    if (value.empty()) return std::nullopt;
-    return std::stoll(value);
-  } catch (const std::exception& e) {
-    m.fail(fmt::format("agreeing on a stop in the store at {}", m.where()), e);
-  }
-}
+std::shared_ptr<KeyValueStore> Communicator::store() const { return impl_->key_value_store; }
 
 void Communicator::all_reduce_sum_host(at::Tensor& tensor) {
   const c10::Device device = options().device;

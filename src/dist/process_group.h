@@ -24,6 +24,9 @@
 
 namespace nmt::dist {
 
+class KeyValueStore;
+class ProgressMarks;
+
 /// Where and how to rendezvous, and which backend to use.
 struct CommunicatorOptions {
   std::string master_addr = "127.0.0.1";  ///< host of the rendezvous store (MASTER_ADDR)
@@ -93,18 +96,11 @@ class Communicator {
   std::vector<std::string> all_gather_strings(const std::string& mine);
   /// Returns once every rank has called it.
   void barrier();
-  /// Agreement on a graceful stop, at one store round trip per call: call it before every
-  /// update with the updates done so far, and `requested` when this rank saw a stop signal.
-  /// The first rank that asks fixes the stop after its next update (updates_done + 1; every
-  /// other rank is at most one update away, since each update ends in an all-reduce). Returns
-  /// the update after which every rank stops, once any rank has asked; nullopt before.
-  std::optional<int64_t> agreed_stop(int64_t updates_done, bool requested);
-  /// Records in the store where this rank is, e.g. "step 101: backward done". Every rank
-  /// marks the same sequence of places; when a collective fails, the error then says which
-  /// ranks are behind ("rank 1 is at 'step 100: backward done', the others at 'step 101:
-  /// ...'"), so that a stalled or dead rank is named by its peers. One small store write: mark
-  /// once or twice per update, not every collective.
-  void mark_progress(const std::string& place);
+  /// Where each rank is (progress_marks.h): the training loop marks it, and every failure of
+  /// this communicator reports who is behind.
+  ProgressMarks& progress();
+  /// The rendezvous store, for protocols between the ranks (key_value_store.h).
+  std::shared_ptr<KeyValueStore> store() const;
 
  private:
   struct Impl;

@@ -18,7 +18,7 @@ namespace nmt::job {
 
 int dry_run(config::RunConfig c, const dist::DeviceInfo& devices, const dist::WorkerEnv& worker) {
   const auto start = std::chrono::steady_clock::now();
-  c.data.max_tokens = train::max_tokens_to_plan(c.data);
+  const int64_t max_tokens = train::max_tokens_to_plan(c.data);
   const int64_t world = worker.launcher != dist::Launcher::kNone ? worker.world_size
                                                                  : local_workers(c, devices, worker);
   const std::filesystem::path run_dir = c.run_dir;
@@ -26,15 +26,15 @@ int dry_run(config::RunConfig c, const dist::DeviceInfo& devices, const dist::Wo
   data::PreparedData prepared = data::prepare_data(
       c.data, run_dir, {std::max(1, devices.cpu_cores), static_cast<uint64_t>(c.train.seed)});
   const auto plan_start = std::chrono::steady_clock::now();
-  data::BatchPlanner planner(prepared.train,
-                             data::plan_options(c.data, world, static_cast<uint64_t>(c.train.seed)));
+  data::BatchPlanner planner(
+      prepared.train,
+      data::plan_options(c.data, max_tokens, world, static_cast<uint64_t>(c.train.seed)));
   const data::EpochPlan plan = planner.plan_epoch(1);
   const double plan_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count();
-  const int64_t max_tokens = *c.data.max_tokens;
   const data::PlanStats ours = plan.stats(max_tokens);
   const data::PlanStats naive = planner.plan_naive(plan).stats(max_tokens);
-  const int64_t update_freq = data::resolve_update_freq(c.data, world);
+  const int64_t update_freq = data::resolve_update_freq(c.data, max_tokens, world);
   log::info("dry-run", "{} ranks, {} padded tokens per batch per rank, update_freq {}: epoch 1 "
             "planned in {:.2f} s",
             world, max_tokens, update_freq, plan_seconds);

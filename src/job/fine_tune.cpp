@@ -26,9 +26,9 @@ std::string read_bytes(const std::filesystem::path& file) {
 /// The bytes of a SentencePiece model kept in a checkpoint (checkpoint::vocabulary_file).
 std::string model_bytes(const LoadedCheckpoint& source, std::string_view file) {
   using checkpoint::TensorGroup;
-  const at::Tensor* t = checkpoint::find_tensor(source.second, TensorGroup::kVocabulary, file);
+  const at::Tensor* t = checkpoint::find_tensor(source.data, TensorGroup::kVocabulary, file);
   NMT_CHECK(t != nullptr, CheckpointError, "{}: no tensor {}: not a checkpoint of nmt-train",
-            source.first.string(), checkpoint::tensor_name(TensorGroup::kVocabulary, file));
+            source.path.string(), checkpoint::tensor_name(TensorGroup::kVocabulary, file));
   return checkpoint::tensor_bytes(*t);
 }
 
@@ -54,9 +54,9 @@ std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& co
   const std::string& given = config.train.init_from;
   if (given.empty()) return std::nullopt;
   const std::filesystem::path file = checkpoint::model_checkpoints(given).front();
-  LoadedCheckpoint source(file, checkpoint::load_checkpoint(file));
+  LoadedCheckpoint source{file, checkpoint::load_checkpoint(file)};
   const std::string name = file.string();
-  const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(source.second.metadata, name);
+  const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(source.data.metadata, name);
   NMT_CHECK(!meta.config.empty(), CheckpointError,
             "train.init_from {}: no metadata key \"config\": not a checkpoint of nmt-train", name);
   const config::RunConfig trained = config::parse_stored_config(meta.config, name);
@@ -83,7 +83,7 @@ std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& co
 void install_init_vocabulary(const LoadedCheckpoint& source, const config::RunConfig& config) {
   if (!config.data.spm_model.empty()) return;  // checked equal by load_init_checkpoint
   const std::filesystem::path dir = std::filesystem::path(config.run_dir) / "vocab";
-  const std::string origin = source.first.string();
+  const std::string origin = source.path.string();
   if (config.data.joint_vocab) {
     install_file(dir / "joint.model", model_bytes(source, checkpoint::vocabulary_file::kSource), origin);
   } else {

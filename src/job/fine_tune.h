@@ -8,7 +8,6 @@
 
 #include <filesystem>
 #include <optional>
-#include <utility>
 
 #include "checkpoint/checkpoint_file.h"
 #include "config/run_config.h"
@@ -16,7 +15,10 @@
 namespace nmt::job {
 
 /// A checkpoint file and what it holds.
-using LoadedCheckpoint = std::pair<std::filesystem::path, checkpoint::CheckpointData>;
+struct LoadedCheckpoint {
+  std::filesystem::path path;       ///< the file it was loaded from
+  checkpoint::CheckpointData data;  ///< its tensors and metadata
+};
 
 /// Loads train.init_from (a file, or a run directory's best-or-newest checkpoint, as
 /// nmt-translate picks) and checks it against `config`: data.joint_vocab, data.spm_model and

@@ -16,11 +16,39 @@
 namespace nmt::job {
 namespace {
 
-/// This rank's device: its GPU (local rank modulo the GPUs), else the CPU.
-c10::Device pick_device(const dist::DeviceInfo& devices, const dist::WorkerEnv& worker) {
-  if (devices.cuda_devices == 0) return c10::Device(c10::kCPU);
-  return c10::Device(c10::kCUDA,
-                     static_cast<c10::DeviceIndex>(worker.local_rank % devices.cuda_devices));
+/// Intra-op threads (train.threads, else the cores shared by this node's workers), and the
+/// caching host allocator when train.cache_host_memory asks for it. Returns the threads.
+int set_up_threads(const config::RunConfig& cfg, const dist::DeviceInfo& devices, int64_t local) {
+  const int threads = cfg.train.threads > 0
+                          ? static_cast<int>(cfg.train.threads)
+                          : std::max(1, devices.cpu_cores / static_cast<int>(local));
+  at::set_num_threads(threads);
+  if (cfg.train.cache_host_memory) {
+    dist::HostAllocatorOptions cache;
+    cache.local_workers = static_cast<int>(local);  // they share the machine's memory
+    dist::install_caching_host_allocator(cache);
+  }
+  return threads;
+}
+
+/// This rank's device, made current: its GPU (local rank modulo the GPUs), else the CPU.
+c10::Device set_up_device(const config::RunConfig& cfg, const dist::DeviceInfo& devices,
+                          const dist::WorkerEnv& worker, int threads) {
+  const c10::Device device =
+      devices.cuda_devices == 0
+          ? c10::Device(c10::kCPU)
+          : c10::Device(c10::kCUDA,
+                        static_cast<c10::DeviceIndex>(worker.local_rank % devices.cuda_devices));
+  if (device.is_cuda()) dist::use_cuda_device(device.index());
+  log::info("train", "device {}, {} intra-op thread(s), amp {}", device.str(), threads,
+            amp::mode_name(cfg.amp.mode));
+  if (cfg.amp.mode == amp::AmpMode::kFp16 && !device.is_cuda()) {
+    // Measured on the tiny config, 2 threads: fp16 2.70 s a step, fp32 0.145 s, bf16 0.111 s.
+    log::warn("train", "amp.mode fp16 on CPU: LibTorch has few fast half-precision CPU kernels, "
+              "so a step takes many times longer than in fp32 or bf16 (18x on the tiny config); "
+              "use bf16 on CPU");
+  }
+  return device;
 }
 
 /// The process group of the job, or null for one process. dist.backend nccl asked for by name
@@ -46,18 +74,40 @@ std::shared_ptr<dist::Communicator> connect(const config::RunConfig& cfg, c10::D
   return std::make_shared<dist::Communicator>(options);
 }
 
-train::RunSetup run_setup(const config::RunConfig& c, const dist::WorkerEnv& worker,
-                          c10::Device device, std::shared_ptr<dist::Communicator> communicator) {
+/// Vocabulary and token caches. Rank 0 builds them first (with a fine-tuning source's
+/// vocabulary installed); the others wait, then only load them.
+data::PreparedData prepare_rank_data(const config::RunConfig& cfg, const dist::WorkerEnv& worker,
+                                     dist::Communicator* communicator,
+                                     const std::optional<LoadedCheckpoint>& init, int threads) {
+  if (communicator && worker.rank != 0) communicator->barrier();
+  if (init && worker.rank == 0) install_init_vocabulary(*init, cfg);
+  data::PreparedData data = data::prepare_data(
+      cfg.data, cfg.run_dir, {threads, static_cast<uint64_t>(cfg.train.seed)});
+  if (communicator && worker.rank == 0) communicator->barrier();
+  return data;
+}
+
+/// The effective config as the RunSetup keeps it: its YAML (stored in every checkpoint) and
+/// hash (which the ranks check they agree on).
+void stamp_config(train::RunSetup& setup, const config::RunConfig& c) {
+  setup.data = c.data;
+  setup.config_yaml = config::to_yaml(c, /*with_docs=*/false);
+  setup.config_hash = config::config_hash(c);
+}
+
+train::RunSetup make_run_setup(const config::RunConfig& c, const dist::WorkerEnv& worker,
+                               c10::Device device,
+                               std::shared_ptr<dist::Communicator> communicator) {
   train::RunSetup setup;
   setup.model = c.model;
-  setup.data = c.data;
   setup.train = c.train;
   setup.amp = c.amp;
   setup.checkpoint = c.checkpoint;
   setup.dist = c.dist;
   setup.run_dir = c.run_dir;
-  setup.config_yaml = config::to_yaml(c, /*with_docs=*/false);
-  setup.config_hash = config::config_hash(c);
+  stamp_config(setup, c);
+  // Until resolve_max_tokens: the budget that auto stands for where nothing is measured.
+  setup.max_tokens = c.data.max_tokens.value_or(train::unmeasured_max_tokens(c.data));
   setup.rank = worker.rank;
   setup.world_size = worker.world_size;
   setup.device = device;
@@ -75,6 +125,11 @@ int64_t local_workers(const config::RunConfig& c, const dist::DeviceInfo& device
   return devices.cuda_devices > 0 ? devices.cuda_devices : 1;
 }
 
+int64_t ranks_per_device(int64_t local_workers, const dist::DeviceInfo& devices) {
+  if (devices.cuda_devices <= 0) return 1;
+  return (local_workers + devices.cuda_devices - 1) / devices.cuda_devices;
+}
+
 std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& config,
                                                        const config::ResumeFrom& from) {
   using Mode = config::ResumeFrom::Mode;
@@ -82,7 +137,7 @@ std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& 
     case Mode::kNone:
       return std::nullopt;
     case Mode::kPath:
-      return LoadedCheckpoint(from.path, checkpoint::load_checkpoint(from.path));
+      return LoadedCheckpoint{from.path, checkpoint::load_checkpoint(from.path)};
     case Mode::kAuto:
       break;
   }
@@ -93,9 +148,30 @@ std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& 
         checkpoint::RunMetadata::parse_resumable(data.metadata, data.source.string());
     return config::model_difference(config, config::parse_stored_config(meta.config, "checkpoint"));
   };
-  return checkpoint::CheckpointDir(std::filesystem::path(config.run_dir) / "checkpoints",
-                                   config.checkpoint)
-      .load_newest_valid(other_model);
+  auto newest = checkpoint::CheckpointDir(std::filesystem::path(config.run_dir) / "checkpoints",
+                                          config.checkpoint)
+                    .load_newest_valid(other_model);
+  if (!newest) return std::nullopt;
+  return LoadedCheckpoint{std::move(newest->first), std::move(newest->second)};
+}
+
+config::RunConfig resumed_config(const config::ConfigSources& sources, config::RunConfig config,
+                                 const std::optional<LoadedCheckpoint>& resume) {
+  if (!resume) return config;
+  config::ConfigSources with_checkpoint = sources;
+  with_checkpoint.checkpoint_name = resume->path.string();
+  with_checkpoint.checkpoint_yaml =
+      checkpoint::RunMetadata::parse(resume->data.metadata, with_checkpoint.checkpoint_name).config;
+  return config::load_run_config(with_checkpoint);
+}
+
+void resolve_max_tokens(Rank& rank, int64_t ranks_per_device) {
+  train::MaxTokensChoice choice = train::choose_max_tokens(rank.setup, rank.data, ranks_per_device);
+  rank.setup.max_tokens = choice.max_tokens;
+  rank.max_tokens_fit = std::move(choice.fit);
+  if (rank.config.data.max_tokens == choice.max_tokens) return;  // a number already
+  rank.config.data.max_tokens = choice.max_tokens;
+  stamp_config(rank.setup, rank.config);
 }
 
 Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
@@ -104,53 +180,19 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   Rank rank;
   // The checkpoint resumed from contributes its config (below --set), so read it first.
   rank.resume = find_resume_checkpoint(cfg, resume);
-  if (rank.resume) {
-    config::ConfigSources sources = command.sources;
-    sources.checkpoint_yaml =
-        checkpoint::RunMetadata::parse(rank.resume->second.metadata, rank.resume->first.string()).config;
-    sources.checkpoint_name = rank.resume->first.string();
-    cfg = config::load_run_config(sources);
-  }
-  const int64_t local = local_workers(cfg, devices, worker);
-  const int threads = cfg.train.threads > 0
-                          ? static_cast<int>(cfg.train.threads)
-                          : std::max(1, devices.cpu_cores / static_cast<int>(local));
-  at::set_num_threads(threads);
-  if (cfg.train.cache_host_memory) {
-    dist::HostAllocatorOptions cache;
-    cache.local_workers = static_cast<int>(local);  // they share the machine's memory
-    dist::install_caching_host_allocator(cache);
-  }
-  const c10::Device device = pick_device(devices, worker);
-  if (device.is_cuda()) dist::use_cuda_device(device.index());
-  log::info("train", "device {}, {} intra-op thread(s), amp {}", device.str(), threads,
-            amp::mode_name(cfg.amp.mode));
-  if (cfg.amp.mode == amp::AmpMode::kFp16 && !device.is_cuda()) {
-    // Measured on the tiny config, 2 threads: fp16 2.70 s a step, fp32 0.145 s, bf16 0.111 s.
-    log::warn("train", "amp.mode fp16 on CPU: LibTorch has few fast half-precision CPU kernels, "
-              "so a step takes many times longer than in fp32 or bf16 (18x on the tiny config); "
-              "use bf16 on CPU");
-  }
-  std::shared_ptr<dist::Communicator> communicator = connect(cfg, device, devices, worker, local);
+  rank.config = resumed_config(command.sources, std::move(cfg), rank.resume);
+  const config::RunConfig& c = rank.config;
+  const int64_t local = local_workers(c, devices, worker);
+  const int threads = set_up_threads(c, devices, local);
+  const c10::Device device = set_up_device(c, devices, worker, threads);
+  std::shared_ptr<dist::Communicator> communicator = connect(c, device, devices, worker, local);
   // Fine-tuning starts from another run's model and vocabulary; a resumed run has its own.
-  if (!rank.resume) rank.init = load_init_checkpoint(cfg);
-  // Rank 0 builds vocabulary and token caches first; the others then only load them.
-  if (communicator && worker.rank != 0) communicator->barrier();
-  if (rank.init && worker.rank == 0) install_init_vocabulary(*rank.init, cfg);
-  rank.data = data::prepare_data(cfg.data, cfg.run_dir, {threads, static_cast<uint64_t>(cfg.train.seed)});
-  if (communicator && worker.rank == 0) communicator->barrier();
-  // data.max_tokens: auto is measured here, then written into the config as a number:
-  // checkpoints store it, so a resumed run plans the same batches.
-  const int64_t ranks_per_device =
-      devices.cuda_devices > 0 ? (local + devices.cuda_devices - 1) / devices.cuda_devices : 1;
-  train::MaxTokensChoice choice =
-      train::choose_max_tokens(run_setup(cfg, worker, device, communicator), rank.data, ranks_per_device);
-  cfg.data.max_tokens = choice.max_tokens;
-  rank.max_tokens_fit = std::move(choice.fit);
-  rank.setup = run_setup(cfg, worker, device, std::move(communicator));
+  if (!rank.resume) rank.init = load_init_checkpoint(c);
+  rank.data = prepare_rank_data(c, worker, communicator.get(), rank.init, threads);
+  rank.setup = make_run_setup(c, worker, device, std::move(communicator));
   if (device.is_cuda())
     rank.setup.ranks_on_device = dist::ranks_on_device(worker.local_rank, local, devices.cuda_devices);
-  rank.config = std::move(cfg);
+  resolve_max_tokens(rank, ranks_per_device(local, devices));
   return rank;
 }
 

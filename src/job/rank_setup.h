@@ -2,15 +2,15 @@
 // One worker's setup, from the effective config and the environment: how many workers run on
 // this node (the worker policy), the checkpoint it resumes from (whose config joins the
 // sources), this rank's threads and device, its process group, the data (rank 0 prepares it
-// first, the others then load it), data.max_tokens resolved, and the RunSetup that the
-// training components take.
+// first, the others then load it), data.max_tokens resolved to a number, and the RunSetup
+// that the training components take.
+//
+//   Rank rank = set_up_rank(command, config, resume, devices, worker);
+//   train::Trainer trainer(rank.setup, rank.data);   // rank.setup.max_tokens is a number
 
 #include <cstdint>
-#include <filesystem>
 #include <optional>
-#include <utility>
 
-#include "checkpoint/checkpoint_file.h"
 #include "config/run_config.h"
 #include "config/train_cli.h"
 #include "data/prepare.h"
@@ -27,22 +27,36 @@ namespace nmt::job {
 int64_t local_workers(const config::RunConfig& config, const dist::DeviceInfo& devices,
                       const dist::WorkerEnv& worker);
 
+/// Ranks that share one GPU's memory: the node's workers spread over its GPUs (1 on CPU).
+int64_t ranks_per_device(int64_t local_workers, const dist::DeviceInfo& devices);
+
 /// The checkpoint a run resumes from: none; the newest one under run_dir/checkpoints that
 /// loads, verifies and is of this config's model (newer files that are not are skipped with a
 /// warning naming them); or the given file, which must load.
 std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& config,
                                                        const config::ResumeFrom& from);
 
+/// The effective config of a run: `config` itself when it starts fresh; when it resumes, the
+/// sources read again with the checkpoint's config between the file and --set.
+config::RunConfig resumed_config(const config::ConfigSources& sources, config::RunConfig config,
+                                 const std::optional<LoadedCheckpoint>& resume);
+
 /// One rank, ready to train or benchmark.
 struct Rank {
-  config::RunConfig config;           ///< effective config: checkpoint layer, max_tokens resolved
-  train::RunSetup setup;              ///< what the training components take
-  data::PreparedData data;            ///< vocabulary and token caches
+  config::RunConfig config;  ///< effective config: checkpoint layer, data.max_tokens a number
+  train::RunSetup setup;     ///< what the training components take (setup.max_tokens resolved)
+  data::PreparedData data;   ///< vocabulary and token caches
   std::optional<LoadedCheckpoint> resume;  ///< the checkpoint to restore, if any
   /// train.init_from's checkpoint when the run starts fresh from it (fine-tuning)
   std::optional<LoadedCheckpoint> init;
   std::optional<train::MaxTokensFit> max_tokens_fit;  ///< what data.max_tokens: auto measured
 };
+
+/// Resolves data.max_tokens of a rank whose setup and data are ready: the configured number,
+/// or with auto the measured fit (every rank must call it then; it all-gathers), which is
+/// written into rank.config and rank.setup (YAML and hash included): checkpoints store it, so
+/// a resumed run plans the same batches.
+void resolve_max_tokens(Rank& rank, int64_t ranks_per_device);
 
 /// Sets up this process's rank; `resume` says where it starts (a benchmark passes kNone).
 Rank set_up_rank(const config::TrainCommand& command, config::RunConfig config,

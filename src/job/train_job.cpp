@@ -111,8 +111,8 @@ int benchmark(const config::TrainCommand& command, const Rank& rank, train::RunS
 /// Trains this process's rank.
 int train_rank(Rank& rank, train::RunSummary& summary) {
   train::Trainer trainer(rank.setup, rank.data);
-  if (rank.resume) trainer.restore(rank.resume->second, rank.resume->first);
-  else if (rank.init) trainer.initialize_from(rank.init->second, rank.init->first);
+  if (rank.resume) trainer.restore(rank.resume->data, rank.resume->path);
+  else if (rank.init) trainer.initialize_from(rank.init->data, rank.init->path);
   rank.resume.reset();  // free the loaded tensors before training
   rank.init.reset();
   train::install_stop_handlers();
@@ -148,7 +148,7 @@ int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
   // trainer or the benchmark above.
   summary.kind = kind == RunKind::kBenchmark ? train::RunKind::kBenchmark : train::RunKind::kTrain;
   summary.world_size = rank.setup.world_size;
-  summary.max_tokens = *rank.config.data.max_tokens;
+  summary.max_tokens = rank.setup.max_tokens;
   summary.max_tokens_fit = rank.max_tokens_fit;
   summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   train::write_run_summary(rank.setup.run_dir, summary);

@@ -5,7 +5,8 @@
 // from a second pass with a device sync at every phase boundary on a GPU
 // (BenchmarkOptions::phase_steps). Every rank takes part; the result sums tokens and FLOPs over ranks. With
 // --dump-batches, rank 0 also writes its batches, the initial parameters and the effective
-// config there, for scripts/bench/reference_train.py. The report itself is benchmark.h.
+// config there, for scripts/bench/reference_train.py (benchmark_dump.h). The report itself is
+// benchmark.h.
 
 #include "train/benchmark.h"
 

@@ -46,7 +46,9 @@ void measure(const RunSetup& setup, const data::PreparedData& data, int64_t memo
   if (cuda && setup.communicator && setup.communicator->backend_name() == "nccl")
     fit.headroom_mb = double(dist::kNcclHeadroomBytes) / kMiB;
   fit.limit_mb = std::max(0.0, fit.memory_mb - fit.headroom_mb) * d.auto_memory_fraction;
-  Updater probe(updater_setup(setup, data.vocab, unmeasured_max_tokens(d)));
+  RunSetup probe_setup = setup;
+  probe_setup.max_tokens = unmeasured_max_tokens(d);  // the budget auto stands for meanwhile
+  Updater probe(updater_setup(probe_setup, data.vocab));
   // Probes do not sync; with several ranks the all-reduce buckets (one flat copy of the
   // gradients) are allocated at the first update: count them here.
   probe.set_gradient_sync(false);

@@ -4,7 +4,6 @@
 
 #include "data/prepare.h"
 #include "data/vocab.h"
-#include "util/error.h"
 
 namespace nmt::train {
 
@@ -13,13 +12,7 @@ std::string vocab_fingerprint(const data::Vocabularies& vocab) {
                      : vocab.src.fingerprint() + "+" + vocab.tgt.fingerprint();
 }
 
-UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab,
-                           int64_t max_tokens) {
-  if (max_tokens == 0) {
-    NMT_CHECK(run.data.max_tokens.has_value(), ConfigError,
-              "data.max_tokens auto must be resolved (train/max_tokens_fit.h) before training");
-    max_tokens = *run.data.max_tokens;
-  }
+UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab) {
   UpdaterSetup u;
   u.model = run.model;
   u.train = run.train;
@@ -28,10 +21,8 @@ UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab,
   u.src_vocab_size = vocab.src.size();
   u.tgt_vocab_size = vocab.tgt.size();
   u.pad_id = vocab.src.pad_id();
-  u.max_tokens = max_tokens;
-  data::DataOptions data = run.data;
-  data.max_tokens = max_tokens;
-  u.update_freq = data::resolve_update_freq(data, run.world_size);
+  u.max_tokens = run.max_tokens;
+  u.update_freq = data::resolve_update_freq(run.data, run.max_tokens, run.world_size);
   u.rank = run.rank;
   u.world_size = run.world_size;
   u.device = run.device;

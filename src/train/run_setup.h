@@ -29,7 +29,10 @@ namespace nmt::train {
 /// One rank's run.
 struct RunSetup {
   model::ModelOptions model;
-  data::DataOptions data;           ///< max_tokens resolved, except while max_tokens_fit runs
+  data::DataOptions data;           ///< as configured: read max_tokens below, not data.max_tokens
+  /// Padded tokens per batch per rank: data.max_tokens, or what its auto resolved to
+  /// (max_tokens_fit.h; while that measures, unmeasured_max_tokens()).
+  int64_t max_tokens = 4096;
   TrainOptions train;
   amp::AmpOptions amp;
   checkpoint::CheckpointOptions checkpoint;
@@ -48,8 +51,7 @@ struct RunSetup {
 /// The fingerprint of the vocabulary (both models' when they are separate).
 std::string vocab_fingerprint(const data::Vocabularies& vocab);
 
-/// What the Updater of this run is built from; max_tokens is `max_tokens`, or data.max_tokens.
-UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab,
-                           int64_t max_tokens = 0);
+/// What the Updater of this run is built from.
+UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab);
 
 }  // namespace nmt::train

@@ -2,6 +2,9 @@
 
 #include <atomic>
 #include <csignal>
+#include <string>
+
+#include "dist/key_value_store.h"
 
 namespace nmt::train {
 namespace {
@@ -22,5 +25,16 @@ void install_stop_handlers() {
 }
 
 bool stop_requested() { return g_stop.load(); }
+
+std::optional<int64_t> agreed_stop(dist::KeyValueStore& store, int64_t updates_done,
+                                   bool requested) {
+  static const std::string kKey = "nmt/stop_after";
+  // The first rank that asks sets the key; every later ask reads back the first one's value.
+  const std::optional<std::string> value =
+      requested ? std::optional<std::string>(store.set_once(kKey, std::to_string(updates_done + 1)))
+                : store.get_if_set(kKey);
+  if (!value || value->empty()) return std::nullopt;
+  return std::stoll(*value);
+}
 
 }  // namespace nmt::train

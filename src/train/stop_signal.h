@@ -1,6 +1,15 @@
 #pragma once
 // SIGINT and SIGTERM ask a running loop to stop after the current update (it then writes a
-// checkpoint and exits cleanly); a second signal ends the process at once.
+// checkpoint and exits cleanly); a second signal ends the process at once. With several
+// ranks, a signal that reaches any of them stops them all after the same update: they agree
+// on it through the job's store (agreed_stop).
+
+#include <cstdint>
+#include <optional>
+
+namespace nmt::dist {
+class KeyValueStore;
+}
 
 namespace nmt::train {
 
@@ -8,5 +17,13 @@ namespace nmt::train {
 void install_stop_handlers();
 /// True once a stop was requested.
 bool stop_requested();
+
+/// Agreement on a graceful stop, at one store round trip per call: call it before every
+/// update with the updates done so far, and `requested` when this rank saw a stop signal.
+/// The first rank that asks fixes the stop after its next update (updates_done + 1; every
+/// other rank is at most one update away, since each update ends in an all-reduce). Returns
+/// the update after which every rank stops, once any rank has asked; nullopt before.
+std::optional<int64_t> agreed_stop(dist::KeyValueStore& store, int64_t updates_done,
+                                   bool requested);
 
 }  // namespace nmt::train

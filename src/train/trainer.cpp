@@ -10,7 +10,9 @@
 #include "checkpoint/tensor_groups.h"
 #include "data/batch_tensors.h"
 #include "data/prepare.h"
+#include "dist/key_value_store.h"
 #include "dist/process_group.h"
+#include "dist/sum_over_ranks.h"
 #include "model/transformer.h"
 #include "train/ema.h"
 #include "train/progress.h"
@@ -29,7 +31,7 @@ Trainer::Trainer(RunSetup setup, const data::PreparedData& data)
       checkpoints_(std::make_unique<checkpoint::CheckpointDir>(setup_.run_dir / "checkpoints",
                                                                setup_.checkpoint)),
       planner_(std::make_shared<const data::BatchPlanner>(
-          data.train, data::plan_options(setup_.data, setup_.world_size,
+          data.train, data::plan_options(setup_.data, setup_.max_tokens, setup_.world_size,
                                                static_cast<uint64_t>(setup_.train.seed)))) {
   if (!data.valid.empty()) validator_ = std::make_unique<Validator>(setup_, data);
   log::info("train", "model: {} parameters; {} steps per epoch, update_freq {}",
@@ -149,15 +151,15 @@ std::optional<StopReason> Trainer::should_stop(const Progress& progress) {
     if (stop_requested()) return StopReason::kSignal;
   } else {
     // A signal on any rank stops every rank after the same update, the next one, whatever
-    // log_every is: one store round trip per update (dist/process_group.h).
+    // log_every is: one store round trip per update (stop_signal.h).
     const std::optional<int64_t> stop_after =
-        setup_.communicator->agreed_stop(step_, stop_requested());
+        agreed_stop(*setup_.communicator->store(), step_, stop_requested());
     if (stop_after && step_ >= *stop_after) return StopReason::kSignal;
     // The time limit is not urgent: the ranks agree on it at log steps (one all-reduce).
     if (step_ % t.log_every != 0) return std::nullopt;
-    at::Tensor flag = at::tensor({out_of_time ? 1.0 : 0.0}, at::kDouble);
-    setup_.communicator->all_reduce_sum_host(flag);
-    out_of_time = flag[0].item<double>() > 0;
+    double ranks_out_of_time = out_of_time ? 1.0 : 0.0;
+    dist::sum_over_ranks(setup_.communicator.get(), {ranks_out_of_time});
+    out_of_time = ranks_out_of_time > 0;
   }
   if (out_of_time) {
     log::info("train", "train.max_minutes ({}) reached", t.max_minutes);
@@ -170,19 +172,14 @@ double Trainer::log_interval(Progress& progress, IntervalStats& interval, int64_
   amp::DynamicLossScaler& scaler = updater_->scaler();
   scaler.check(step_);  // the one host-device synchronization of the interval
   // Loss and token counts over all ranks (one small all-reduce per log step).
-  at::Tensor sums = at::stack({interval.loss_sum.to(at::kDouble).cpu(),
-                               interval.nll_sum.to(at::kDouble).cpu(),
-                               at::scalar_tensor(double(interval.tgt_tokens), at::kDouble),
-                               at::scalar_tensor(double(interval.src_tokens), at::kDouble),
-                               at::scalar_tensor(double(interval.padded_tokens), at::kDouble)});
-  if (setup_.communicator) setup_.communicator->all_reduce_sum_host(sums);
-  const auto summed = sums.accessor<double, 1>();
   IntervalTotals t;
-  t.loss_sum = summed[0];
-  t.nll_sum = summed[1];
-  t.tgt_tokens = summed[2];
-  t.src_tokens = summed[3];
-  t.padded_tokens = summed[4];
+  t.loss_sum = interval.loss_sum.item<double>();
+  t.nll_sum = interval.nll_sum.item<double>();
+  t.tgt_tokens = double(interval.tgt_tokens);
+  t.src_tokens = double(interval.src_tokens);
+  t.padded_tokens = double(interval.padded_tokens);
+  dist::sum_over_ranks(setup_.communicator.get(),
+                       {t.loss_sum, t.nll_sum, t.tgt_tokens, t.src_tokens, t.padded_tokens});
   t.seconds = seconds_since(interval.start);
   t.data_wait_s = interval.data_wait_s;
   t.forward_s = interval.forward_s;
@@ -264,20 +261,17 @@ RunSummary Trainer::finish(StopReason stop_reason, int64_t epoch,
   log::info("train", "parameter hash {} at step {}; peak memory {:.0f} MiB", hash, step_, peak_mb);
   // Per-rank figures and the run's tokens, in one small all-reduce.
   const int64_t world = setup_.world_size;
-  std::vector<double> packed(static_cast<size_t>(world) + 1, 0.0);
-  packed[static_cast<size_t>(setup_.rank)] = peak_mb;
-  packed.back() = double(run_tokens_);
-  at::Tensor sums = at::tensor(packed, at::kDouble);
-  if (setup_.communicator) {
-    setup_.communicator->all_reduce_sum_host(sums);
-    summary.parameter_hashes = setup_.communicator->all_gather_strings(hash);
-  } else {
-    summary.parameter_hashes = {hash};
-  }
-  const auto summed = sums.accessor<double, 1>();
-  for (int64_t r = 0; r < world; ++r) summary.peak_memory_mb.push_back(summed[r]);
-  summary.tokens = static_cast<int64_t>(summed[world]);
-  summary.tokens_per_s = train_seconds_ > 0 ? summed[world] / train_seconds_ : 0.0;
+  std::vector<double> peaks = dist::own_slot(setup_.rank, world, peak_mb);
+  double tokens = double(run_tokens_);
+  std::vector<dist::SummedField> fields;
+  dist::append_fields(fields, peaks);
+  fields.emplace_back(tokens);
+  dist::sum_over_ranks(setup_.communicator.get(), fields);
+  summary.parameter_hashes =
+      setup_.communicator ? setup_.communicator->all_gather_strings(hash) : std::vector{hash};
+  summary.peak_memory_mb = peaks;
+  summary.tokens = static_cast<int64_t>(tokens);
+  summary.tokens_per_s = train_seconds_ > 0 ? tokens / train_seconds_ : 0.0;
   summary.train_s = train_seconds_;
   summary.validation_s = validation_seconds_;
   summary.checkpoint_s = checkpoint_seconds_;

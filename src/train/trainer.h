@@ -38,7 +38,7 @@ class Trainer {
  public:
   /// Builds the update (model, optimizer, scaler; with several ranks, checks that they agree
   /// and broadcasts rank 0's parameters), the batch plan and, with validation data, the
-  /// validator. data.max_tokens must be resolved (max_tokens_fit.h).
+  /// validator.
   Trainer(RunSetup setup, const data::PreparedData& data);
   ~Trainer();
   Trainer(const Trainer&) = delete;

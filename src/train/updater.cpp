@@ -10,6 +10,7 @@
 #include "dist/device.h"
 #include "dist/gradient_reducer.h"
 #include "dist/process_group.h"
+#include "dist/progress_marks.h"
 #include "model/flops.h"
 #include "model/transformer.h"
 #include "train/ema.h"
@@ -165,7 +166,7 @@ UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
   }
   // One mark per update, where a rank enters the gradient all-reduce: peers name a rank that
   // stalls before it (a failed collective reports who is behind), at one store write a step.
-  if (s.comm()) s.comm()->mark_progress(fmt::format("step {}: backward done", step));
+  if (s.comm()) s.comm()->progress().mark(fmt::format("step {}: backward done", step));
   auto t0 = Clock::now();
   if (s.reducer) {
     s.reducer->finalize();  // .grad is now the sum over all ranks

@@ -11,7 +11,7 @@
 #include "data/corpus_reader.h"
 #include "data/prepare.h"
 #include "decode/search.h"
-#include "dist/process_group.h"
+#include "dist/sum_over_ranks.h"
 #include "eval/bleu.h"
 #include "eval/chrf.h"
 #include "model/transformer.h"
@@ -19,15 +19,6 @@
 #include "util/error.h"
 
 namespace nmt::train {
-namespace {
-
-/// Sums a small CPU tensor over all ranks (a no-op for one process).
-void all_reduce(dist::Communicator* comm, at::Tensor& t) {
-  if (comm) comm->all_reduce_sum_host(t);
-}
-
-}  // namespace
-
 struct Validator::State {
   RunSetup setup;
   const data::PreparedData& data;
@@ -44,18 +35,11 @@ struct Validator::State {
              SetScores* v) {
     eval::BleuStats bleu = eval::bleu_stats(hypotheses, {refs});
     eval::ChrfStats chrf = eval::chrf_stats(hypotheses, {refs});
-    std::vector<double> packed = {double(bleu.sys_len), double(bleu.ref_len)};
-    for (int n = 0; n < 4; ++n) packed.push_back(double(bleu.counts[n]));
-    for (int n = 0; n < 4; ++n) packed.push_back(double(bleu.totals[n]));
-    for (int64_t x : chrf.stats) packed.push_back(double(x));
-    at::Tensor t = at::tensor(packed, at::kDouble);
-    all_reduce(setup.communicator.get(), t);
-    const auto sum = t.accessor<double, 1>();
-    bleu.sys_len = static_cast<int64_t>(sum[0]);
-    bleu.ref_len = static_cast<int64_t>(sum[1]);
-    for (int n = 0; n < 4; ++n) bleu.counts[n] = static_cast<int64_t>(sum[2 + n]);
-    for (int n = 0; n < 4; ++n) bleu.totals[n] = static_cast<int64_t>(sum[6 + n]);
-    for (size_t i = 0; i < chrf.stats.size(); ++i) chrf.stats[i] = static_cast<int64_t>(sum[10 + i]);
+    std::vector<dist::SummedField> fields = {bleu.sys_len, bleu.ref_len};
+    fields.insert(fields.end(), bleu.counts.begin(), bleu.counts.end());
+    fields.insert(fields.end(), bleu.totals.begin(), bleu.totals.end());
+    fields.insert(fields.end(), chrf.stats.begin(), chrf.stats.end());
+    dist::sum_over_ranks(setup.communicator.get(), fields);
     v->bleu = eval::compute_bleu(bleu).score;
     v->chrf = eval::compute_chrf(chrf).score;
   }
@@ -80,7 +64,8 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
   const data::ValidationSet& set = data.valid[index];
   const data::BatchPlanner planner(
       set.cache,
-      data::plan_options(setup.data, setup.world_size, static_cast<uint64_t>(setup.train.seed)));
+      data::plan_options(setup.data, setup.max_tokens, setup.world_size,
+                         static_cast<uint64_t>(setup.train.seed)));
   const data::EpochPlan plan = planner.plan_epoch(1);
   at::Tensor loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(setup.device));
   at::Tensor nll = at::zeros_like(loss);
@@ -110,13 +95,13 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
       refs.push_back(references[index].at(static_cast<size_t>(line - 1)));
     }
   }
-  at::Tensor sums = at::stack({loss.cpu(), nll.cpu(), at::scalar_tensor(double(tokens), at::kDouble)});
-  all_reduce(setup.communicator.get(), sums);
   SetScores v;
   v.name = set.name;
-  v.tokens = static_cast<int64_t>(sums[2].item<double>());
-  v.loss = sums[0].item<double>() / double(std::max<int64_t>(1, v.tokens));
-  v.nll = sums[1].item<double>() / double(std::max<int64_t>(1, v.tokens));
+  double loss_sum = loss.item<double>(), nll_sum = nll.item<double>();
+  dist::sum_over_ranks(setup.communicator.get(), {loss_sum, nll_sum, tokens});
+  v.tokens = tokens;
+  v.loss = loss_sum / double(std::max<int64_t>(1, v.tokens));
+  v.nll = nll_sum / double(std::max<int64_t>(1, v.tokens));
   if (setup.train.valid_translate) score(hypotheses, refs, &v);
   return v;
 }

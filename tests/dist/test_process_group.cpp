@@ -19,7 +19,9 @@
 
 #include <ATen/ATen.h>
 
+#include "dist/key_value_store.h"
 #include "dist/launcher.h"
+#include "dist/progress_marks.h"
 #include "dist/process_group.h"
 #include "dist/store_socket.h"
 #include "util/error.h"
@@ -294,18 +296,29 @@ TEST_CASE("a store socket bound in advance is taken over by rank 0: the port can
   for (const auto& e : errors) CHECK_FALSE(e);
 }
 
-TEST_CASE("agreed_stop: the first rank that asks fixes the update after which all stop",
+TEST_CASE("the store keeps the first set_once value, and progress marks name who is behind",
           "[dist][gloo]") {
   const int port = nmt::dist::find_free_port();
+  std::vector<std::string> reports(2);
   const auto errors = run_ranks(2, [&](int rank) {
     Communicator comm(options(port, rank, 2));
-    CHECK_FALSE(comm.agreed_stop(4, false).has_value());  // nobody asked yet
+    const std::shared_ptr<nmt::dist::KeyValueStore> store = comm.store();
+    CHECK_FALSE(store->get_if_set("test/first").has_value());  // nobody set it yet
     comm.barrier();
-    if (rank == 1) CHECK(comm.agreed_stop(5, true) == 6);
+    if (rank == 1) CHECK(store->set_once("test/first", "one") == "one");
     comm.barrier();
-    CHECK(comm.agreed_stop(5, false) == 6);
-    CHECK(comm.agreed_stop(5, true) == 6);  // a later ask keeps the first one's update
+    CHECK(store->get_if_set("test/first") == "one");
+    CHECK(store->set_once("test/first", "zero") == "one");  // a later set keeps the first
+    CHECK(comm.progress().report().empty());  // nothing marked yet
+    comm.progress().mark("step 1: backward done");
+    if (rank == 0) comm.progress().mark("step 2: backward done");
+    comm.barrier();
+    reports[static_cast<size_t>(rank)] = comm.progress().report();
     comm.barrier();
   });
-  for (const auto& e : errors) CHECK_FALSE(e);
+  for (const auto& e : errors) CHECK(message(e) == "");
+  CHECK(reports[0] == "; behind: rank 1 is at 'step 1: backward done'; the others are at "
+                      "'step 2: backward done' (this is rank 0)");
+  CHECK(reports[1] == "; behind: rank 1 is at 'step 1: backward done'; the others are at "
+                      "'step 2: backward done' (this is rank 1)");
 }

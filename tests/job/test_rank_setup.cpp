@@ -1,0 +1,177 @@
+// job/rank_setup: one CPU rank of a tiny config, set up directly: the checkpoint it resumes
+// from, the config that follows, the data, and data.max_tokens resolved to a number.
+#include "catch_torch.h"
+
+#include <ATen/Parallel.h>
+
+#include <string>
+
+#include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/run_metadata.h"
+#include "config/run_config.h"
+#include "data/data_fixture.h"
+#include "job/rank_setup.h"
+#include "util/error.h"
+
+using nmt::config::ResumeFrom;
+using nmt::config::RunConfig;
+using nmt::job::Rank;
+using nmt::test::TempDir;
+
+namespace {
+
+/// A tiny config on the first 1000 pairs of the shipped corpus, its run directory in `dir`.
+struct TinyRun {
+  TempDir dir;
+  nmt::config::TrainCommand command;
+
+  explicit TinyRun(std::vector<std::string> overrides = {}) {
+    const std::string src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "train.en", 1000);
+    const std::string tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "train.de", 1000);
+    command.sources.file = dir.write("tiny.yaml", "run_dir: " + (dir.path() / "run").string() +
+        "\nmodel:\n  encoder_layers: 1\n  decoder_layers: 1\n  d_model: 16\n  heads: 2\n"
+        "  ffn_dim: 32\n  max_positions: 128\n"
+        "data:\n  train_src: " + src + "\n  train_tgt: " + tgt + "\n  vocab_size: 300\n"
+        "  max_len: 100\n  max_tokens: 2000\n"
+        "train:\n  threads: 1\n  cache_host_memory: false\n");
+    command.sources.overrides = std::move(overrides);
+  }
+  RunConfig config() const { return nmt::config::load_run_config(command.sources); }
+  std::filesystem::path checkpoints() const { return dir.path() / "run" / "checkpoints"; }
+
+  /// Writes a resumable checkpoint of `config` at `step` (a stand-in tensor, real metadata).
+  std::filesystem::path save_checkpoint(const RunConfig& config, int64_t step) const {
+    nmt::checkpoint::RunMetadata meta;
+    meta.step = step;
+    meta.epoch = 1;
+    meta.config = nmt::config::to_yaml(config, /*with_docs=*/false);
+    meta.config_hash = nmt::config::config_hash(config);
+    meta.vocab_fingerprint = "test";
+    nmt::checkpoint::CheckpointData data;
+    data.tensors.emplace_back("model.stand_in", at::ones({2}));
+    data.metadata = meta.to_map();
+    return nmt::checkpoint::CheckpointDir(checkpoints(), config.checkpoint).save(step, data);
+  }
+};
+
+nmt::dist::DeviceInfo one_cpu() {
+  nmt::dist::DeviceInfo devices;
+  devices.cpu_cores = 2;
+  devices.no_cuda_reason = "test";
+  return devices;
+}
+
+Rank set_up(const TinyRun& run, ResumeFrom::Mode mode = ResumeFrom::Mode::kNone) {
+  return nmt::job::set_up_rank(run.command, run.config(), {mode, {}}, one_cpu(),
+                               nmt::dist::WorkerEnv{});
+}
+
+}  // namespace
+
+TEST_CASE("rank setup: workers per node and ranks per GPU", "[job]") {
+  nmt::dist::DeviceInfo gpus = one_cpu();
+  gpus.cuda_devices = 2;
+  CHECK(nmt::job::ranks_per_device(4, gpus) == 2);
+  CHECK(nmt::job::ranks_per_device(3, gpus) == 2);
+  CHECK(nmt::job::ranks_per_device(1, gpus) == 1);
+  CHECK(nmt::job::ranks_per_device(4, one_cpu()) == 1);
+  const TinyRun run;
+  RunConfig c = run.config();
+  nmt::dist::WorkerEnv alone;
+  alone.local_world_size = 0;
+  CHECK(nmt::job::local_workers(c, gpus, alone) == 2);  // one per GPU
+  CHECK(nmt::job::local_workers(c, one_cpu(), alone) == 1);
+  c.dist.nproc_per_node = 3;
+  CHECK(nmt::job::local_workers(c, gpus, alone) == 3);
+  nmt::dist::WorkerEnv launched;
+  launched.launcher = nmt::dist::Launcher::kTorchrun;
+  launched.local_world_size = 5;
+  CHECK(nmt::job::local_workers(c, gpus, launched) == 5);
+}
+
+TEST_CASE("rank setup: one CPU rank gets its threads, data and the configured max_tokens",
+          "[job]") {
+  const TinyRun run;
+  const Rank rank = set_up(run);
+  CHECK(at::get_num_threads() == 1);
+  CHECK(rank.setup.device == c10::Device(c10::kCPU));
+  CHECK(rank.setup.communicator == nullptr);
+  CHECK(rank.setup.world_size == 1);
+  CHECK(rank.data.train.size() > 800);  // of 1000 pairs, a few filtered
+  CHECK(rank.data.vocab.src.size() == 300);
+  CHECK(rank.setup.max_tokens == 2000);
+  CHECK(rank.config.data.max_tokens == 2000);
+  CHECK_FALSE(rank.max_tokens_fit.has_value());
+  CHECK_FALSE(rank.resume.has_value());
+  CHECK_FALSE(rank.init.has_value());
+  CHECK(rank.setup.config_yaml == nmt::config::to_yaml(rank.config, /*with_docs=*/false));
+  CHECK(rank.setup.config_hash == nmt::config::config_hash(rank.config));
+}
+
+TEST_CASE("rank setup: max_tokens auto becomes a number in the setup, the config, its YAML and "
+          "hash", "[job]") {
+  const TinyRun run({"data.max_tokens=auto"});
+  const RunConfig as_given = run.config();
+  REQUIRE_FALSE(as_given.data.max_tokens.has_value());
+  const Rank rank = set_up(run);
+  // On CPU without data.auto_memory_mb nothing is measured: the unmeasured budget.
+  const int64_t budget = nmt::train::unmeasured_max_tokens(as_given.data);
+  REQUIRE(rank.max_tokens_fit.has_value());
+  CHECK_FALSE(rank.max_tokens_fit->fallback.empty());
+  CHECK(rank.setup.max_tokens == budget);
+  CHECK(rank.config.data.max_tokens == budget);
+  CHECK(rank.setup.data.max_tokens == budget);
+  CHECK(rank.setup.config_yaml.find("max_tokens: " + std::to_string(budget)) != std::string::npos);
+  CHECK(rank.setup.config_hash == nmt::config::config_hash(rank.config));
+  CHECK(rank.setup.config_hash != nmt::config::config_hash(as_given));
+}
+
+TEST_CASE("rank setup: the checkpoint to resume is none, the newest of this model, or the "
+          "given file", "[job]") {
+  const TinyRun run;
+  const RunConfig config = run.config();
+  const ResumeFrom auto_resume{ResumeFrom::Mode::kAuto, {}};
+  CHECK_FALSE(nmt::job::find_resume_checkpoint(config, auto_resume).has_value());  // none yet
+  RunConfig other_model = config;
+  other_model.model.d_model = 32;
+  const auto ours = run.save_checkpoint(config, 10);
+  const auto theirs = run.save_checkpoint(other_model, 20);
+  const auto found = nmt::job::find_resume_checkpoint(config, auto_resume);
+  REQUIRE(found.has_value());
+  CHECK(found->path == ours);  // the newer file is of another model: passed over
+  CHECK(found->data.metadata.at("step") == "10");
+  CHECK_FALSE(nmt::job::find_resume_checkpoint(config, {ResumeFrom::Mode::kNone, {}}));
+  const auto given =
+      nmt::job::find_resume_checkpoint(config, {ResumeFrom::Mode::kPath, theirs.string()});
+  REQUIRE(given.has_value());
+  CHECK(given->path == theirs);
+  CHECK_THROWS_AS(nmt::job::find_resume_checkpoint(
+                      config, {ResumeFrom::Mode::kPath, (run.dir.path() / "missing").string()}),
+                  nmt::CheckpointError);
+  std::filesystem::remove(ours);  // only another model's checkpoint left: an error, not fresh
+  CHECK_THROWS_AS(nmt::job::find_resume_checkpoint(config, auto_resume), nmt::CheckpointError);
+}
+
+TEST_CASE("rank setup: a resumed run's config has the checkpoint's between the file and --set",
+          "[job]") {
+  const TinyRun run({"train.seed=7"});
+  RunConfig saved = run.config();
+  saved.train.lr = 0.125;
+  saved.train.seed = 3;
+  saved.data.max_tokens = 3000;
+  const auto file = run.save_checkpoint(saved, 10);
+  CHECK(nmt::job::resumed_config(run.command.sources, run.config(), std::nullopt).train.lr ==
+        run.config().train.lr);
+  const auto resume = nmt::job::find_resume_checkpoint(run.config(), {ResumeFrom::Mode::kAuto, {}});
+  REQUIRE(resume.has_value());
+  const RunConfig resumed = nmt::job::resumed_config(run.command.sources, run.config(), resume);
+  CHECK(resumed.train.lr == 0.125);           // the checkpoint's, over the file's default
+  CHECK(resumed.data.max_tokens == 3000);     // the checkpoint's, over the file's 2000
+  CHECK(resumed.train.seed == 7);             // --set wins over the checkpoint
+  // set_up_rank does the same, and plans with the checkpoint's budget.
+  const Rank rank = set_up(run, ResumeFrom::Mode::kAuto);
+  REQUIRE(rank.resume.has_value());
+  CHECK(rank.resume->path == file);
+  CHECK(rank.config.train.lr == 0.125);
+  CHECK(rank.setup.max_tokens == 3000);
+}
