@@ -56,6 +56,7 @@ inline train::RunSetup tiny_run_setup(const std::filesystem::path& run_dir,
   s.model.ffn_dim = 64;
   s.model.max_positions = 128;
   s.data = data;
+  s.max_tokens = data.max_tokens.value_or(1024);  // resolved, as rank setup leaves it
   s.train.max_steps = 6;
   s.train.lr = 1e-3;
   s.train.warmup_steps = 2;

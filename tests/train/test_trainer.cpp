@@ -166,12 +166,14 @@ TEST_CASE("trainer: train.max_epochs stops after the last update of that epoch",
   TempDir run;
   nmt::train::RunSetup setup = tiny_run_setup(run.path());
   setup.data.max_tokens = 4096;  // fewer, larger batches: a short epoch
+  setup.max_tokens = 4096;
   setup.train.max_steps = 0;
   setup.train.max_epochs = 1;
   setup.train.log_every = 1000;
   const nmt::data::BatchPlanner planner(
       loop_data().prepared.train,
-      nmt::data::plan_options(setup.data, 1, static_cast<uint64_t>(setup.train.seed)));
+      nmt::data::plan_options(setup.data, setup.max_tokens, 1,
+                              static_cast<uint64_t>(setup.train.seed)));
   const auto steps = static_cast<int64_t>(planner.plan_epoch(1).steps.size());
   REQUIRE(steps > 1);
   const RunSummary s = train(setup);
