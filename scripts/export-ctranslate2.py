@@ -473,8 +473,10 @@ def export(args):
                           f"found {joint!r}")
     src_name = vocabulary_tensor("source")
     tgt_name = src_name if joint == "true" else vocabulary_tensor("target")
-    src_pieces, src_special = vocabulary(newest.tensor(src_name).tobytes(), f"{origin} ({src_name})")
-    tgt_pieces, special = vocabulary(newest.tensor(tgt_name).tobytes(), f"{origin} ({tgt_name})")
+    src_bytes = newest.tensor(src_name).tobytes()
+    tgt_bytes = newest.tensor(tgt_name).tobytes()
+    src_pieces, src_special = vocabulary(src_bytes, f"{origin} ({src_name})")
+    tgt_pieces, special = vocabulary(tgt_bytes, f"{origin} ({tgt_name})")
     if src_special["eos"] != special["eos"]:
         raise ExportError(f"{origin}: the source and target vocabularies name </s> differently "
                           f"({src_special['eos']!r}, {special['eos']!r}); CTranslate2 has one "

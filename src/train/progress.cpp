@@ -94,12 +94,22 @@ double Progress::interval(int64_t step, int64_t epoch, const IntervalTotals& t,
       .add("loss_scale", scaler.scale)
       .add("skipped_updates", scaler.skipped_total)
       .add("peak_memory_mb", peak_mb)
-      .add("data_wait_s", t.data_wait_s)
-      .add("forward_s", t.forward_s)
-      .add("backward_s", t.backward_s)
-      .add("grad_sync_s", t.sync_s)
-      .add("optimizer_s", t.optimizer_s)
-      .add("interval_s", seconds)
+      .add("data_wait_s", t.data_wait_s);
+  if (t.split_measured) {
+    record.add("forward_s", t.forward_s)
+        .add("backward_s", t.backward_s)
+        .add("grad_sync_s", t.sync_s)
+        .add("optimizer_s", t.optimizer_s)
+        .add("time_split", "wall");
+  } else {
+    record.add_raw("forward_s", "null")
+        .add_raw("backward_s", "null")
+        .add_raw("grad_sync_s", "null")
+        .add_raw("optimizer_s", "null")
+        .add("time_split", "omitted: the device runs asynchronously (the host only queues its "
+                           "work); --benchmark times the phases with device syncs");
+  }
+  record.add("interval_s", seconds)
       .add("elapsed_s", elapsed())
       .add("eta_s", eta);
   metrics_.write(record);

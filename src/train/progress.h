@@ -30,6 +30,10 @@ struct IntervalTotals {
   double seconds = 0;         ///< wall time of the interval, validation and checkpoints excluded
   /// This rank's split of that time (seconds).
   double data_wait_s = 0, forward_s = 0, backward_s = 0, sync_s = 0, optimizer_s = 0;
+  /// Whether the split is the phases' own time: on a CPU the work runs as the host calls it;
+  /// on a GPU training never waits for the device, so the host's times are how long it took
+  /// to queue the work, and the record leaves the split out (null, with time_split saying so).
+  bool split_measured = true;
 };
 
 /// Progress of one rank's run.

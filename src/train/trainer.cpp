@@ -186,6 +186,7 @@ double Trainer::log_interval(Progress& progress, IntervalStats& interval, int64_
   t.backward_s = interval.backward_s;
   t.sync_s = interval.sync_s;
   t.optimizer_s = interval.optimizer_s;
+  t.split_measured = !setup_.device.is_cuda();
   run_tokens_ += interval.src_tokens + interval.tgt_tokens;
   train_seconds_ += t.seconds;
   const at::Tensor& norm = updater_->last_grad_norm();
