@@ -125,11 +125,6 @@ int64_t local_workers(const config::RunConfig& c, const dist::DeviceInfo& device
   return devices.cuda_devices > 0 ? devices.cuda_devices : 1;
 }
 
-int64_t ranks_per_device(int64_t local_workers, const dist::DeviceInfo& devices) {
-  if (devices.cuda_devices <= 0) return 1;
-  return (local_workers + devices.cuda_devices - 1) / devices.cuda_devices;
-}
-
 std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& config,
                                                        const config::ResumeFrom& from) {
   using Mode = config::ResumeFrom::Mode;
@@ -192,7 +187,8 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   rank.setup = make_run_setup(c, worker, device, std::move(communicator));
   if (device.is_cuda())
     rank.setup.ranks_on_device = dist::ranks_on_device(worker.local_rank, local, devices.cuda_devices);
-  resolve_max_tokens(rank, ranks_per_device(local, devices));
+  // The ranks on this rank's GPU share its free memory in the max_tokens auto fit.
+  resolve_max_tokens(rank, rank.setup.ranks_on_device);
   return rank;
 }
 

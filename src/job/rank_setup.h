@@ -27,9 +27,6 @@ namespace nmt::job {
 int64_t local_workers(const config::RunConfig& config, const dist::DeviceInfo& devices,
                       const dist::WorkerEnv& worker);
 
-/// Ranks that share one GPU's memory: the node's workers spread over its GPUs (1 on CPU).
-int64_t ranks_per_device(int64_t local_workers, const dist::DeviceInfo& devices);
-
 /// The checkpoint a run resumes from: none; the newest one under run_dir/checkpoints that
 /// loads, verifies and is of this config's model (newer files that are not are skipped with a
 /// warning naming them); or the given file, which must load.

@@ -71,10 +71,12 @@ Rank set_up(const TinyRun& run, ResumeFrom::Mode mode = ResumeFrom::Mode::kNone)
 TEST_CASE("rank setup: workers per node and ranks per GPU", "[job]") {
   nmt::dist::DeviceInfo gpus = one_cpu();
   gpus.cuda_devices = 2;
-  CHECK(nmt::job::ranks_per_device(4, gpus) == 2);
-  CHECK(nmt::job::ranks_per_device(3, gpus) == 2);
-  CHECK(nmt::job::ranks_per_device(1, gpus) == 1);
-  CHECK(nmt::job::ranks_per_device(4, one_cpu()) == 1);
+  // The ranks sharing a GPU (what the auto fit divides its free memory by): dist's count.
+  CHECK(nmt::dist::ranks_on_device(0, 4, gpus.cuda_devices) == 2);
+  CHECK(nmt::dist::ranks_on_device(0, 3, gpus.cuda_devices) == 2);
+  CHECK(nmt::dist::ranks_on_device(1, 3, gpus.cuda_devices) == 1);
+  CHECK(nmt::dist::ranks_on_device(0, 1, gpus.cuda_devices) == 1);
+  CHECK(nmt::dist::ranks_on_device(0, 4, one_cpu().cuda_devices) == 1);
   const TinyRun run;
   RunConfig c = run.config();
   nmt::dist::WorkerEnv alone;
