@@ -51,6 +51,7 @@ void PhaseProgress::update(double done, double fraction) {
   const auto now = std::chrono::steady_clock::now();
   if (now - last_line_ < every_) return;
   last_line_ = now;
+  reported_ = true;
   const bool estimated = total_ <= 0 && fraction > 0;
   const double total = estimated ? done / std::min(fraction, 1.0) : total_;
   info(component_, "{}", progress_line(what_, unit_, done, total, seconds(), estimated));
