@@ -26,6 +26,11 @@ maximum output length is one number per call where nmt-translate's is a * source
 sentence, and by default it never gives an empty output (min_decoding_length=1).
 scripts/bench/ct2-translate.py decodes a file with the settings that match.
 
+A multilingual model (trained with data.lang_tags: target) takes its target language as the
+first source token, `<2de>` for German: CTranslate2's translate_batch takes source tokens, so
+the caller puts the tag before the pieces (["<2de>", "▁Hello", ...]); export.json's
+"source_prefix" maps each language to its tag, and ct2-translate.py --tgt-lang does it.
+
 A model setting that CTranslate2 cannot express, or that this exporter does not know, is
 refused with a message naming it (exit code 1); nothing is written then.
 """
@@ -419,6 +424,27 @@ def vocabulary(model_bytes, origin):
     return pieces, special
 
 
+def source_prefixes(metadata, pieces, origin):
+    """A multilingual model's tags (metadata lang_tags: target, languages "de,en"): {language:
+    its <2xx> piece}, which a CTranslate2 user puts first in the source tokens, as
+    nmt-translate --tgt-lang does; {} for any other model."""
+    if metadata.get("lang_tags") is None:
+        return {}
+    if metadata["lang_tags"] != "target":
+        raise ExportError(f"{origin}: metadata lang_tags: expected target, "
+                          f"found {metadata['lang_tags']!r}")
+    languages = [code for code in metadata.get("languages", "").split(",") if code]
+    if not languages:
+        raise ExportError(f"{origin}: metadata lang_tags is target but languages is missing")
+    prefixes = {code: f"<2{code}>" for code in languages}
+    known = set(pieces)
+    for code, tag in prefixes.items():
+        if tag not in known:
+            raise ExportError(f"{origin}: the source vocabulary has no piece {tag} for "
+                              f"language {code}")
+    return prefixes
+
+
 # --- the export --------------------------------------------------------------------------
 
 README = """\
@@ -435,6 +461,13 @@ output length limit is 1.2 x source tokens + 10 per sentence (--max-len-a/b) and
 penalty ((5 + length) / 6)^alpha; CTranslate2 takes one max_decoding_length per call and
 divides by length^length_penalty. scripts/bench/ct2-translate.py in nmt-train translates
 a file the way nmt-translate does.
+"""
+
+
+MULTILINGUAL_README = """
+A multilingual model (languages {languages}): the first source token names the target
+language, as nmt-translate --tgt-lang does, e.g. ["{example}"] + src.encode(text, out_type=str);
+export.json's "source_prefix" maps each language to its token.
 """
 
 
@@ -482,6 +515,7 @@ def export(args):
                           f"({src_special['eos']!r}, {special['eos']!r}); CTranslate2 has one "
                           "eos_token")
 
+    prefixes = source_prefixes(newest.metadata, src_pieces, origin)
     spec = build_spec(model, weights, src_pieces, tgt_pieces, special)
     spec.validate()
     quantization = None if args.quantization == "none" else args.quantization
@@ -510,6 +544,9 @@ def export(args):
             "model": model,
             "banned_output_tokens": [special["pad_id"], special["bos_id"]],
         }
+        if prefixes:
+            # A multilingual model: the source tokens start with the target language's tag.
+            info["source_prefix"] = prefixes
         with open(os.path.join(staging, "export.json"), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
             f.write("\n")
@@ -517,6 +554,9 @@ def export(args):
             f.write(README.format(checkpoints="\n".join(info["checkpoints"]), outdir=out,
                                   weights=info["weights"], quantization=args.quantization,
                                   max_positions=model["max_positions"]))
+            if prefixes:
+                f.write(MULTILINGUAL_README.format(
+                    languages=", ".join(prefixes), example=next(iter(prefixes.values()))))
         if os.path.exists(out):
             shutil.rmtree(out)
         os.rename(staging, out)

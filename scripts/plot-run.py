@@ -5,7 +5,9 @@
 
 Writes loss.png (training and validation loss), lr.png (learning rate), throughput.png
 (tokens/s) and, when validation translated, bleu.png (validation BLEU and chrF), all against
-updates. Needs matplotlib (in the venv that scripts/setup.sh makes).
+updates. With several validation sets (data.valid) each set has its own curves, labelled by
+its language pair when it has one ("en-de"), else by its name. Needs matplotlib (in the venv
+that scripts/setup.sh makes).
 """
 import argparse
 import json
@@ -30,11 +32,19 @@ def read_metrics(path):
             except json.JSONDecodeError as e:
                 sys.exit(f"plot-run: error: {path}:{number}: not JSON: {e}")
             (valid if record.get("type") == "valid" else train).append(record)
-    # With several validation sets (data.valid), plot the first: the one that picks the best
-    # checkpoint. Older files have no "set" key.
-    if valid and "set" in valid[0]:
-        valid = [r for r in valid if r.get("set") == valid[0]["set"]]
     return train, valid
+
+
+def by_set(valid):
+    """The validation records per set, in the order the sets first appear, with a label:
+    [(label, records)]; one unlabelled group for a single set (and older files without a
+    "set" key)."""
+    groups = {}
+    for r in valid:
+        groups.setdefault(r.get("set"), []).append(r)
+    if len(groups) <= 1:
+        return [("", valid)]
+    return [(records[0].get("pair") or name, records) for name, records in groups.items()]
 
 
 def series(records, key):
@@ -42,7 +52,11 @@ def series(records, key):
     return [p[0] for p in points], [p[1] for p in points]
 
 
-def save(figure, out_dir, name):
+def save(figure, out_dir, name, print_series=False):
+    if print_series:
+        for axes in figure.axes:
+            for line in axes.get_lines():
+                print(f"{line.get_label()}: {len(line.get_xdata())} points")
     path = os.path.join(out_dir, name)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -54,6 +68,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="run directory holding metrics.jsonl")
     parser.add_argument("--out", help="folder for the PNG files (default: RUN_DIR/plots)")
+    parser.add_argument("--print-series", action="store_true",
+                        help="also print each curve's label and point count (for tests)")
     args = parser.parse_args()
     metrics = os.path.join(args.run_dir, "metrics.jsonl")
     if not os.path.isfile(metrics):
@@ -67,12 +83,13 @@ def main():
 
     figure, axes = plt.subplots(figsize=(7, 4))
     axes.plot(*series(train, "loss"), label="train loss")
-    if valid:
-        axes.plot(*series(valid, "loss"), marker="o", label="validation loss")
+    for label, records in by_set(valid) if valid else []:
+        axes.plot(*series(records, "loss"), marker="o",
+                  label=f"validation loss {label}".strip())
     axes.set(xlabel="update", ylabel="loss per target token", title=f"{title}: loss")
     axes.grid(alpha=0.3)
     axes.legend()
-    save(figure, out_dir, "loss.png")
+    save(figure, out_dir, "loss.png", args.print_series)
 
     figure, axes = plt.subplots(figsize=(7, 3))
     axes.plot(*series(train, "lr"))
@@ -90,12 +107,13 @@ def main():
 
     if any(r.get("bleu") is not None for r in valid):
         figure, axes = plt.subplots(figsize=(7, 3.5))
-        axes.plot(*series(valid, "bleu"), marker="o", label="BLEU")
-        axes.plot(*series(valid, "chrf"), marker="o", label="chrF")
+        for label, records in by_set(valid):
+            axes.plot(*series(records, "bleu"), marker="o", label=f"BLEU {label}".strip())
+            axes.plot(*series(records, "chrf"), marker="s", label=f"chrF {label}".strip())
         axes.set(xlabel="update", ylabel="score", title=f"{title}: validation")
         axes.grid(alpha=0.3)
         axes.legend()
-        save(figure, out_dir, "bleu.png")
+        save(figure, out_dir, "bleu.png", args.print_series)
 
 
 if __name__ == "__main__":

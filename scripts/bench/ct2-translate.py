@@ -4,13 +4,15 @@ nmt-translate does, and writes the same figures as nmt-translate --stats-json.
 
     scripts/bench/ct2-translate.py MODEL_DIR -i IN -o OUT [--beam N] [--threads T]
                                    [--stats-json FILE] [--max-tokens N] [--max-len-a A]
-                                   [--max-len-b B] [--length-penalty A]
+                                   [--max-len-b B] [--length-penalty A] [--tgt-lang LANG]
 
 As nmt-translate: each line is SentencePiece-encoded (source.model) and cut to the model's
 max_positions - 1 pieces (the model appends </s>); an empty line gives an empty line; lines
 are sorted by length and batched by padded source tokens (--max-tokens, 4096); the output is
 at most floor(A * source tokens + B) pieces (--max-len-a 1.2, --max-len-b 10, source tokens
-counting </s>), may be empty (min_decoding_length 0), and is decoded by target.model.
+counting </s>), may be empty (min_decoding_length 0), and is decoded by target.model. A
+multilingual model (export.json's source_prefix) needs --tgt-lang: its tag goes first in
+every source, before the cut, as nmt-translate --tgt-lang does.
 CTranslate2 takes one max_decoding_length per call, so each batch decodes to its longest
 sentence's limit and every output is cut to its own; for greedy search that is exactly
 nmt-translate's limit, for beam search nearly. --length-penalty is CTranslate2's (scores
@@ -43,6 +45,8 @@ def main(argv=None):
     parser.add_argument("--compute-type", default="default",
                         help="CTranslate2 compute type (default: the model's weight type)")
     parser.add_argument("--stats-json", metavar="FILE")
+    parser.add_argument("--tgt-lang", help="target language of a multilingual model: its tag "
+                        "(export.json's source_prefix) goes first in every source")
     args = parser.parse_args(argv)
 
     import ctranslate2
@@ -51,6 +55,12 @@ def main(argv=None):
     with open(os.path.join(args.model, "export.json"), encoding="utf-8") as f:
         info = json.load(f)
     max_positions = info["max_positions"]
+    prefixes = info.get("source_prefix", {})
+    if prefixes and args.tgt_lang not in prefixes:
+        parser.error(f"a multilingual model: --tgt-lang must be one of {', '.join(prefixes)}")
+    if not prefixes and args.tgt_lang:
+        parser.error("--tgt-lang: the model is not multilingual")
+    prefix = [prefixes[args.tgt_lang]] if prefixes else []
     translator = ctranslate2.Translator(args.model, device=args.device,
                                         compute_type=args.compute_type,
                                         intra_threads=args.threads, inter_threads=1)
@@ -60,7 +70,9 @@ def main(argv=None):
     start = time.perf_counter()
     with open(args.input, encoding="utf-8", newline="\n") as f:
         lines = [line.rstrip("\n").rstrip("\r") for line in f]
-    sources = [src.encode(line, out_type=str)[:max_positions - 1] for line in lines]
+    # The tag before the pieces, then the cut, as nmt-translate; an empty line stays empty.
+    sources = [(prefix + pieces)[:max_positions - 1] if pieces else []
+               for pieces in (src.encode(line, out_type=str) for line in lines)]
     # Source tokens count </s>, which the model appends.
     limits = [min(math.floor(args.max_len_a * (len(s) + 1)) + args.max_len_b, max_positions - 1)
               for s in sources]

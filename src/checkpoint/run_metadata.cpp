@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -89,6 +90,13 @@ std::map<std::string, std::string> RunMetadata::to_map() const {
   put(kValidChrf, valid_chrf);
   put(kSelection, selection);
   put(kBestSelection, best_selection);
+  // Only for runs that name languages, so other checkpoints keep exactly their old metadata.
+  if (!languages.empty()) {
+    std::string list;
+    for (const std::string& language : languages) list += (list.empty() ? "" : ",") + language;
+    m[std::string(kLanguages)] = list;
+  }
+  if (target_lang_tags) m[std::string(kLangTags)] = "target";
   return m;
 }
 
@@ -114,6 +122,21 @@ RunMetadata RunMetadata::parse(const std::map<std::string, std::string>& m,
   read(m, kSelection, origin, &r.selection);
   read(m, kBestSelection, origin, &r.best_selection);
   read(m, kWithoutImprovement, origin, &r.validations_without_improvement);
+  if (const std::string* v = find(m, kLanguages)) {
+    for (size_t begin = 0; begin <= v->size();) {
+      const size_t end = std::min(v->find(',', begin), v->size());
+      r.languages.push_back(v->substr(begin, end - begin));
+      NMT_CHECK(!r.languages.back().empty(), CheckpointError,
+                "{}: metadata {}: expected comma-separated language codes, found '{}'", origin,
+                kLanguages, *v);
+      begin = end + 1;
+    }
+  }
+  if (const std::string* v = find(m, kLangTags)) {
+    NMT_CHECK(*v == "target", CheckpointError, "{}: metadata {}: expected target, found '{}'",
+              origin, kLangTags, *v);
+    r.target_lang_tags = true;
+  }
   NMT_CHECK(r.step >= 0 && r.iterator_epoch >= 1 && r.iterator_step >= 0 && r.world_size >= 1 &&
                 r.update_freq >= 0,
             CheckpointError,

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nmt::checkpoint {
 
@@ -36,6 +37,12 @@ inline constexpr std::string_view kValidChrf = "valid_chrf";
 inline constexpr std::string_view kSelection = "selection";
 inline constexpr std::string_view kBestSelection = "best_selection";
 inline constexpr std::string_view kWithoutImprovement = "validations_without_improvement";
+/// The languages of a multilingual run (data.train's src_lang and tgt_lang), sorted and
+/// comma-separated ("de,en"); absent when the corpora name none.
+inline constexpr std::string_view kLanguages = "languages";
+/// "target" when every source starts with its target language's tag (data.lang_tags), which
+/// makes the model multilingual: nmt-translate then needs --tgt-lang. Absent: no tags.
+inline constexpr std::string_view kLangTags = "lang_tags";
 }  // namespace meta_key
 
 /// What a training checkpoint says about itself.
@@ -58,6 +65,8 @@ struct RunMetadata {
   std::optional<double> selection;       ///< lower is better (loss or minus BLEU/chrF)
   std::optional<double> best_selection;  ///< best selection of the run so far
   int64_t validations_without_improvement = 0;  ///< early-stopping count
+  std::vector<std::string> languages;  ///< the run's languages, sorted; empty: none named
+  bool target_lang_tags = false;       ///< sources start with the target language's tag
 
   /// The metadata map a checkpoint stores.
   std::map<std::string, std::string> to_map() const;

@@ -8,8 +8,10 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/schema.h"
+#include "data/language_codes.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -77,15 +79,23 @@ Schema bind(RunConfig& c) {
   s.corpus_list("data.train", &d.train,
                 "several weighted training corpora [{name, src, tgt, weight, tag}, ...]; weight is "
                 "relative to a corpus's size (1: each pair once an epoch, 2: twice, 0.5: half); "
-                "tag: bt puts <BT> first in its sources (back-translated data); "
-                "empty: the one corpus train_src/train_tgt");
+                "tag: bt puts <BT> first in its sources (back-translated data); src_lang, tgt_lang: "
+                "ISO 639 codes of its languages; empty: the one corpus train_src/train_tgt");
   s.input_path("data.train_src", &d.train_src, "training source text, one sentence per line");
   s.input_path("data.train_tgt", &d.train_tgt, "training target text, aligned with train_src");
   s.corpus_list("data.valid", &d.valid,
-                "several named validation sets [{name, src, tgt}, ...], each reported; the first "
-                "picks the best checkpoint; empty: the one set valid_src/valid_tgt");
+                "several named validation sets [{name, src, tgt, src_lang, tgt_lang}, ...], each "
+                "reported; train.best_set picks the best checkpoint (default the first); empty: "
+                "the one set valid_src/valid_tgt");
   s.input_path("data.valid_src", &d.valid_src, "validation source text (empty: no validation)");
   s.input_path("data.valid_tgt", &d.valid_tgt, "validation target text, aligned with valid_src");
+  s.choice("data.lang_tags", &d.lang_tags,
+           {{"none", data::LangTags::kNone}, {"target", data::LangTags::kTarget}},
+           "target: the target language's tag <2xx> first in every source (one model, many "
+           "directions; every data.train/valid entry names src_lang and tgt_lang)");
+  s.real("data.sampling_temperature", &d.sampling_temperature, 0.01, 1000,
+         "corpus i drawn in proportion to weight x pairs^(1/T), the epoch keeping its size; 1: "
+         "by weight x pairs");
   s.input_path("data.spm_model", &d.spm_model, "SentencePiece model to use; empty: train one");
   s.integer("data.vocab_size", &d.vocab_size, 16, 1 << 20, "pieces in a trained SentencePiece model");
   s.choice("data.subword_model", &d.subword_model,
@@ -166,6 +176,9 @@ Schema bind(RunConfig& c) {
            {{"loss", train::BestMetric::kLoss}, {"bleu", train::BestMetric::kBleu},
             {"chrf", train::BestMetric::kChrf}},
            "picks the best checkpoint and drives early stopping (bleu, chrf: valid_translate)");
+  s.text("train.best_set", &t.best_set,
+         "the validation set whose best_metric picks the best checkpoint: a data.valid name, "
+         "mean (over all sets), or empty: the first");
   s.integer("train.patience", &t.patience, 0, kIntMax,
             "stop after this many validations without improvement of best_metric; 0: never");
   s.integer("train.threads", &t.threads, 0, 4096,
@@ -235,6 +248,55 @@ YAML::Node read_yaml_file(const std::filesystem::path& file) {
   }
 }
 
+/// The language keys of data.train and data.valid entries, data.lang_tags and
+/// train.best_set; `where(key)` names the file (and line) that set a key.
+template <class Where>
+void validate_languages(const RunConfig& c, const Where& where) {
+  const data::DataOptions& d = c.data;
+  const bool tags = d.lang_tags == data::LangTags::kTarget;
+  NMT_CHECK(!tags || !d.train.empty(), ConfigError,
+            "{}: data.lang_tags: target needs the corpora in data.train, each with src_lang and "
+            "tgt_lang (data.train_src/train_tgt name no languages)",
+            where("data.lang_tags"));
+  NMT_CHECK(!tags || d.valid_src.empty(), ConfigError,
+            "{}: data.lang_tags: target needs the validation sets in data.valid, each with "
+            "src_lang and tgt_lang (data.valid_src names no languages)",
+            where("data.lang_tags"));
+  const std::vector<std::string> languages = data::corpus_languages(d.train);
+  for (const char* key : {"data.train", "data.valid"}) {
+    const auto& entries = std::string(key) == "data.train" ? d.train : d.valid;
+    for (const data::CorpusOptions& e : entries) {
+      const bool one = e.src_lang.empty() != e.tgt_lang.empty();
+      NMT_CHECK(!one, ConfigError, "{}: {} entry {}: {} is set but {} is not; give both or neither",
+                where(key), key, e.name, e.src_lang.empty() ? "tgt_lang" : "src_lang",
+                e.src_lang.empty() ? "src_lang" : "tgt_lang");
+      NMT_CHECK(!tags || !e.src_lang.empty(), ConfigError,
+                "{}: {} entry {}: src_lang and tgt_lang are required with data.lang_tags: target",
+                where(key), key, e.name);
+      if (std::string(key) == "data.valid" && !e.tgt_lang.empty()) {
+        for (const std::string* code : {&e.src_lang, &e.tgt_lang})
+          NMT_CHECK(std::find(languages.begin(), languages.end(), *code) != languages.end(),
+                    ConfigError,
+                    "{}: data.valid entry {}: language {} is not one of data.train's ({})",
+                    where(key), e.name, *code,
+                    languages.empty() ? std::string("none") : fmt::format("{}", fmt::join(languages, ", ")));
+      }
+    }
+  }
+  const std::string& best = c.train.best_set;
+  if (!best.empty() && best != train::kMeanOfSets) {
+    std::string names;
+    bool found = false;
+    for (const data::CorpusOptions& set : d.valid) {
+      names += (names.empty() ? "" : ", ") + set.name;
+      found = found || set.name == best;
+    }
+    NMT_CHECK(found, ConfigError,
+              "{}: train.best_set: expected mean or the name of a data.valid set ({}), found '{}'",
+              where("train.best_set"), names.empty() ? std::string("none given") : names, best);
+  }
+}
+
 /// Checks that involve several keys; each message names the keys and where they were set.
 void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& file) {
   // A key left at its default is reported against the config file that should have set it.
@@ -281,6 +343,7 @@ void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& 
       }
     }
   }
+  validate_languages(c, where);
   if (c.data.valid_src.empty() != c.data.valid_tgt.empty()) {
     const char* set = c.data.valid_src.empty() ? "data.valid_tgt" : "data.valid_src";
     const char* unset = c.data.valid_src.empty() ? "data.valid_src" : "data.valid_tgt";

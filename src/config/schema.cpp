@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "data/language_codes.h"
 #include "util/error.h"
 
 namespace nmt::config {
@@ -176,7 +177,8 @@ void Schema::input_path(std::string key, std::string* value, std::string doc) {
 
 void Schema::corpus_list(std::string key, std::vector<data::CorpusOptions>* value, std::string doc) {
   Field field{std::move(key), std::move(doc),
-              "a list of corpora, each {name: N, src: FILE, tgt: FILE, weight: W, tag: bt}"};
+              "a list of corpora, each {name: N, src: FILE, tgt: FILE, weight: W, tag: bt, "
+              "src_lang: L, tgt_lang: L}"};
   field.parse = [field_copy = field, value](const YAML::Node& node, const Origin& origin) {
     value->clear();
     if (node.IsNull()) return;
@@ -210,10 +212,16 @@ void Schema::corpus_list(std::string key, std::vector<data::CorpusOptions>* valu
                     "{}: tag: expected bt (back-translated data, tagged <BT>), found '{}'", where,
                     v.Scalar());
           corpus.tag = data::CorpusTag::kBackTranslation;
+        } else if (k == "src_lang" || k == "tgt_lang") {
+          NMT_CHECK(data::is_language_code(v.Scalar()), ConfigError,
+                    "{}: {}: expected an ISO 639 language code (e.g. de, en; two or three "
+                    "lowercase letters), found '{}'",
+                    where, k, v.Scalar());
+          (k == "src_lang" ? corpus.src_lang : corpus.tgt_lang) = v.Scalar();
         } else {
           std::string best;
           size_t best_distance = SIZE_MAX;
-          for (const char* known : {"name", "src", "tgt", "weight", "tag"}) {
+          for (const char* known : {"name", "src", "tgt", "weight", "tag", "src_lang", "tgt_lang"}) {
             const size_t d = edit_distance(known, k);
             if (d < best_distance) best_distance = d, best = known;
           }
@@ -244,6 +252,8 @@ void Schema::corpus_list(std::string key, std::vector<data::CorpusOptions>* valu
       item["weight"] = format_number(corpus.weight);
       // Only when set, so configs without tags print (and hash) as before.
       if (corpus.tag == data::CorpusTag::kBackTranslation) item["tag"] = "bt";
+      if (!corpus.src_lang.empty()) item["src_lang"] = corpus.src_lang;
+      if (!corpus.tgt_lang.empty()) item["tgt_lang"] = corpus.tgt_lang;
       list.push_back(item);
     }
     list.SetStyle(YAML::EmitterStyle::Flow);

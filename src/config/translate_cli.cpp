@@ -98,6 +98,10 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   app.add_flag("--no-cache", no_cache,
                "re-run the decoder over the whole prefix at every step instead of using its "
                "cached state (slow; for comparisons)");
+  app.add_option("--tgt-lang", o.tgt_lang,
+                 "target language of a multilingual model (trained with data.lang_tags: "
+                 "target), e.g. de; required for one, refused for others")
+      ->type_name("LANG");
   app.add_option("--threads", o.threads, "CPU threads for LibTorch (0: its default)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "data/corpus_sampling.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -15,23 +16,22 @@ namespace {
 
 uint64_t mix(uint64_t x) { return splitmix64(x); }
 
-/// Pairs a corpus of n pairs contributes to an epoch at `weight`.
-int64_t drawn_count(int64_t n, double weight) {
-  return static_cast<int64_t>(std::llround(weight * static_cast<double>(n)));
-}
-
 }  // namespace
 
-CorpusSet::CorpusSet(std::vector<CorpusPart> parts) : parts_(std::move(parts)) {
+CorpusSet::CorpusSet(std::vector<CorpusPart> parts, double temperature)
+    : parts_(std::move(parts)), temperature_(temperature) {
   NMT_CHECK(!parts_.empty(), DataError, "no training corpus");
   offsets_.push_back(0);
-  int64_t drawn = 0;
+  std::vector<CorpusSize> sizes;
   for (const CorpusPart& part : parts_) {
     NMT_CHECK(part.weight > 0 && std::isfinite(part.weight), DataError,
               "corpus {}: weight {} must be a positive number", part.name, part.weight);
     offsets_.push_back(offsets_.back() + part.cache.size());
-    drawn += drawn_count(part.cache.size(), part.weight);
+    sizes.push_back({part.cache.size(), part.weight});
   }
+  drawn_ = drawn_per_epoch(sizes, temperature);
+  int64_t drawn = 0;
+  for (int64_t count : drawn_) drawn += count;
   const int64_t limit = std::numeric_limits<uint32_t>::max();
   NMT_CHECK(size() < limit && drawn < limit, DataError,
             "{}: {} pairs, {} drawn an epoch; at most 2^32 - 1 are supported", describe(), size(),
@@ -57,7 +57,7 @@ std::vector<uint32_t> CorpusSet::draw(int64_t epoch, uint64_t seed) const {
   for (size_t p = 0; p < parts_.size(); ++p) {
     const int64_t n = parts_[p].cache.size();
     const auto first = static_cast<uint32_t>(offsets_[p]);
-    const int64_t count = drawn_count(n, parts_[p].weight);
+    const int64_t count = drawn_[p];
     const int64_t whole = n > 0 ? count / n : 0;
     for (int64_t copy = 0; copy < whole; ++copy)
       for (int64_t i = 0; i < n; ++i) ids.push_back(first + static_cast<uint32_t>(i));
@@ -80,8 +80,8 @@ std::vector<uint32_t> CorpusSet::draw(int64_t epoch, uint64_t seed) const {
 
 std::vector<CorpusDraw> CorpusSet::draws() const {
   std::vector<CorpusDraw> out;
-  for (const CorpusPart& part : parts_)
-    out.push_back({part.name, part.cache.size(), part.weight, drawn_count(part.cache.size(), part.weight)});
+  for (size_t p = 0; p < parts_.size(); ++p)
+    out.push_back({parts_[p].name, parts_[p].cache.size(), parts_[p].weight, drawn_[p]});
   return out;
 }
 

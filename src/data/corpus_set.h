@@ -4,7 +4,9 @@
 // corpus k-1's), and each epoch draws from every corpus in proportion to its weight: weight w
 // on a corpus of n pairs takes floor(w) copies of every pair plus a sample of the rest of
 // round(w n), chosen by a hash of (seed, epoch, corpus, pair), so a weight of 1 trains each
-// pair once an epoch and 0.5 a different half each epoch. One corpus of weight 1 (the
+// pair once an epoch and 0.5 a different half each epoch. With data.sampling_temperature
+// T != 1 the counts are reshaped first (data/corpus_sampling.h: shares in proportion to
+// w n^(1/T), the epoch keeping its size), then drawn the same way. One corpus of weight 1 (the
 // data.train_src shorthand) draws 0, 1, ..., n - 1: exactly the single-corpus plan.
 
 #include <cstdint>
@@ -36,8 +38,9 @@ struct CorpusDraw {
 class CorpusSet {
  public:
   CorpusSet() = default;
-  /// Throws DataError for no corpora, a weight <= 0 or more than 2^32 - 1 pairs in total.
-  explicit CorpusSet(std::vector<CorpusPart> parts);
+  /// Throws DataError for no corpora, a weight <= 0, a temperature <= 0 or more than
+  /// 2^32 - 1 pairs in total.
+  explicit CorpusSet(std::vector<CorpusPart> parts, double temperature = 1.0);
   /// One corpus of weight 1 (what tests and single-corpus tools plan from).
   CorpusSet(const TokenCache& cache);  // NOLINT(google-explicit-constructor): a set of one
 
@@ -67,6 +70,8 @@ class CorpusSet {
   std::vector<uint32_t> draw(int64_t epoch, uint64_t seed) const;
   /// Per corpus: pairs, weight and pairs drawn each epoch (the same count every epoch).
   std::vector<CorpusDraw> draws() const;
+  /// data.sampling_temperature the counts were drawn with.
+  double temperature() const { return temperature_; }
 
  private:
   template <class Get>
@@ -78,6 +83,8 @@ class CorpusSet {
 
   std::vector<CorpusPart> parts_;
   std::vector<int64_t> offsets_;  ///< offsets_[k]: first id of corpus k; back(): size()
+  std::vector<int64_t> drawn_;    ///< pairs corpus k contributes to every epoch
+  double temperature_ = 1.0;      ///< data.sampling_temperature
 };
 
 /// The training corpora a config names: data.train, or the one corpus "train" of

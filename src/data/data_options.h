@@ -23,6 +23,12 @@ enum class CorpusTag {
   kBackTranslation,  ///< back-translated (synthetic source): `<BT>` first in the source
 };
 
+/// Which language tag a source sentence gets (data/lang_tags.h).
+enum class LangTags {
+  kNone,    ///< none: a model of one language pair (or languages told apart otherwise)
+  kTarget,  ///< `<2xx>` of the pair's target language first: one model, many directions
+};
+
 /// One training corpus of several (data.train).
 struct CorpusOptions {
   std::string name;    ///< names it in logs, batch_stats.json and its token cache
@@ -33,8 +39,11 @@ struct CorpusOptions {
   double weight = 1.0;
   /// `bt`: back-translated data, whose sources get the `<BT>` tag (Caswell et al. 2019).
   CorpusTag tag = CorpusTag::kNone;
+  std::string src_lang;  ///< ISO 639 code of the source language ("en"); empty: not named
+  std::string tgt_lang;  ///< ISO 639 code of the target language ("de"); empty: not named
   bool operator==(const CorpusOptions& o) const {
-    return name == o.name && src == o.src && tgt == o.tgt && weight == o.weight && tag == o.tag;
+    return name == o.name && src == o.src && tgt == o.tgt && weight == o.weight && tag == o.tag &&
+           src_lang == o.src_lang && tgt_lang == o.tgt_lang;
   }
 };
 
@@ -49,6 +58,12 @@ struct DataOptions {
   std::vector<CorpusOptions> valid;
   std::string valid_src;                ///< validation source text (empty: no validation)
   std::string valid_tgt;                ///< validation target text, aligned with valid_src
+  /// target: every source starts with its corpus's target-language tag `<2xx>` (needs
+  /// src_lang and tgt_lang on every data.train and data.valid entry); none: no tag.
+  LangTags lang_tags = LangTags::kNone;
+  /// Corpus i is drawn in proportion to weight_i x pairs_i^(1/T) (data/corpus_sampling.h);
+  /// 1: by weight x pairs alone.
+  double sampling_temperature = 1.0;
   std::string spm_model;                ///< existing SentencePiece model; empty: train one
   int64_t vocab_size = 8000;            ///< pieces in a trained SentencePiece model
   SubwordModel subword_model = SubwordModel::kUnigram;  ///< type of a trained model

@@ -7,8 +7,21 @@
 
 namespace nmt::data {
 
+std::string language_tag(std::string_view code) { return fmt::format("<2{}>", code); }
+
+std::vector<std::string> run_languages(const DataOptions& options) {
+  return corpus_languages(options.train);
+}
+
+std::string pair_label(const CorpusOptions& corpus) {
+  if (corpus.src_lang.empty() && corpus.tgt_lang.empty()) return "";
+  return corpus.src_lang + "-" + corpus.tgt_lang;
+}
+
 std::vector<std::string> required_tags(const DataOptions& options) {
   std::vector<std::string> tags;
+  if (options.lang_tags == LangTags::kTarget)
+    for (const std::string& code : run_languages(options)) tags.push_back(language_tag(code));
   for (const CorpusOptions& corpus : options.train)
     if (corpus.tag == CorpusTag::kBackTranslation) {
       tags.emplace_back(kBackTranslationTag);
@@ -17,8 +30,9 @@ std::vector<std::string> required_tags(const DataOptions& options) {
   return tags;
 }
 
-std::vector<std::string> source_tags(const DataOptions& /*options*/, const CorpusOptions& corpus) {
+std::vector<std::string> source_tags(const DataOptions& options, const CorpusOptions& corpus) {
   std::vector<std::string> tags;
+  if (options.lang_tags == LangTags::kTarget) tags.push_back(language_tag(corpus.tgt_lang));
   if (corpus.tag == CorpusTag::kBackTranslation) tags.emplace_back(kBackTranslationTag);
   return tags;
 }

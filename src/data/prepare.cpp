@@ -47,11 +47,13 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
     log_counts(name, result);
     parts.push_back({corpus.name, corpus.weight, std::move(result.cache)});
   }
-  data.train = CorpusSet(std::move(parts));
+  data.train = CorpusSet(std::move(parts), options.sampling_temperature);
   if (data.train.parts().size() > 1) {
+    const double t = options.sampling_temperature;
     for (const CorpusDraw& d : data.train.draws())
-      log::info("data", "corpus {}: {} pairs x weight {} = {} pairs drawn per epoch", d.name,
-                d.pairs, d.weight, d.drawn);
+      log::info("data", "corpus {}: {} pairs x weight {}{} = {} pairs drawn per epoch", d.name,
+                d.pairs, d.weight, t == 1.0 ? std::string() : fmt::format(", temperature {}", t),
+                d.drawn);
   }
   for (const CorpusOptions& set : validation_sets(options)) {
     const std::string name = options.valid.empty() ? "valid" : "valid-" + set.name;
@@ -60,7 +62,7 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
     TokenCacheResult result = build_or_open_token_cache(
         {name, set.src, set.tgt, cache_dir, prepare.threads, tags}, data.vocab, options);
     log_counts(name, result);
-    data.valid.push_back({set.name, set.tgt, std::move(result.cache)});
+    data.valid.push_back({set.name, pair_label(set), set.tgt, std::move(result.cache)});
   }
   return data;
 }
@@ -95,7 +97,7 @@ std::vector<CorpusDraw> drawn_in_plan(const CorpusSet& corpora, const EpochPlan&
 
 std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int64_t world_size,
                              int64_t max_tokens, int64_t update_freq, double plan_seconds,
-                             const std::vector<CorpusDraw>& corpora) {
+                             const std::vector<CorpusDraw>& corpora, double temperature) {
   // Ratios to 4 decimals: more would only show the noise of a sample.
   const auto fixed = [](double v, int digits) { return fmt::format("{:.{}f}", v, digits); };
   const auto add_stats = [&fixed](json::Object& o, const PlanStats& s) {
@@ -116,6 +118,7 @@ std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int6
       .add("update_freq", update_freq)
       .add("epoch", 1)
       .add_raw("plan_seconds", fixed(plan_seconds, 3));
+  if (temperature != 1.0) o.add("sampling_temperature", temperature);
   add_stats(o, ours);
   std::vector<json::Object> drawn;
   for (const CorpusDraw& d : corpora) {

@@ -19,6 +19,7 @@ namespace nmt::data {
 /// A named validation set.
 struct ValidationSet {
   std::string name;  ///< "valid" for data.valid_src, else its data.valid name
+  std::string pair;  ///< its language pair, "en-de"; empty when it names none
   std::string tgt;   ///< its target file (the references of BLEU and chrF)
   TokenCache cache;
 };
@@ -55,10 +56,10 @@ BatchPlanOptions plan_options(const DataOptions& options, int64_t max_tokens, in
 std::vector<CorpusDraw> drawn_in_plan(const CorpusSet& corpora, const EpochPlan& plan);
 
 /// batch_stats.json: the plan of an epoch next to naive sentence-count batching, and the
-/// pairs it draws from each corpus.
+/// pairs it draws from each corpus (with the sampling temperature when it is not 1).
 std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int64_t world_size,
                              int64_t max_tokens, int64_t update_freq, double plan_seconds,
-                             const std::vector<CorpusDraw>& corpora);
+                             const std::vector<CorpusDraw>& corpora, double temperature = 1.0);
 /// A short table of the same figures for the console.
 std::string batch_stats_table(const PlanStats& ours, const PlanStats& naive);
 

@@ -34,6 +34,9 @@ struct TranslateOptions {
   int64_t progress_min_lines = 1000;          ///< inputs this long report progress even when stderr
                                               ///< is not a terminal
   SearchOptions search;                       ///< beam, length penalty, lengths, nbest, caching
+  /// Target language of a multilingual model (its `<2xx>` tag goes first in every source);
+  /// required for one, refused for any other model. Empty: none.
+  std::string tgt_lang;
 };
 
 }  // namespace nmt::decode

@@ -24,6 +24,7 @@
 #include "checkpoint/run_metadata.h"
 #include "checkpoint/tensor_groups.h"
 #include "data/corpus_reader.h"
+#include "data/lang_tags.h"
 #include "util/utf8.h"
 #include "data/vocab.h"
 #include "decode/search.h"
@@ -62,6 +63,28 @@ TensorGroup weights_group(const checkpoint::CheckpointData& data, WeightsChoice 
       break;
   }
   return has_ema ? TensorGroup::kEma : TensorGroup::kModel;
+}
+
+/// The ids put first in every source: the `<2xx>` tag of --tgt-lang for a multilingual
+/// model (metadata lang_tags: target), nothing for any other. Throws ConfigError when
+/// --tgt-lang is missing for the one, given for the other, or names an unknown language.
+std::vector<int32_t> source_prefix(const checkpoint::RunMetadata& meta, const std::string& tgt_lang,
+                                   const data::Vocab& vocab, const std::string& name) {
+  if (!meta.target_lang_tags) {
+    NMT_CHECK(tgt_lang.empty(), ConfigError,
+              "--tgt-lang {}: {} is not a multilingual model (trained without data.lang_tags: "
+              "target); leave --tgt-lang out",
+              tgt_lang, name);
+    return {};
+  }
+  const std::string known = fmt::format("{}", fmt::join(meta.languages, ", "));
+  NMT_CHECK(!tgt_lang.empty(), ConfigError,
+            "{} is a multilingual model: give the target language with --tgt-lang (one of {})",
+            name, known);
+  NMT_CHECK(std::find(meta.languages.begin(), meta.languages.end(), tgt_lang) !=
+                meta.languages.end(),
+            ConfigError, "--tgt-lang {}: not a language of {} (known: {})", tgt_lang, name, known);
+  return data::tag_ids(vocab, {data::language_tag(tgt_lang)}, "--tgt-lang " + tgt_lang);
 }
 
 /// The SentencePiece model `file` (checkpoint::vocabulary_file) stored in a checkpoint.
@@ -149,6 +172,7 @@ struct Translator::Impl {
   data::Vocab tgt_vocab;
   model::Transformer model{nullptr};
   SearchIds ids;
+  std::vector<int32_t> prefix;  ///< ids first in every source (--tgt-lang's tag)
   log::PhaseProgress* progress = nullptr;  ///< set during translate_file, when it reports
   int64_t done = 0;              ///< sentences translated so far in translate_file
 
@@ -173,6 +197,7 @@ struct Translator::Impl {
                     ? src_vocab
                     : stored_vocabulary(newest, checkpoint::vocabulary_file::kTarget, name);
     ids = {tgt_vocab.bos_id(), tgt_vocab.eos_id(), tgt_vocab.pad_id()};
+    prefix = source_prefix(meta, options.tgt_lang, src_vocab, name);
     model = model::Transformer(read_config(meta.config, name), src_vocab.size(), tgt_vocab.size(),
                                src_vocab.pad_id());
     if (files.size() > 1)
@@ -197,8 +222,9 @@ struct Translator::Impl {
 
   /// Source ids (+EOS) of a line, cut to what the encoder accepts; empty for a blank line.
   std::vector<int64_t> encode(const std::string& line, int64_t* truncated) const {
-    const std::vector<int32_t> pieces = src_vocab.encode(line);
+    std::vector<int32_t> pieces = src_vocab.encode(line);
     if (pieces.empty()) return {};
+    pieces.insert(pieces.begin(), prefix.begin(), prefix.end());
     const int64_t keep = std::min<int64_t>(pieces.size(), model->options().max_positions - 1);
     if (keep < static_cast<int64_t>(pieces.size())) ++*truncated;
     std::vector<int64_t> ids_out(pieces.begin(), pieces.begin() + keep);

@@ -47,7 +47,8 @@ int dry_run(config::RunConfig c, const dist::DeviceInfo& devices, const dist::Wo
                 d.drawn, d.pairs, d.weight);
   }
   std::ofstream(stats_file) << data::batch_stats_json(ours, naive, world, max_tokens, update_freq,
-                                                      plan_seconds, drawn);
+                                                      plan_seconds, drawn,
+                                                      prepared.train.temperature());
   log::info("dry-run", "wrote {}", stats_file.string());
 
   train::RunSummary summary;

@@ -125,12 +125,17 @@ double Progress::interval(int64_t step, int64_t epoch, const IntervalTotals& t,
 
 namespace {
 
+/// "name" or, for a set with a language pair, "name (en-de)".
+std::string set_label(const SetScores& set) {
+  return set.pair.empty() ? set.name : fmt::format("{} ({})", set.name, set.pair);
+}
+
 /// A metrics.jsonl record of one validation set.
 json::Object valid_record(int64_t step, int64_t epoch, const SetScores& set) {
   json::Object record;
-  record.add("type", "valid")
-      .add("set", set.name)
-      .add("step", step)
+  record.add("type", "valid").add("set", set.name);
+  if (!set.pair.empty()) record.add("pair", set.pair);
+  record.add("step", step)
       .add("epoch", epoch)
       .add("loss", set.loss)
       .add("nll", set.nll)
@@ -148,7 +153,7 @@ void Progress::validation(int64_t step, int64_t epoch, const ValidationResult& v
   const bool several = !v.others.empty();
   const SetScores& first = v.first;
   log::info("valid", "step {} | epoch {}{} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}{} | {:.1f} s",
-            step, epoch, several ? " | " + first.name : std::string(), first.loss, first.nll,
+            step, epoch, several ? " | " + set_label(first) : std::string(), first.loss, first.nll,
             perplexity(first.nll),
             first.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *first.bleu, *first.chrf) : "",
             v.best ? " | best" : fmt::format(" | {} without improvement", v.without_improvement),
@@ -158,7 +163,7 @@ void Progress::validation(int64_t step, int64_t epoch, const ValidationResult& v
   metrics_.write(record);
   for (const SetScores& set : v.others) {
     log::info("valid", "step {} | epoch {} | {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}", step,
-              epoch, set.name, set.loss, set.nll, perplexity(set.nll),
+              epoch, set_label(set), set.loss, set.nll, perplexity(set.nll),
               set.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *set.bleu, *set.chrf) : "");
     metrics_.write(valid_record(step, epoch, set));
   }

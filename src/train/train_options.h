@@ -12,6 +12,8 @@ enum class Optimizer { kAdam, kAdamW, kSgd };
 enum class LrSchedule { kInverseSqrt, kConstant, kCosine };
 /// What picks the best checkpoint and drives early stopping.
 enum class BestMetric { kLoss, kBleu, kChrf };
+/// train.best_set for the mean over all validation sets.
+inline constexpr const char* kMeanOfSets = "mean";
 
 struct TrainOptions {
   int64_t max_steps = 100000;           ///< optimizer updates to run; 0: no limit
@@ -40,6 +42,9 @@ struct TrainOptions {
   bool valid_translate = false;         ///< validation also translates and scores BLEU and chrF
   int64_t valid_beam = 1;               ///< beam of validation translation (1: greedy)
   BestMetric best_metric = BestMetric::kLoss;  ///< ranks checkpoints (bleu/chrf need valid_translate)
+  /// Whose best_metric ranks checkpoints: a data.valid set's name, kMeanOfSets (the mean over
+  /// all sets), or empty: the first set.
+  std::string best_set;
   int64_t patience = 0;                 ///< stop after this many validations without improvement; 0: never
   int64_t threads = 0;                  ///< intra-op CPU threads per worker; 0: cores / workers
   bool cache_host_memory = true;        ///< reuse freed CPU tensor memory (dist/host_allocator.h)

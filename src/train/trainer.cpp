@@ -9,6 +9,7 @@
 #include "checkpoint/run_metadata.h"
 #include "checkpoint/tensor_groups.h"
 #include "data/batch_tensors.h"
+#include "data/lang_tags.h"
 #include "data/prepare.h"
 #include "dist/key_value_store.h"
 #include "dist/process_group.h"
@@ -43,6 +44,7 @@ Trainer::~Trainer() = default;
 
 void Trainer::restore(const checkpoint::CheckpointData& saved, const std::filesystem::path& file) {
   const checkpoint::RunMetadata meta = restore_checkpoint(saved, file, *updater_, data_.vocab);
+  check_languages(meta, data::run_languages(setup_.data), file.string(), "resuming");
   step_ = first_step_ = meta.step;
   iterator_ = continue_data_position(meta, file);
   elapsed_before_ = meta.elapsed_s;
@@ -55,6 +57,8 @@ void Trainer::restore(const checkpoint::CheckpointData& saved, const std::filesy
 
 void Trainer::initialize_from(const checkpoint::CheckpointData& saved,
                               const std::filesystem::path& file) {
+  check_languages(checkpoint::RunMetadata::parse(saved.metadata, file.string()),
+                  data::run_languages(setup_.data), file.string(), "fine-tuning");
   load_initial_parameters(saved, file, *updater_, data_.vocab);
   log::info("train", "initialized the model from {}", file.string());
 }
@@ -232,6 +236,8 @@ void Trainer::save(int64_t epoch, const std::optional<ValidationResult>& validat
   meta.config_hash = setup_.config_hash;
   meta.vocab_fingerprint = vocab_fingerprint(data_.vocab);
   meta.vocab_joint = data_.vocab.joint;
+  meta.languages = data::run_languages(setup_.data);
+  meta.target_lang_tags = setup_.data.lang_tags == data::LangTags::kTarget;
   meta.elapsed_s = progress.elapsed();
   if (validation) {
     meta.valid_loss = validation->first.loss;

@@ -134,6 +134,17 @@ checkpoint::CheckpointData make_checkpoint(Updater& updater, checkpoint::NamedTe
   return out;
 }
 
+void check_languages(const checkpoint::RunMetadata& meta, const std::vector<std::string>& languages,
+                     const std::string& where, const char* what) {
+  const auto list = [](const std::vector<std::string>& l) {
+    return l.empty() ? std::string("none") : fmt::format("{}", fmt::join(l, ", "));
+  };
+  NMT_CHECK(meta.languages == languages, CheckpointError,
+            "{}: trained on languages {}, this run names {} (data.train src_lang/tgt_lang): "
+            "{} needs the same language list",
+            where, list(meta.languages), list(languages), what);
+}
+
 void load_initial_parameters(const checkpoint::CheckpointData& saved,
                              const std::filesystem::path& file, Updater& updater,
                              const data::Vocabularies& vocab) {

@@ -45,6 +45,12 @@ void load_initial_parameters(const checkpoint::CheckpointData& saved,
                              const std::filesystem::path& file, Updater& updater,
                              const data::Vocabularies& vocab);
 
+/// Throws CheckpointError naming both lists when the languages a checkpoint was trained on
+/// (RunMetadata::languages) differ from this run's (`what`: "resuming" or "fine-tuning"): a
+/// model's language tags and their meaning come with it.
+void check_languages(const checkpoint::RunMetadata& meta, const std::vector<std::string>& languages,
+                     const std::string& where, const char* what);
+
 /// The seed of the random streams of a rank that a checkpoint has none for: one that resumes
 /// a job on more ranks than saved it. FNV-1a of "seed/rank/step".
 uint64_t fresh_rank_seed(int64_t seed, int64_t rank, int64_t step);

@@ -19,6 +19,31 @@
 #include "util/error.h"
 
 namespace nmt::train {
+namespace {
+
+double set_selection(const SetScores& set, BestMetric metric) {
+  switch (metric) {
+    case BestMetric::kBleu: return -set.bleu.value_or(0);
+    case BestMetric::kChrf: return -set.chrf.value_or(0);
+    case BestMetric::kLoss: break;
+  }
+  return set.loss;
+}
+
+}  // namespace
+
+double selection_of(const ValidationResult& v, const std::string& best_set, BestMetric metric) {
+  if (best_set.empty() || best_set == v.first.name) return set_selection(v.first, metric);
+  if (best_set == kMeanOfSets) {
+    double sum = set_selection(v.first, metric);
+    for (const SetScores& set : v.others) sum += set_selection(set, metric);
+    return sum / double(1 + v.others.size());
+  }
+  for (const SetScores& set : v.others)
+    if (set.name == best_set) return set_selection(set, metric);
+  NMT_THROW(ConfigError, "train.best_set: no validation set is named {}", best_set);
+}
+
 struct Validator::State {
   RunSetup setup;
   const data::PreparedData& data;
@@ -97,6 +122,7 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
   }
   SetScores v;
   v.name = set.name;
+  v.pair = set.pair;
   double loss_sum = loss.item<double>(), nll_sum = nll.item<double>();
   dist::sum_over_ranks(setup.communicator.get(), {loss_sum, nll_sum, tokens});
   v.tokens = tokens;
@@ -114,11 +140,7 @@ ValidationResult Validator::validate(model::Transformer& model) {
   ValidationResult v;
   v.first = s_->validate_set(model, 0);
   for (size_t k = 1; k < s_->data.valid.size(); ++k) v.others.push_back(s_->validate_set(model, k));
-  switch (setup.train.best_metric) {
-    case BestMetric::kLoss: v.selection = v.first.loss; break;
-    case BestMetric::kBleu: v.selection = -*v.first.bleu; break;
-    case BestMetric::kChrf: v.selection = -*v.first.chrf; break;
-  }
+  v.selection = selection_of(v, setup.train.best_set, setup.train.best_metric);
   v.best = !record_.best_selection || v.selection < *record_.best_selection;
   if (v.best) {
     record_.best_selection = v.selection;

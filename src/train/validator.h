@@ -23,6 +23,7 @@ namespace nmt::train {
 /// The figures of one validation set.
 struct SetScores {
   std::string name;             ///< the set's name in data.valid ("valid" for data.valid_src)
+  std::string pair;             ///< its language pair, "en-de"; empty when the set names none
   double loss = 0;              ///< per-token loss (label-smoothed)
   double nll = 0;               ///< per-token negative log-likelihood
   int64_t tokens = 0;           ///< target tokens of the set (all ranks)
@@ -32,9 +33,11 @@ struct SetScores {
 
 /// What one validation measured and decided.
 struct ValidationResult {
-  SetScores first;                ///< the first set of data.valid, which picks the best checkpoint
+  SetScores first;                ///< the first set of data.valid
   std::vector<SetScores> others;  ///< the other validation sets, in config order
-  double selection = 0;           ///< lower is better: first's loss, or minus its BLEU or chrF
+  /// Lower is better: the loss, or minus BLEU or chrF (train.best_metric), of the set that
+  /// train.best_set names (the first by default), or their mean over all sets ("mean").
+  double selection = 0;
   bool best = false;              ///< the best selection so far
   int64_t without_improvement = 0;  ///< validations since the best one
   double seconds = 0;             ///< wall time of the validation
@@ -45,6 +48,11 @@ struct ValidationRecord {
   std::optional<double> best_selection;  ///< best selection so far (lower is better)
   int64_t without_improvement = 0;       ///< validations since the best one
 };
+
+/// What ranks checkpoints in `v` (lower is better): train.best_metric of the set named
+/// `best_set`, of the first set when it is empty, or its mean over all sets for "mean".
+/// Throws ConfigError when no set has that name.
+double selection_of(const ValidationResult& v, const std::string& best_set, BestMetric metric);
 
 /// Validates one rank's model.
 class Validator {

@@ -103,3 +103,25 @@ TEST_CASE("resume auto passes over a newest checkpoint whose metadata is malform
   REQUIRE(found.has_value());
   CHECK(found->first == dir.path_for_step(4));
 }
+
+TEST_CASE("the language list and lang_tags are written only for a multilingual run", "[checkpoint]") {
+  RunMetadata m = full_metadata();
+  CHECK(m.to_map().count("languages") == 0);
+  CHECK(m.to_map().count("lang_tags") == 0);
+  m.languages = {"de", "en"};
+  m.target_lang_tags = true;
+  const auto map = m.to_map();
+  CHECK(map.at("languages") == "de,en");
+  CHECK(map.at("lang_tags") == "target");
+  const RunMetadata back = RunMetadata::parse(map, "ckpt");
+  CHECK(back.languages == std::vector<std::string>{"de", "en"});
+  CHECK(back.target_lang_tags);
+  auto bad = map;
+  bad["languages"] = "de,,en";
+  CHECK_THROWS_WITH(RunMetadata::parse(bad, "a.safetensors"),
+                    "a.safetensors: metadata languages: expected comma-separated language codes, found 'de,,en'");
+  bad = map;
+  bad["lang_tags"] = "source";
+  CHECK_THROWS_WITH(RunMetadata::parse(bad, "a.safetensors"),
+                    "a.safetensors: metadata lang_tags: expected target, found 'source'");
+}

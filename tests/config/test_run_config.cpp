@@ -285,3 +285,36 @@ TEST_CASE("data.train entries take tag bt, printed only when set", "[config]") {
   CHECK_THAT(file_error(dir, std::string(kTrainData) + "  valid:\n" + head.substr(15) + ", tag: bt}\n"),
              Contains("data.valid set a: tag: a validation set has no tag"));
 }
+
+TEST_CASE("language keys: ISO codes, both or neither, required by lang_tags target", "[config]") {
+  nmt::test::TempDir dir;
+  const RunConfig c = load_run_config({"configs/multilingual-tiny.yaml"});
+  CHECK(c.data.lang_tags == nmt::data::LangTags::kTarget);
+  CHECK(c.data.sampling_temperature == 5.0);
+  REQUIRE(c.data.train.size() == 2);
+  CHECK(c.data.train[1].src_lang == "de");
+  CHECK(c.data.train[1].tgt_lang == "en");
+  CHECK(c.train.best_set == "mean");
+  const std::string printed = nmt::config::to_yaml(c);
+  CHECK_THAT(printed, Contains("src_lang: de, tgt_lang: en}"));
+  CHECK(load_run_config({dir.write("printed.yaml", printed)}).data.train == c.data.train);
+
+  const std::string head = "data:\n  train:\n    - {name: a, src: data/ddtp.en-de.valid.en, tgt: data/ddtp.en-de.valid.de";
+  CHECK_THAT(file_error(dir, head + ", src_lang: xx, tgt_lang: de}\n"),
+             Contains("run.yaml:3:7: data.train[0]: src_lang: expected an ISO 639 language code "
+                      "(e.g. de, en; two or three lowercase letters), found 'xx'"));
+  CHECK_THAT(file_error(dir, head + ", src_lang: en}\n"),
+             Contains("data.train entry a: src_lang is set but tgt_lang is not; give both or neither"));
+  CHECK_THAT(file_error(dir, "data:\n  lang_tags: target\n" + head.substr(6) + "}\n"),
+             Contains("data.train entry a: src_lang and tgt_lang are required with data.lang_tags: target"));
+  CHECK_THAT(file_error(dir, std::string(kTrainData) + "  lang_tags: target\n"),
+             Contains("run.yaml:4:14: data.lang_tags: target needs the corpora in data.train"));
+  CHECK_THAT(file_error(dir, head + ", src_lang: en, tgt_lang: de}\n  valid:\n"
+                                    "    - {name: v, src: data/ddtp.en-de.valid.en, tgt: "
+                                    "data/ddtp.en-de.valid.de, src_lang: en, tgt_lang: fr}\n"),
+             Contains("data.valid entry v: language fr is not one of data.train's (de, en)"));
+  CHECK_THAT(file_error(dir, std::string(kTrainData) + "train:\n  best_set: other\n"),
+             Contains("train.best_set: expected mean or the name of a data.valid set (none given), found 'other'"));
+  CHECK_THAT(file_error(dir, std::string(kTrainData) + "  sampling_temperature: 0\n"),
+             Contains("data.sampling_temperature"));
+}

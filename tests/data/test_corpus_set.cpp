@@ -6,6 +6,7 @@
 #include <map>
 
 #include "data/batch_plan.h"
+#include "data/corpus_sampling.h"
 #include "data/corpus_set.h"
 #include "data/prepare.h"
 #include "data_fixture.h"
@@ -115,4 +116,34 @@ TEST_CASE("a plan over several corpora trains the drawn pairs, a single corpus a
   REQUIRE(static_cast<int64_t>(ids.size()) == cache.size());
   for (size_t i = 0; i < ids.size(); ++i) REQUIRE(ids[i] == i);
   CHECK_THROWS_AS(CorpusSet(std::vector<nmt::data::CorpusPart>{}), nmt::DataError);
+}
+
+TEST_CASE("a sampling temperature draws the tempered counts, deterministic per seed and epoch",
+          "[data]") {
+  const CorpusSet& plain = three_corpora().prepared.train;
+  std::vector<nmt::data::CorpusPart> parts = plain.parts();
+  const CorpusSet tempered(parts, 5.0);
+  CHECK(tempered.temperature() == 5.0);
+  std::vector<nmt::data::CorpusSize> sizes;
+  int64_t total = 0;
+  for (const auto& d : plain.draws()) {
+    sizes.push_back({d.pairs, d.weight});
+    total += d.drawn;
+  }
+  const std::vector<int64_t> expected = nmt::data::drawn_per_epoch(sizes, 5.0);
+  const auto draws = tempered.draws();
+  int64_t tempered_total = 0;
+  for (size_t p = 0; p < 3; ++p) {
+    CHECK(draws[p].drawn == expected[p]);
+    tempered_total += draws[p].drawn;
+  }
+  CHECK(tempered_total == total);  // the epoch keeps its size
+  // The smallest corpus (300 pairs at weight 0.5) gains share from the largest.
+  CHECK(draws[2].drawn > plain.draws()[2].drawn);
+  const std::vector<uint32_t> ids = tempered.draw(2, 7);
+  std::vector<int64_t> seen(3);
+  for (uint32_t id : ids) ++seen[tempered.part_of(id)];
+  for (size_t p = 0; p < 3; ++p) CHECK(seen[p] == expected[p]);
+  CHECK(tempered.draw(2, 7) == ids);
+  CHECK(tempered.draw(3, 7) != ids);
 }

@@ -82,3 +82,57 @@ TEST_CASE("a given SentencePiece model without <BT> is refused naming the model 
                                                 "(needed by data.train entry bt)"));
   }
 }
+
+TEST_CASE("language codes: ISO 639-1 from the list, three letters by form", "[data]") {
+  for (const char* code : {"de", "en", "zh", "sw", "deu", "haw"}) CHECK(nmt::data::is_language_code(code));
+  for (const char* code : {"", "xx", "EN", "e", "en-US", "de1", "<2de>"})
+    CHECK_FALSE(nmt::data::is_language_code(code));
+  CHECK(nmt::data::language_tag("de") == "<2de>");
+}
+
+TEST_CASE("with lang_tags target every language has a tag, and each source its target's first",
+          "[data]") {
+  DataOptions o;
+  CorpusOptions en_de{"en-de", "a.en", "a.de"}, de_en{"de-en", "a.de", "a.en"}, fr_de{"fr-de", "b.fr", "b.de"};
+  en_de.src_lang = "en", en_de.tgt_lang = "de";
+  de_en.src_lang = "de", de_en.tgt_lang = "en";
+  fr_de.src_lang = "fr", fr_de.tgt_lang = "de";
+  fr_de.tag = CorpusTag::kBackTranslation;
+  o.train = {en_de, de_en, fr_de};
+  CHECK(nmt::data::run_languages(o) == std::vector<std::string>{"de", "en", "fr"});
+  CHECK(nmt::data::pair_label(en_de) == "en-de");
+  CHECK(nmt::data::pair_label(CorpusOptions{"x", "x.en", "x.de"}).empty());
+  // Languages named, no tags: only <BT>.
+  CHECK(nmt::data::required_tags(o) == std::vector<std::string>{"<BT>"});
+  CHECK(nmt::data::source_tags(o, en_de).empty());
+  o.lang_tags = nmt::data::LangTags::kTarget;
+  CHECK(nmt::data::required_tags(o) == std::vector<std::string>{"<2de>", "<2en>", "<2fr>", "<BT>"});
+  CHECK(nmt::data::source_tags(o, de_en) == std::vector<std::string>{"<2en>"});
+  CHECK(nmt::data::source_tags(o, fr_de) == std::vector<std::string>{"<2de>", "<BT>"});
+}
+
+TEST_CASE("a two-direction corpus set: each source starts with its target's tag", "[data]") {
+  nmt::test::TempDir dir;
+  DataOptions o;
+  const std::string en = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 500).string();
+  const std::string de = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 500).string();
+  CorpusOptions en_de{"en-de", en, de}, de_en{"de-en", de, en};
+  en_de.src_lang = "en", en_de.tgt_lang = "de";
+  de_en.src_lang = "de", de_en.tgt_lang = "en";
+  o.train = {en_de, de_en};
+  o.valid = {en_de};
+  o.lang_tags = nmt::data::LangTags::kTarget;
+  o.vocab_size = 400;
+  o.max_len = 100;
+  const nmt::data::PreparedData data = nmt::data::prepare_data(o, dir.path() / "run", {2, 1});
+  const auto to_de = data.vocab.src.piece_id("<2de>"), to_en = data.vocab.src.piece_id("<2en>");
+  REQUIRE(to_de.has_value());
+  REQUIRE(to_en.has_value());
+  for (int64_t i = 0; i < data.train.parts()[0].cache.size(); ++i)
+    CHECK(data.train.parts()[0].cache.src_id(i, 0) == *to_de);
+  for (int64_t i = 0; i < data.train.parts()[1].cache.size(); ++i)
+    CHECK(data.train.parts()[1].cache.src_id(i, 0) == *to_en);
+  REQUIRE(data.valid.size() == 1);
+  CHECK(data.valid[0].pair == "en-de");
+  CHECK(data.valid[0].cache.src_id(0, 0) == *to_de);
+}

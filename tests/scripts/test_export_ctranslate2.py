@@ -3,13 +3,15 @@
 
     test_export_ctranslate2.py --work DIR --train BIN --translate BIN train
     test_export_ctranslate2.py --work DIR --translate BIN matches VARIANT
+    test_export_ctranslate2.py --work DIR --translate BIN multilingual
     test_export_ctranslate2.py --work DIR refuses
     test_export_ctranslate2.py --work DIR weights
     test_export_ctranslate2.py --work DIR --ckpt BIN layout
 
 `train` (a CTest fixture) trains the tiny models once into DIR/<variant>; the other
 subcommands export them and compare CTranslate2 with nmt-translate on the first 200 test
-sentences: greedy translations line for line (at most 1% may differ, from float summation
+sentences (the multilingual model: in each direction, its tag given as --tgt-lang to both):
+greedy translations line for line (at most 1% may differ, from float summation
 order; each one is printed) and beam 4 corpus BLEU (within 0.2). Without the ctranslate2 or
 sentencepiece package a test prints "SKIPPED: <reason>", which CTest reports as skipped.
 """
@@ -53,6 +55,20 @@ VARIANTS = {
 }
 
 
+# A model of two directions (configs/multilingual-tiny.yaml: en-de and the same pairs read as
+# de-en, the target language's tag first in each source), trained on the slice both ways.
+MULTILINGUAL = "multilingual"
+TEST_SRC_DE = os.path.join(ROOT, "data", "ddtp.en-de.test.de")
+
+
+def multilingual_flags(work):
+    """--set flags that train configs/multilingual-tiny.yaml on the slice, both directions."""
+    en, de = (os.path.join(work, "train-slice." + side) for side in ("en", "de"))
+    corpora = (f"data.train=[{{name: en-de, src: {en}, tgt: {de}, src_lang: en, tgt_lang: de}}, "
+               f"{{name: de-en, src: {de}, tgt: {en}, src_lang: de, tgt_lang: en}}]")
+    return ["--set", corpora, "--set", "data.valid=null"]
+
+
 def skip_unless_ctranslate2():
     for module in ("ctranslate2", "sentencepiece"):
         try:
@@ -94,9 +110,9 @@ def nmt_translate(args, checkpoint, src, out, beam, *extra):
     return read_lines(out)
 
 
-def ct2_translate(model, src, out, beam):
+def ct2_translate(model, src, out, beam, *extra):
     run([sys.executable, CT2_TRANSLATE, model, "-i", src, "-o", out, "--beam", str(beam),
-         "--threads", "1"])
+         "--threads", "1", *extra])
     return read_lines(out)
 
 
@@ -144,7 +160,7 @@ def train_slice(work):
 def cmd_train(args):
     slice_flags = train_slice(args.work)
     procs = []
-    for name in args.variants or VARIANTS:
+    for name in [v for v in args.variants or VARIANTS if v != MULTILINGUAL]:
         settings = VARIANTS[name]
         run_dir = os.path.join(args.work, name)
         if os.path.exists(run_dir):
@@ -154,6 +170,15 @@ def cmd_train(args):
         for s in COMMON + settings:
             cmd += ["--set", s]
         procs.append((name, cmd + slice_flags))
+    if not args.variants or MULTILINGUAL in args.variants:
+        run_dir = os.path.join(args.work, MULTILINGUAL)
+        if os.path.exists(run_dir):
+            shutil.rmtree(run_dir)
+        cmd = [args.train, "--config", os.path.join(ROOT, "configs", "multilingual-tiny.yaml"),
+               "--log-level", "warn", "--set", f"run_dir={run_dir}"]
+        for s in COMMON + VARIANTS["prenorm_tied_joint"]:
+            cmd += ["--set", s]
+        procs.append((MULTILINGUAL, cmd + multilingual_flags(args.work)))
     # One at a time: each training uses the machine's cores.
     for name, cmd in procs:
         run(cmd, cwd=ROOT)
@@ -179,6 +204,29 @@ def cmd_matches(args):
     if abs(nmt_bleu - ct2_bleu) > MAX_BLEU_GAP:
         print(f"{name}: beam 4 BLEU differs by more than {MAX_BLEU_GAP}")
         ok = False
+    return 0 if ok else 1
+
+
+def cmd_multilingual(args):
+    """The multilingual model exported: each direction, its tag first in the source tokens
+    (export.json's source_prefix), translates as nmt-translate --tgt-lang does."""
+    skip_unless_ctranslate2()
+    run_dir = os.path.join(args.work, MULTILINGUAL)
+    out = os.path.join(args.work, "out-" + MULTILINGUAL)
+    os.makedirs(out, exist_ok=True)
+    model = os.path.join(out, "ct2")
+    export(run_dir, model)
+    with open(os.path.join(model, "export.json"), encoding="utf-8") as f:
+        prefixes = json.load(f).get("source_prefix")
+    ok = prefixes == {"de": "<2de>", "en": "<2en>"}
+    print(f"export.json source_prefix: {prefixes}")
+    for lang, source in (("de", TEST_SRC), ("en", TEST_SRC_DE)):
+        src = first_lines(source, SENTENCES, os.path.join(out, f"test.to-{lang}"))
+        tag = ["--tgt-lang", lang]
+        ok &= compare_greedy(f"{MULTILINGUAL} to {lang}",
+                             nmt_translate(args, run_dir, src, os.path.join(out, f"nmt.{lang}"), 1,
+                                           *tag),
+                             ct2_translate(model, src, os.path.join(out, f"ct2.{lang}"), 1, *tag))
     return 0 if ok else 1
 
 
@@ -359,15 +407,17 @@ def main():
     train.add_argument("variants", nargs="*", help="the variants to train (default: all)")
     matches = sub.add_parser("matches")
     matches.add_argument("variant", choices=sorted(VARIANTS))
+    sub.add_parser("multilingual")
     sub.add_parser("refuses")
     sub.add_parser("weights")
     sub.add_parser("layout")
     args = parser.parse_args()
     for name in getattr(args, "variants", []):
-        if name not in VARIANTS:
+        if name not in VARIANTS and name != MULTILINGUAL:
             parser.error(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})")
     os.makedirs(args.work, exist_ok=True)
-    return {"train": cmd_train, "matches": cmd_matches, "refuses": cmd_refuses,
+    return {"train": cmd_train, "matches": cmd_matches, "multilingual": cmd_multilingual,
+            "refuses": cmd_refuses,
             "weights": cmd_weights, "layout": cmd_layout}[args.command](args)
 
 

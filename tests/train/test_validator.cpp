@@ -203,3 +203,27 @@ TEST_CASE("validator: without validation data it is a configuration error", "[tr
   nmt::data::PreparedData empty;
   CHECK_THROWS_AS(Validator(tiny_run_setup(run.path(), no_valid), empty), nmt::ConfigError);
 }
+
+TEST_CASE("the best checkpoint follows the first set, a named set or the mean over sets",
+          "[train]") {
+  using nmt::train::BestMetric;
+  ValidationResult v;
+  v.first.name = "en-de";
+  v.first.loss = 2.0;
+  v.first.bleu = 20.0;
+  v.first.chrf = 50.0;
+  SetScores second;
+  second.name = "de-en";
+  second.loss = 4.0;
+  second.bleu = 10.0;
+  second.chrf = 40.0;
+  v.others = {second};
+  CHECK(nmt::train::selection_of(v, "", BestMetric::kLoss) == 2.0);
+  CHECK(nmt::train::selection_of(v, "de-en", BestMetric::kLoss) == 4.0);
+  CHECK(nmt::train::selection_of(v, "en-de", BestMetric::kBleu) == -20.0);
+  CHECK(nmt::train::selection_of(v, "mean", BestMetric::kLoss) == 3.0);
+  CHECK(nmt::train::selection_of(v, "mean", BestMetric::kBleu) == -15.0);
+  CHECK(nmt::train::selection_of(v, "mean", BestMetric::kChrf) == -45.0);
+  CHECK_THROWS_WITH(nmt::train::selection_of(v, "fr-de", BestMetric::kLoss),
+                    "train.best_set: no validation set is named fr-de");
+}
