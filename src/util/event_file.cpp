@@ -79,11 +79,20 @@ class Reader {
   /// Skips a field of a type this subset does not read.
   void skip(int wire_type) {
     switch (wire_type) {
-      case 0: varint(); return;
-      case 1: fixed(8); return;
-      case 2: bytes(); return;
-      case 5: fixed(4); return;
-      default: NMT_THROW(Error, "event: unsupported wire type {} at byte {}", wire_type, pos_);
+      case 0:
+        varint();
+        return;
+      case 1:
+        fixed(8);
+        return;
+      case 2:
+        bytes();
+        return;
+      case 5:
+        fixed(4);
+        return;
+      default:
+        NMT_THROW(Error, "event: unsupported wire type {} at byte {}", wire_type, pos_);
     }
   }
 
@@ -109,9 +118,12 @@ Scalar decode_value(std::string_view bytes) {
   Reader r(bytes);
   while (!r.done()) {
     const uint64_t key = r.varint();
-    if (key == (1 << 3 | 2)) scalar.tag = std::string(r.bytes());
-    else if (key == (2 << 3 | 5)) scalar.value = bit_cast<float>(uint32_t(r.fixed(4)));
-    else r.skip(int(key & 7));
+    if (key == (1 << 3 | 2))
+      scalar.tag = std::string(r.bytes());
+    else if (key == (2 << 3 | 5))
+      scalar.value = bit_cast<float>(uint32_t(r.fixed(4)));
+    else
+      r.skip(int(key & 7));
   }
   return scalar;
 }
@@ -180,8 +192,10 @@ Event decode_event(std::string_view payload) {
       Reader summary(r.bytes());
       while (!summary.done()) {
         const uint64_t k = summary.varint();
-        if (k == (1 << 3 | 2)) event.scalars.push_back(decode_value(summary.bytes()));
-        else summary.skip(int(k & 7));
+        if (k == (1 << 3 | 2))
+          event.scalars.push_back(decode_value(summary.bytes()));
+        else
+          summary.skip(int(k & 7));
       }
     } else {
       r.skip(int(key & 7));
@@ -192,7 +206,8 @@ Event decode_event(std::string_view payload) {
 
 RecordScan read_records(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
-  NMT_CHECK(in.good(), Error, "{}: cannot open for reading: {}", file.string(), std::strerror(errno));
+  NMT_CHECK(in.good(), Error, "{}: cannot open for reading: {}", file.string(),
+            std::strerror(errno));
   const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   NMT_CHECK(!in.bad(), Error, "{}: read failed: {}", file.string(), std::strerror(errno));
   RecordScan scan;

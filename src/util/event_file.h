@@ -2,11 +2,11 @@
 // TensorBoard event files, written by hand: the TFRecord framing and the three protobuf
 // messages a scalar needs (tensorboard/compat/proto event.proto and summary.proto):
 //
-//   record:  uint64 length | uint32 masked_crc32c(length) | payload | uint32 masked_crc32c(payload)
-//            (little endian; masked(c) = ((c >> 15) | (c << 17)) + 0xa282ead8, CRC-32C Castagnoli)
-//   Event    { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
-//   Summary  { repeated Value value = 1; }
-//   Value    { string tag = 1; float simple_value = 2; }
+//   record: uint64 length | uint32 masked_crc32c(length) | payload | uint32 masked_crc32c(payload)
+//           (little endian; masked(c) = ((c >> 15) | (c << 17)) + 0xa282ead8, CRC-32C Castagnoli)
+//   Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
+//   Summary { repeated Value value = 1; }
+//   Value   { string tag = 1; float simple_value = 2; }
 //
 // Why not protoc and libprotobuf: three messages of five fields are ~60 lines of varints;
 // generated code would add the protobuf headers to a 2-core build and a second protobuf next to
@@ -30,16 +30,16 @@ std::string frame_record(std::string_view payload);
 
 /// One summary value: a scalar under a tag.
 struct Scalar {
-  std::string tag;    ///< e.g. "train/loss"
-  float value = 0;    ///< simple_value (TensorBoard stores scalars as float32)
+  std::string tag;  ///< e.g. "train/loss"
+  float value = 0;  ///< simple_value (TensorBoard stores scalars as float32)
 };
 
 /// An Event message, the subset TensorBoard's scalar dashboard reads.
 struct Event {
-  double wall_time = 0;        ///< seconds since the Unix epoch
-  int64_t step = 0;            ///< the update the values belong to
-  std::string file_version;    ///< "brain.Event:2" in a file's first event, else empty
-  std::vector<Scalar> scalars; ///< the summary's values (none: no summary field)
+  double wall_time = 0;         ///< seconds since the Unix epoch
+  int64_t step = 0;             ///< the update the values belong to
+  std::string file_version;     ///< "brain.Event:2" in a file's first event, else empty
+  std::vector<Scalar> scalars;  ///< the summary's values (none: no summary field)
 };
 
 /// The protobuf bytes of an event (fields equal to proto3 defaults left out, as protobuf does).

@@ -52,8 +52,13 @@ TEST_CASE("tensorboard_log: every number of a record is a scalar tagged by type,
   nmt::json::Object nested;
   nested.add("en-de", 3.5).add("note", "text");
   nmt::json::Object valid;
-  valid.add("type", "valid").add("set", "dev").add("step", int64_t{8}).add("bleu", 2.25)
-      .add("best", true).add_raw("chrf", "null").add("pairs", nested)
+  valid.add("type", "valid")
+      .add("set", "dev")
+      .add("step", int64_t{8})
+      .add("bleu", 2.25)
+      .add("best", true)
+      .add_raw("chrf", "null")
+      .add("pairs", nested)
       .add("counts", std::vector<double>{1, 2});
   int64_t step = 0;
   const auto scalars = TensorBoardLog::scalars(valid, &step);

@@ -28,10 +28,11 @@ const std::string kScalarRecord = from_hex(
     "3700000000000000e7e8ca590900002040fc54d941102a2a2a0a110a0a747261696e2f6c6f7373150000204"
     "00a150a0e76616c69642f6465762f626c657515000000be1a9e727a");
 // Event(wall_time=1700000000.25, file_version="brain.Event:2")
-const std::string kVersionRecord = from_hex(
-    "1800000000000000a37f4b220900001040fc54d9411a0d627261696e2e4576656e743a32338d2fe9");
+const std::string kVersionRecord =
+    from_hex("1800000000000000a37f4b220900001040fc54d9411a0d627261696e2e4576656e743a32338d2fe9");
 
-const ef::Event kScalarEvent{1700000000.5, 42, "", {{"train/loss", 2.5f}, {"valid/dev/bleu", -0.125f}}};
+const ef::Event kScalarEvent{
+    1700000000.5, 42, "", {{"train/loss", 2.5f}, {"valid/dev/bleu", -0.125f}}};
 
 void write_file(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -50,7 +51,8 @@ TEST_CASE("event_file: events are framed byte for byte as tensorboard writes the
   CHECK(ef::frame_record(ef::encode_event({1700000000.25, 0, "brain.Event:2", {}})) ==
         kVersionRecord);
   // A zero is a scalar all the same (simple_value is a oneof member); step 0 is left out.
-  CHECK(ef::encode_event({1.0, 0, "", {{"a", 0.0f}}}) == from_hex("09000000000000f03f2a0a0a080a01611500000000"));
+  CHECK(ef::encode_event({1.0, 0, "", {{"a", 0.0f}}}) ==
+        from_hex("09000000000000f03f2a0a0a080a01611500000000"));
 }
 
 TEST_CASE("event_file: an event decodes to what was encoded", "[event_file]") {
@@ -61,7 +63,8 @@ TEST_CASE("event_file: an event decodes to what was encoded", "[event_file]") {
   REQUIRE(e.scalars.size() == 2);
   CHECK(e.scalars[1].tag == "valid/dev/bleu");
   CHECK(e.scalars[1].value == -0.125f);
-  const ef::Event big = ef::decode_event(ef::encode_event({3.0, int64_t{1} << 40, "", {{"x", 1e-7f}}}));
+  const ef::Event big =
+      ef::decode_event(ef::encode_event({3.0, int64_t{1} << 40, "", {{"x", 1e-7f}}}));
   CHECK(big.step == int64_t{1} << 40);
   CHECK(big.scalars.at(0).value == 1e-7f);
   CHECK_THROWS_AS(ef::decode_event(from_hex("0900")), nmt::Error);  // a cut double
