@@ -229,6 +229,8 @@ Schema bind(RunConfig& c) {
   s.choice("log.level", &c.log.level, level_names(),
            "lowest level logged (rank 0 console; files of every rank)");
   s.boolean("log.to_file", &c.log.to_file, "each rank also logs to <run_dir>/logs/rank<R>.log");
+  s.boolean("log.tensorboard", &c.train.tensorboard,
+            "also write metrics.jsonl's records as TensorBoard events in <run_dir>/tensorboard/");
   return s;
 }
 
@@ -481,6 +483,7 @@ std::string config_hash(const RunConfig& config) {
   copy.dist.stop_grace_s = 0;
   copy.data.prefetch = 0;
   copy.train.log_every = 0;
+  copy.train.tensorboard = false;
   copy.train.threads = 0;
   copy.train.cache_host_memory = true;
   const std::string text = bind(copy).to_yaml(false);

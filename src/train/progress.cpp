@@ -26,7 +26,7 @@ Progress::Progress(const TrainOptions& options, int64_t rank,
                    double elapsed_before)
     : options_(options),
       live_(rank == 0 && ::isatty(STDERR_FILENO) && log::enabled(log::Level::kInfo)),
-      metrics_(metrics_file, rank == 0),
+      metrics_(metrics_file, rank == 0, options.tensorboard, first_step),
       first_step_(first_step),
       elapsed_before_(elapsed_before) {}
 

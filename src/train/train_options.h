@@ -38,6 +38,9 @@ struct TrainOptions {
   /// the run has a checkpoint of its own. Empty: random initialization.
   std::string init_from;
   int64_t log_every = 100;              ///< steps between log lines and metrics.jsonl records
+  /// Also write metrics.jsonl's records as TensorBoard events in <run_dir>/tensorboard/
+  /// (config key log.tensorboard: it is about output, like log.*, and not stored for a resume).
+  bool tensorboard = false;
   int64_t valid_every = 1000;           ///< steps between validations; 0: never
   bool valid_translate = false;         ///< validation also translates and scores BLEU and chrF
   int64_t valid_beam = 1;               ///< beam of validation translation (1: greedy)

@@ -2,7 +2,9 @@
 
 #include "util/utf8.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include <fmt/format.h>
@@ -403,6 +405,100 @@ std::string Object::pretty() const {
         return out + indent + "}";
       };
   return format(*this, "") + "\n";
+}
+
+namespace {
+
+/// Collects the numbers of JSON text that Object wrote (valid by construction; anything else
+/// is a ParseError all the same).
+class NumberWalker {
+ public:
+  NumberWalker(std::string_view text, std::vector<std::pair<std::string, double>>& out)
+      : text_(text), out_(out) {}
+
+  void value(const std::string& path) {
+    skip_space();
+    const char c = peek();
+    if (c == '{') {
+      ++pos_;
+      for (bool first = true;; first = false) {
+        skip_space();
+        if (peek() == '}' && first) break;
+        const std::string key = string();
+        skip_space();
+        expect(':');
+        value(path + "/" + key);
+        skip_space();
+        if (peek() != ',') break;
+        ++pos_;
+      }
+      expect('}');
+    } else if (c == '[') {
+      ++pos_;
+      skip_space();
+      for (size_t i = 0; peek() != ']'; ++i) {
+        value(path + "/" + std::to_string(i));
+        skip_space();
+        if (peek() != ',') break;
+        ++pos_;
+      }
+      expect(']');
+    } else if (c == '"') {
+      string();
+    } else if (c == 't' || c == 'f' || c == 'n') {
+      while (pos_ < text_.size() && std::isalpha(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    } else {
+      const size_t start = pos_;
+      while (pos_ < text_.size() && std::strchr("+-.0123456789eE", text_[pos_]) != nullptr) ++pos_;
+      if (pos_ == start) throw ParseError(fmt::format("expected a JSON value at byte {}", start));
+      out_.emplace_back(path, std::stod(std::string(text_.substr(start, pos_ - start))));
+    }
+  }
+
+ private:
+  char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  void skip_space() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  void expect(char c) {
+    if (peek() != c) throw ParseError(fmt::format("expected '{}' at byte {}", c, pos_));
+    ++pos_;
+  }
+  /// A string's characters, an escaped one kept as the character after the backslash (enough
+  /// for the keys of a path).
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (peek() != '"') {
+      if (peek() == '\\') ++pos_;
+      if (pos_ >= text_.size()) throw ParseError("unterminated JSON string");
+      out += text_[pos_++];
+    }
+    ++pos_;
+    return out;
+  }
+
+  std::string_view text_;
+  std::vector<std::pair<std::string, double>>& out_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::optional<std::string_view> Object::member(std::string_view key) const {
+  for (const auto& [name, value] : members_)
+    if (name == key) return std::string_view(value);
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, double>> Object::numbers() const {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [key, value] : members_) {
+    std::vector<std::pair<std::string, double>> found;
+    NumberWalker(value, found).value("");
+    for (auto& [path, number] : found) out.emplace_back(key + path, number);
+  }
+  return out;
 }
 
 }  // namespace nmt::json

@@ -79,12 +79,18 @@ class Object {
   }
   /// Adds text that already is JSON.
   Object& add_raw(std::string_view key, std::string_view json);
+  /// The JSON text of the member `key` (the first of that name), or nullopt when absent.
+  std::optional<std::string_view> member(std::string_view key) const;
   /// True when nothing was added.
   bool empty() const { return members_.empty(); }
   /// One line: {"a": 1, "b": [1, 2]}.
   std::string str() const;
   /// Indented by two spaces per level, one member per line, ending with a newline.
   std::string pretty() const;
+  /// Every number in the object with its path, in order: a member's key, and below it the
+  /// keys of nested objects and the indexes of arrays, joined by '/' ({"a": {"b": [1, 2]}}
+  /// gives a/b/0 = 1, a/b/1 = 2). Strings, booleans and null are left out.
+  std::vector<std::pair<std::string, double>> numbers() const;
 
  private:
   std::vector<std::pair<std::string, std::string>> members_;  ///< key, value JSON (one line)

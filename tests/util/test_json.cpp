@@ -110,3 +110,20 @@ TEST_CASE("json: Object writes members in order, nulls for absent and non-finite
         "  \"fit\": {\n    \"sentences\": 31,\n    \"oom\": true\n  }\n}\n");
   CHECK(nmt::json::Object().pretty() == "{}\n");
 }
+
+TEST_CASE("json: Object lists its numbers by path and gives a member's text", "[json]") {
+  nmt::json::Object inner;
+  inner.add("x", 1.5).add("s", "a \"quoted\" [text]").add("b", false);
+  std::vector<nmt::json::Object> list(1);
+  list[0].add("k\"ey", int64_t{-3});
+  nmt::json::Object o;
+  o.add("step", int64_t{12}).add("loss", 2.5e-3).add("nan", std::nan("")).add("inner", inner)
+      .add("v", std::vector<double>{4, 5}).add("objs", list).add("flag", true)
+      .add_raw("empty", "[]").add_raw("none", "{}");
+  const std::vector<std::pair<std::string, double>> expected = {
+      {"step", 12}, {"loss", 2.5e-3}, {"inner/x", 1.5}, {"v/0", 4}, {"v/1", 5}, {"objs/0/k\"ey", -3}};
+  CHECK(o.numbers() == expected);
+  CHECK(o.member("inner") == std::optional<std::string_view>(inner.str()));
+  CHECK(o.member("step") == std::optional<std::string_view>("12"));
+  CHECK_FALSE(o.member("absent"));
+}

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""log.tensorboard end to end, read back with the PyPI tensorboard package (run by CTest).
+
+    test_tensorboard.py --train BIN --work DIR
+
+Trains a tiny model with two validation sets to step 10, loses its step-10 checkpoint (as a
+crash after the step-10 records would), resumes from step 8 to step 14, and reads
+DIR/run/tensorboard with tensorboard's EventAccumulator (its record reader checks every CRC).
+Every number of the metrics.jsonl records must be there as a scalar at its step, tagged
+type[/set]/path: the first run's records up to step 8, then the resumed run's (metrics.jsonl
+keeps the first run's step-10 records too; the events must not), and no tag may have a step
+twice. Without the tensorboard
+package it prints "SKIPPED: <reason>" and exits 77, which CTest reports as skipped.
+"""
+import argparse
+import gzip
+import itertools
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SKIP = 77
+TRAIN_PAIRS = 3000
+VALID_LINES = 40
+
+CONFIG = """\
+model: {{encoder_layers: 2, decoder_layers: 2, d_model: 64, heads: 4, ffn_dim: 256}}
+data:
+  train_src: {work}/train.en
+  train_tgt: {work}/train.de
+  valid:
+    - {{name: dev-a, src: {work}/a.en, tgt: {work}/a.de}}
+    - {{name: dev-b, src: {work}/b.en, tgt: {work}/b.de}}
+  vocab_size: 1000
+  max_tokens: 1024
+train: {{lr: 0.005, warmup_steps: 20, log_every: 2, valid_every: 4, valid_translate: true,
+         threads: 1}}
+checkpoint: {{every_steps: 4, keep_last: 3}}
+log: {{tensorboard: true}}
+"""
+
+
+def fail(message):
+    print(f"FAILED: {message}")
+    sys.exit(1)
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if r.returncode != 0:
+        fail(f"({r.returncode}) {' '.join(cmd)}\n{r.stdout}{r.stderr}")
+    return r
+
+
+def write_lines(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(lines)
+
+
+def prepare(work):
+    for side in ("en", "de"):
+        with gzip.open(os.path.join(ROOT, "data", f"ddtp.en-de.train.{side}.gz"), "rt",
+                       encoding="utf-8") as f:
+            write_lines(os.path.join(work, f"train.{side}"), itertools.islice(f, TRAIN_PAIRS))
+        with open(os.path.join(ROOT, "data", f"ddtp.en-de.valid.{side}"), encoding="utf-8") as f:
+            lines = list(itertools.islice(f, 2 * VALID_LINES))
+        write_lines(os.path.join(work, f"a.{side}"), lines[:VALID_LINES])
+        write_lines(os.path.join(work, f"b.{side}"), lines[VALID_LINES:])
+    config = os.path.join(work, "tb.yaml")
+    with open(config, "w", encoding="utf-8") as f:
+        f.write(CONFIG.format(work=work))
+    return config
+
+
+def flatten(value, path, out):
+    """The numbers of a JSON value by path, as the C++ sink tags them (bool and null skipped)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, (int, float)):
+        out[path] = float(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            flatten(item, f"{path}/{key}", out)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            flatten(item, f"{path}/{i}", out)
+
+
+def expected_scalars(metrics_file, first_run_lines, resumed_step):
+    """(tag, step) -> value that TensorBoard must show: the first run's records up to the
+    step the second resumed from, then the second run's; and the count of steps that
+    metrics.jsonl has twice (the records of the first run that the resume repeats)."""
+    expected, seen, repeated = {}, set(), 0
+    with open(metrics_file, encoding="utf-8") as f:
+        for number, line in enumerate(f):
+            record = json.loads(line)
+            prefix = record.get("type", "metrics")
+            if isinstance(record.get("set"), str):
+                prefix += "/" + record["set"]
+            key = (prefix, record["step"])
+            repeated += key in seen
+            seen.add(key)
+            if number < first_run_lines and record["step"] > resumed_step:
+                continue
+            for name, value in record.items():
+                if name != "step":
+                    numbers = {}
+                    flatten(value, prefix + "/" + name, numbers)
+                    for tag, number_value in numbers.items():
+                        expected[(tag, record["step"])] = number_value
+    return expected, repeated
+
+
+def read_events(folder):
+    from tensorboard.backend.event_processing import event_accumulator
+
+    acc = event_accumulator.EventAccumulator(folder, size_guidance={event_accumulator.SCALARS: 0})
+    acc.Reload()
+    found, wall_times = {}, []
+    for tag in acc.Tags()["scalars"]:
+        steps = [e.step for e in acc.Scalars(tag)]
+        if steps != sorted(set(steps)):
+            fail(f"{tag}: steps repeat or go back: {steps}")
+        for e in acc.Scalars(tag):
+            found[(tag, e.step)] = e.value
+            wall_times.append(e.wall_time)
+    return found, wall_times
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--train", required=True, help="nmt-train binary")
+    parser.add_argument("--work", required=True, help="scratch folder (emptied first)")
+    args = parser.parse_args()
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        print("SKIPPED: the tensorboard package is not installed (scripts/setup.sh installs it)")
+        sys.exit(SKIP)
+
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    config = prepare(args.work)
+    run_dir = os.path.join(args.work, "run")
+    started = time.time()
+    train = [args.train, "--config", config, "--set", f"run_dir={run_dir}"]
+    run(train + ["--set", "train.max_steps=10"])
+    with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
+        first_run_lines = sum(1 for _ in f)
+    os.remove(os.path.join(run_dir, "checkpoints", "checkpoint-00000010.safetensors"))
+    resumed = run(train + ["--set", "train.max_steps=14"])
+    if "resumed from" not in resumed.stderr or "checkpoint-00000008" not in resumed.stderr:
+        fail(f"the second run did not resume from step 8:\n{resumed.stderr}")
+
+    folder = os.path.join(run_dir, "tensorboard")
+    files = sorted(os.listdir(folder))
+    if len(files) != 2 or not all(f.startswith("events.out.tfevents.") for f in files):
+        fail(f"expected one events file per run in {folder}, found {files}")
+    expected, repeated = expected_scalars(os.path.join(run_dir, "metrics.jsonl"),
+                                          first_run_lines, resumed_step=8)
+    if repeated == 0:
+        fail("metrics.jsonl has no repeated step: the test does not exercise the resume")
+    found, wall_times = read_events(folder)
+
+    missing = sorted(set(expected) - set(found))
+    extra = sorted(set(found) - set(expected))
+    if missing or extra:
+        fail(f"scalars missing from the events: {missing[:10]}; not in metrics.jsonl: {extra[:10]}")
+    for key, value in sorted(expected.items()):
+        as_float = struct.unpack("f", struct.pack("f", value))[0] if math.isfinite(value) else value
+        if found[key] != as_float:
+            fail(f"{key}: {found[key]} in the events, {value} in metrics.jsonl")
+    if not all(started - 1 <= t <= time.time() + 1 for t in wall_times):
+        fail("a wall time lies outside the test's run")
+    for tag in ("train/loss", "train/nll", "train/ppl", "train/lr", "train/grad_norm",
+                "train/tokens_per_s", "train/padded_tokens_per_s", "train/loss_scale",
+                "train/peak_memory_mb", "valid/dev-a/loss", "valid/dev-a/bleu",
+                "valid/dev-a/chrf", "valid/dev-b/loss", "valid/dev-b/bleu", "valid/dev-b/chrf"):
+        steps = sorted(step for t, step in found if t == tag)
+        # Validation every 4 updates and at the end of each run; the first run's at its end
+        # (step 10) is gone with the checkpoint it wrote.
+        want = [2, 4, 6, 8, 10, 12, 14] if tag.startswith("train/") else [4, 8, 12, 14]
+        if steps != want:
+            fail(f"{tag}: steps {steps}, expected {want}")
+    print(f"{len(found)} scalars under {len({t for t, _ in found})} tags match metrics.jsonl "
+          f"({repeated} record(s) repeated there by the resume), in {len(files)} events files")
+
+
+if __name__ == "__main__":
+    main()
