@@ -150,6 +150,9 @@ int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
   summary.world_size = rank.setup.world_size;
   summary.max_tokens = rank.setup.max_tokens;
   summary.max_tokens_fit = rank.max_tokens_fit;
+  summary.amp_mode = amp::mode_name(rank.amp.mode);
+  summary.amp_auto = rank.amp.automatic;
+  summary.amp_reason = rank.amp.reason;
   summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   train::write_run_summary(rank.setup.run_dir, summary);
   return code;
@@ -161,7 +164,7 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   const dist::WorkerEnv worker = dist::detect_worker_env();
   // Console logging first, so config errors and warnings are formatted like everything else.
   log::init(log::LogOptions{}, worker.rank, worker.world_size, !worker.launched_by_us);
-  const config::RunConfig cfg = config::load_run_config(command.sources);
+  config::RunConfig cfg = config::load_run_config(command.sources);
   log::init(cfg.log, worker.rank, worker.world_size, !worker.launched_by_us);
   dist::show_libtorch_logs(cfg.log.level <= log::Level::kDebug);
   if (command.print_config) {
@@ -181,7 +184,10 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
                        (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
                                                  : fmt::format("rank{}.log", worker.rank)));
   }
+  const amp::AmpChoice amp = resolve_amp(cfg, devices);
   log_plan(cfg, devices, worker);
+  log::info("plan", "precision: {} ({}{})", amp::mode_name(amp.mode),
+            amp.automatic ? "amp.mode auto: " : "", amp.reason);
   switch (kind) {
     case RunKind::kDryRun: return dry_run(cfg, devices, worker);
     case RunKind::kLaunch: return launch(command, cfg, devices, worker, argc, argv);
