@@ -28,17 +28,16 @@ AmpChoice choose_amp_mode(const AmpHardware& hardware, int64_t d_model) {
   const CpuFeatures& cpu = hardware.cpu;
   if (!cpu.known)
     return automatic(AmpMode::kOff, "CPU features unknown (no /proc/cpuinfo flags)");
-  if (cpu.amx_bf16)
-    return automatic(AmpMode::kBf16, "CPU with AMX-BF16: bf16 measured faster than fp32 at "
-                                     "d_model 128 to 512");
-  if (cpu.avx512_bf16 && d_model >= kCpuBf16MinWidth)
-    return automatic(AmpMode::kBf16, fmt::format("CPU with AVX512-BF16 and d_model {} >= {}: "
-                                                 "bf16 measured faster than fp32",
-                                                 d_model, kCpuBf16MinWidth));
-  if (cpu.avx512_bf16)
-    return automatic(AmpMode::kOff, fmt::format("CPU with AVX512-BF16 but no AMX, d_model {} < "
-                                                "{}: bf16 not faster than fp32 at this width",
-                                                d_model, kCpuBf16MinWidth));
+  const char* unit = cpu.amx_bf16 ? "AMX-BF16" : "AVX512-BF16";
+  if ((cpu.amx_bf16 || cpu.avx512_bf16) && d_model >= kCpuBf16MinWidth)
+    return automatic(AmpMode::kBf16, fmt::format("CPU with {} and d_model {} >= {}: bf16 measured "
+                                                 "faster than fp32 from d_model {} up",
+                                                 unit, d_model, kCpuBf16MinWidth,
+                                                 kCpuBf16MinWidth));
+  if (cpu.amx_bf16 || cpu.avx512_bf16)
+    return automatic(AmpMode::kOff, fmt::format("CPU with {}, but d_model {} < {}, narrower than "
+                                                "any model measured faster in bf16",
+                                                unit, d_model, kCpuBf16MinWidth));
   return automatic(AmpMode::kOff, "CPU without AVX512-BF16 or AMX-BF16: bf16 would be emulated, "
                                   "slower than fp32");
 }

@@ -50,16 +50,20 @@ TEST_CASE("amp auto on a GPU: bf16 from compute capability 8.0", "[amp]") {
   CHECK(choose_amp_mode(both, 512).mode == AmpMode::kOff);
 }
 
-TEST_CASE("amp auto on a CPU: bf16 with AMX, or AVX512-BF16 on wide models", "[amp]") {
-  for (const int64_t d : {64, 128, 192, 512, 1024}) {
+TEST_CASE("amp auto on a CPU: bf16 with AVX512-BF16 or AMX from the narrowest width measured", "[amp]") {
+  for (const int64_t d : {32, 64, 127, 128, 192, 512, 1024}) {
     INFO(d);
-    CHECK(choose_amp_mode(cpu(true, true), d).mode == AmpMode::kBf16);
+    const AmpMode wide = d >= nmt::amp::kCpuBf16MinWidth ? AmpMode::kBf16 : AmpMode::kOff;
+    CHECK(choose_amp_mode(cpu(true, true), d).mode == wide);
+    CHECK(choose_amp_mode(cpu(true, false), d).mode == wide);
+    CHECK(choose_amp_mode(cpu(false, true), d).mode == wide);
     CHECK(choose_amp_mode(cpu(false, false), d).mode == AmpMode::kOff);
-    CHECK(choose_amp_mode(cpu(true, false), d).mode ==
-          (d >= nmt::amp::kCpuBf16MinWidth ? AmpMode::kBf16 : AmpMode::kOff));
   }
+  CHECK(nmt::amp::kCpuBf16MinWidth == 128);  // tiny's width, the narrowest measured faster
+  CHECK_THAT(choose_amp_mode(cpu(true, false), 64).reason, Contains("d_model 64 < 128"));
   CHECK_THAT(choose_amp_mode(cpu(false, false), 512).reason, Contains("without AVX512-BF16"));
-  CHECK_THAT(choose_amp_mode(cpu(true, true), 128).reason, Contains("AMX"));
+  CHECK_THAT(choose_amp_mode(cpu(true, true), 128).reason, Contains("AMX-BF16"));
+  CHECK_THAT(choose_amp_mode(cpu(true, false), 192).reason, Contains("AVX512-BF16"));
   // Flags that could not be read: fp32, saying so.
   AmpHardware unknown;
   const auto choice = choose_amp_mode(unknown, 512);
