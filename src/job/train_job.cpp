@@ -164,7 +164,7 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   const dist::WorkerEnv worker = dist::detect_worker_env();
   // Console logging first, so config errors and warnings are formatted like everything else.
   log::init(log::LogOptions{}, worker.rank, worker.world_size, !worker.launched_by_us);
-  config::RunConfig cfg = config::load_run_config(command.sources);
+  const config::RunConfig cfg = config::load_run_config(command.sources);
   log::init(cfg.log, worker.rank, worker.world_size, !worker.launched_by_us);
   dist::show_libtorch_logs(cfg.log.level <= log::Level::kDebug);
   if (command.print_config) {
@@ -184,12 +184,15 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
                        (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
                                                  : fmt::format("rank{}.log", worker.rank)));
   }
-  const amp::AmpChoice amp = resolve_amp(cfg, devices);
-  log_plan(cfg, devices, worker);
+  // The plan (and its config hash, the one checkpoints store) shows amp.mode resolved; each
+  // rank resolves it again in set_up_rank, where the choice and its reason reach summary.json.
+  config::RunConfig planned = cfg;
+  const amp::AmpChoice amp = resolve_amp(planned, devices);
+  log_plan(planned, devices, worker);
   log::info("plan", "precision: {} ({}{})", amp::mode_name(amp.mode),
             amp.automatic ? "amp.mode auto: " : "", amp.reason);
   switch (kind) {
-    case RunKind::kDryRun: return dry_run(cfg, devices, worker);
+    case RunKind::kDryRun: return dry_run(planned, devices, worker);
     case RunKind::kLaunch: return launch(command, cfg, devices, worker, argc, argv);
     case RunKind::kBenchmark:
     case RunKind::kTrain: break;
