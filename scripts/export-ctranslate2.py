@@ -59,6 +59,12 @@ LAYER_NORM_EPSILON = 1e-5
 LAYOUT = {
     "groups": {"model": "model.", "ema": "ema.", "vocabulary": "vocab."},
     "vocabulary_files": {"source": "src_model", "target": "tgt_model"},
+    # Module names of the attention projections: self-attention's fused [3d, d] q/k/v,
+    # cross-attention's q [d, d] and fused [2d, d] k/v. Checkpoints written before the fusion
+    # (nmt-train up to 7b6366d) hold separate q_proj/k_proj/v_proj; set_attention concatenates.
+    "attention": {"self_attention": "self_attn", "cross_attention": "cross_attn",
+                  "query_key_value": "qkv_proj", "query": "q_proj", "key_value": "kv_proj",
+                  "output": "out_proj"},
 }
 MODEL_PREFIX = LAYOUT["groups"]["model"]
 EMA_PREFIX = LAYOUT["groups"]["ema"]
@@ -266,6 +272,10 @@ class Weights:
         self.files = files
         self.use_ema = use_ema
 
+    def has(self, parameter):
+        """Whether the first checkpoint has model parameter `parameter`."""
+        return (EMA_PREFIX if self.use_ema else MODEL_PREFIX) + parameter in self.files[0]
+
     def get(self, parameter):
         """The tensor of model parameter `parameter` (its module path, "encoder_norm.weight")."""
         total = None
@@ -311,19 +321,24 @@ def set_norm(spec, weights, scope):
 
 
 def set_attention(spec, weights, scope, self_attention):
-    """q/k/v/out projections -> CTranslate2's fused layout: self-attention [qkv, out],
-    cross-attention [q, kv, out] (rows of the fused weight in that order)."""
-    def fused(parts):
+    """Attention projections -> CTranslate2's fused layout: self-attention [qkv, out],
+    cross-attention [q, kv, out] (rows of the fused weight in that order), which is
+    nmt-train's own; an older checkpoint's separate q/k/v projections are concatenated."""
+    names = LAYOUT["attention"]
+
+    def fused(name, parts):
+        if weights.has(f"{scope}.{name}.weight"):
+            return weights.get(f"{scope}.{name}.weight"), weights.get(f"{scope}.{name}.bias")
         w = np.concatenate([weights.get(f"{scope}.{p}_proj.weight") for p in parts], axis=0)
         b = np.concatenate([weights.get(f"{scope}.{p}_proj.bias") for p in parts], axis=0)
         return w, b
 
     if self_attention:
-        spec.linear[0].weight, spec.linear[0].bias = fused("qkv")
+        spec.linear[0].weight, spec.linear[0].bias = fused(names["query_key_value"], "qkv")
     else:
-        set_linear(spec.linear[0], weights, scope + ".q_proj")
-        spec.linear[1].weight, spec.linear[1].bias = fused("kv")
-    set_linear(spec.linear[-1], weights, scope + ".out_proj")
+        set_linear(spec.linear[0], weights, f"{scope}.{names['query']}")
+        spec.linear[1].weight, spec.linear[1].bias = fused(names["key_value"], "kv")
+    set_linear(spec.linear[-1], weights, f"{scope}.{names['output']}")
 
 
 def set_ffn(spec, weights, scope):
@@ -373,15 +388,18 @@ def build_spec(model, weights, src_pieces, tgt_pieces, special):
 
     for i, layer in enumerate(spec.encoder.layer):
         scope = f"encoder_layers.{i}"
-        set_attention(layer.self_attention, weights, scope + ".self_attn", True)
+        set_attention(layer.self_attention, weights,
+                      f"{scope}.{LAYOUT['attention']['self_attention']}", True)
         set_norm(layer.self_attention.layer_norm, weights, scope + ".self_attn_norm")
         set_ffn(layer.ffn, weights, scope + ".ffn")
         set_norm(layer.ffn.layer_norm, weights, scope + ".ffn_norm")
     for i, layer in enumerate(spec.decoder.layer):
         scope = f"decoder_layers.{i}"
-        set_attention(layer.self_attention, weights, scope + ".self_attn", True)
+        set_attention(layer.self_attention, weights,
+                      f"{scope}.{LAYOUT['attention']['self_attention']}", True)
         set_norm(layer.self_attention.layer_norm, weights, scope + ".self_attn_norm")
-        set_attention(layer.attention, weights, scope + ".cross_attn", False)
+        set_attention(layer.attention, weights,
+                      f"{scope}.{LAYOUT['attention']['cross_attention']}", False)
         set_norm(layer.attention.layer_norm, weights, scope + ".cross_attn_norm")
         set_ffn(layer.ffn, weights, scope + ".ffn")
         set_norm(layer.ffn.layer_norm, weights, scope + ".ffn_norm")

@@ -101,6 +101,8 @@ def main():
     axes.plot(*series(train, "tokens_per_s"), label="real tokens/s")
     axes.plot(*series(train, "padded_tokens_per_s"), label="padded tokens/s")
     axes.set(xlabel="update", ylabel="tokens/s (all ranks)", title=f"{title}: throughput")
+    # From 0: an axis that starts just below the data makes 10% noise look like a collapse.
+    axes.set_ylim(bottom=0)
     axes.grid(alpha=0.3)
     axes.legend()
     save(figure, out_dir, "throughput.png")

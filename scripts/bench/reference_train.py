@@ -404,8 +404,9 @@ class Transformer(nn.Module):
 
 def state_dict_from_dump(model, dumped):
     """Maps the C++ parameter names (MODEL_PREFIX*) onto this model's state dict: drops the prefix,
-    concatenates separate q/k/v projections into the fused ones, and aliases a shared table
-    under every name it has here. Unused or missing tensors are left for load_state_dict's
+    concatenates separate q/k/v projections into the fused ones (dumps written before nmt-train
+    fused them; current dumps hold qkv_proj and kv_proj, the names used here), and aliases a
+    shared table under every name it has here. Unused or missing tensors are left for load_state_dict's
     strict check to report."""
     state = {name[len(MODEL_PREFIX):]: t for name, t in dumped.items()}
 

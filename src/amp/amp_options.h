@@ -3,8 +3,11 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
+
+#include "util/error.h"
 
 namespace nmt::amp {
 
@@ -16,6 +19,9 @@ enum class AmpMode { kOff, kFp16, kBf16 };
 inline constexpr std::array<std::pair<std::string_view, AmpMode>, 3> kAmpModeNames = {{
     {"off", AmpMode::kOff}, {"fp16", AmpMode::kFp16}, {"bf16", AmpMode::kBf16}}};
 
+/// The word of amp.mode that leaves the mode to the hardware.
+inline constexpr std::string_view kAutoModeName = "auto";
+
 /// The config name of a mode ("off", "fp16", "bf16").
 inline const char* mode_name(AmpMode mode) {
   for (const auto& [name, value] : kAmpModeNames)
@@ -23,8 +29,17 @@ inline const char* mode_name(AmpMode mode) {
   return "off";
 }
 
+/// The config name of a setting: a mode's, or "auto" for nullopt.
+inline const char* mode_name(std::optional<AmpMode> mode) {
+  return mode ? mode_name(*mode) : kAutoModeName.data();
+}
+
 struct AmpOptions {
-  AmpMode mode = AmpMode::kOff;         ///< bf16 is recommended on Ampere and newer GPUs
+  /// The precision; nullopt is `auto`, which job/ resolves once at start from the device
+  /// (amp/amp_choice.h) before any component sees it, so components take a value. The
+  /// default of new configs is auto (config/run_config.cpp); this one, for code that builds
+  /// options directly, is fp32.
+  std::optional<AmpMode> mode = AmpMode::kOff;
   double init_scale = 65536.0;          ///< initial fp16 loss scale
   int64_t growth_interval = 2000;       ///< overflow-free steps before the scale grows
   double growth_factor = 2.0;           ///< scale multiplier after growth_interval clean steps
@@ -32,5 +47,12 @@ struct AmpOptions {
   double min_scale = 1.0 / 1024;        ///< reaching it is an error, not silent divergence
   int64_t max_consecutive_skips = 20;   ///< that many overflowing steps in a row is an error
 };
+
+/// The mode of options whose auto job/ has resolved; an unresolved auto is a bug, reported.
+inline AmpMode resolved_mode(const AmpOptions& options) {
+  NMT_CHECK(options.mode.has_value(), nmt::Error,
+            "amp.mode auto reached a component unresolved (job/ resolves it at start)");
+  return *options.mode;
+}
 
 }  // namespace nmt::amp

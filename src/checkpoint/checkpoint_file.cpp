@@ -1,4 +1,5 @@
 #include "checkpoint/checkpoint_file.h"
+#include "checkpoint/legacy_attention.h"
 
 #include "util/utf8.h"
 
@@ -491,6 +492,8 @@ CheckpointData load_checkpoint(const std::filesystem::path& file) {
             "{}: checksum mismatch: the {} hashes to {}, the header says {} (the file is "
             "corrupt)",
             file.string(), covers_header ? "content" : "data", computed, header.checksum);
+  // The one place old attention layouts are read: the readers downstream know only the fused.
+  fuse_legacy_attention(data.tensors, file.string());
   return data;
 }
 

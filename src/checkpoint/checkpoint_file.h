@@ -54,6 +54,7 @@ struct CheckpointData {
 void save_checkpoint(const std::filesystem::path& file, const CheckpointData& data);
 
 /// Reads and verifies a checkpoint (header, offsets, sizes, checksum); tensors are on the CPU.
+/// Separate attention projections of an older checkpoint come back fused (legacy_attention.h).
 /// Every problem is a CheckpointError "<file>: <what is wrong>".
 CheckpointData load_checkpoint(const std::filesystem::path& file);
 

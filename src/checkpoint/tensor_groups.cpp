@@ -62,8 +62,17 @@ std::string tensor_layout_json() {
   const auto strings = [](const auto& names) {
     return std::vector<std::string>(names.begin(), names.end());
   };
+  namespace proj = attention_projection;
+  json::Object attention;
+  attention.add("self_attention", proj::kSelfAttention)
+      .add("cross_attention", proj::kCrossAttention)
+      .add("query_key_value", proj::kQueryKeyValue)
+      .add("query", proj::kQuery)
+      .add("key_value", proj::kKeyValue)
+      .add("output", proj::kOutput);
   json::Object out;
   out.add("groups", groups)
+      .add("attention_projections", attention)
       .add("optimizer_slots", strings(optimizer_slot::kAll))
       .add("optimizer_name", optimizer_slot::name("<slot>", "<parameter>"))
       .add("scaler_fields", strings(scaler_field::kAll))

@@ -35,8 +35,9 @@ const at::Tensor& tensor_at(const CheckpointData& data, TensorGroup group, std::
 TensorFinder group_finder(const CheckpointData& data, TensorGroup group);
 
 /// The layout as JSON (what `nmt-ckpt layout` prints, and what scripts/export-ctranslate2.py's
-/// LAYOUT table is checked against): groups (name, prefix, contents), optimizer_slots,
-/// scaler_fields, vocabulary_files and the pattern of the rng names.
+/// LAYOUT table is checked against): groups (name, prefix, contents), the attention
+/// projections' module names, optimizer_slots, scaler_fields, vocabulary_files and the
+/// pattern of the rng names.
 std::string tensor_layout_json();
 
 /// A uint8 tensor (CPU) holding `bytes`.

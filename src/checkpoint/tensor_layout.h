@@ -11,6 +11,9 @@
 //   rng         rng.      <kind>.<rank>                   generator states: kind cpu or cuda
 //   vocabulary  vocab.    src_model [tgt_model]           SentencePiece model files (bytes)
 //
+// Within the model, ema and optimizer groups the attention projections are named as
+// attention_projection below says (the model registers its modules by those names).
+//
 // Components write and read their tensors by names within their group (the optimizer knows
 // slots and parameters, not "optim."); checkpoint/tensor_groups.h puts them into a checkpoint
 // and takes them out. scripts/export-ctranslate2.py reads the same names from its LAYOUT table,
@@ -124,5 +127,22 @@ namespace vocabulary_file {
 inline constexpr std::string_view kSource = "src_model";  ///< the source (or joint) model
 inline constexpr std::string_view kTarget = "tgt_model";  ///< the target model, when not joint
 }  // namespace vocabulary_file
+
+/// Names of the attention projections within a model parameter's module path
+/// ("encoder_layers.0.self_attn.qkv_proj.weight"). Self-attention projects queries, keys and
+/// values in one [3d, d] matrix (rows q, k, v), cross-attention queries in a [d, d] one and the
+/// encoder output's keys and values in one [2d, d] (rows k, v): CTranslate2's layout. Before
+/// the fusion (nmt-train up to 7b6366d) every attention had separate [d, d] q_proj, k_proj and
+/// v_proj; checkpoint/legacy_attention.h fuses them on load.
+namespace attention_projection {
+inline constexpr std::string_view kSelfAttention = "self_attn";    ///< module of self-attention
+inline constexpr std::string_view kCrossAttention = "cross_attn";  ///< module of cross-attention
+inline constexpr std::string_view kQueryKeyValue = "qkv_proj";     ///< self: [3d, d], rows q k v
+inline constexpr std::string_view kQuery = "q_proj";               ///< cross: [d, d]
+inline constexpr std::string_view kKeyValue = "kv_proj";           ///< cross: [2d, d], rows k v
+inline constexpr std::string_view kOutput = "out_proj";            ///< both: [d, d]
+inline constexpr std::string_view kLegacyKey = "k_proj";    ///< before the fusion: keys [d, d]
+inline constexpr std::string_view kLegacyValue = "v_proj";  ///< before the fusion: values [d, d]
+}  // namespace attention_projection
 
 }  // namespace nmt::checkpoint

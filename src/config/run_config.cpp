@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -188,8 +189,12 @@ Schema bind(RunConfig& c) {
             "instead of returning it to the system, which page-faults it in again every step");
 
   amp::AmpOptions& a = c.amp;
-  s.choice("amp.mode", &a.mode, names_of(amp::kAmpModeNames),
-           "autocast precision; fp16 uses dynamic loss scaling, bf16 needs none");
+  std::vector<std::pair<std::string, std::optional<amp::AmpMode>>> amp_modes;
+  for (const auto& [name, mode] : amp::kAmpModeNames) amp_modes.emplace_back(name, mode);
+  amp_modes.emplace_back(amp::kAutoModeName, std::nullopt);
+  s.choice("amp.mode", &a.mode, std::move(amp_modes),
+           "autocast precision; fp16 uses dynamic loss scaling, bf16 needs none; auto: bf16 on "
+           "GPUs of compute capability >= 8.0 and CPUs where it is faster, else off");
   s.real("amp.init_scale", &a.init_scale, 1, 1e30, "initial fp16 loss scale");
   s.integer("amp.growth_interval", &a.growth_interval, 1, kIntMax,
             "overflow-free steps before the loss scale grows");
@@ -392,6 +397,9 @@ void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& 
 
 RunConfig load_run_config(const ConfigSources& sources) {
   RunConfig config;
+  // New configs leave the precision to the hardware; a file, checkpoint or --set that names a
+  // mode keeps it (a checkpoint stores the mode auto resolved to).
+  config.amp.mode = std::nullopt;
   // Default run directory: runs/<config file name without extension>.
   config.run_dir = (std::filesystem::path("runs") / sources.file.stem()).string();
   Schema schema = bind(config);

@@ -209,6 +209,7 @@ DeviceInfo probe_devices() {
     info.device_names.push_back(fmt::format("{}, {:.1f} GiB, sm_{}{}", p->name,
                                             p->totalGlobalMem / double(1ull << 30), p->major,
                                             p->minor));
+    info.cuda_capabilities.push_back(p->major * 10 + p->minor);
   }
   if (info.cuda_devices == 0) info.no_cuda_reason = "no CUDA device visible to this process";
 #else

@@ -19,6 +19,7 @@ struct DeviceInfo {
   std::string nccl_version;                 ///< NCCL version LibTorch links, or ""
   int cuda_devices = 0;                     ///< visible CUDA devices
   std::vector<std::string> device_names;    ///< "NVIDIA H200, 139.8 GiB, sm_90" per device
+  std::vector<int> cuda_capabilities;       ///< compute capability per device, major * 10 + minor
   std::string no_cuda_reason;               ///< why cuda_devices is 0, for the user
   int cpu_cores = 0;                        ///< hardware threads of this machine
 };

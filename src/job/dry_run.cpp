@@ -55,6 +55,8 @@ int dry_run(config::RunConfig c, const dist::DeviceInfo& devices, const dist::Wo
   summary.kind = train::RunKind::kDryRun;
   summary.world_size = world;
   summary.max_tokens = max_tokens;
+  summary.amp_mode = amp::mode_name(c.amp.mode);  // resolved before (train_job.cpp)
+  summary.amp_reason = "a dry run trains nothing; the plan lines say why this mode";
   summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.details.add("batch_stats", stats_file.string())
       .add("plan_seconds", plan_seconds)

@@ -11,6 +11,7 @@
 #include "dist/host_allocator.h"
 #include "dist/process_group.h"
 #include "dist/rendezvous.h"
+#include "util/cpu_features.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -185,6 +186,25 @@ config::RunConfig resumed_config(const config::ConfigSources& sources, config::R
   return config::load_run_config(with_checkpoint);
 }
 
+amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices) {
+  amp::AmpHardware hardware;
+  hardware.cuda = devices.cuda_devices > 0;
+  if (hardware.cuda && !devices.cuda_capabilities.empty())
+    hardware.min_cuda_capability =
+        *std::min_element(devices.cuda_capabilities.begin(), devices.cuda_capabilities.end());
+  if (!hardware.cuda) hardware.cpu = detect_cpu_features();
+  return hardware;
+}
+
+amp::AmpChoice resolve_amp(config::RunConfig& config, const dist::DeviceInfo& devices) {
+  // Every rank decides alike: the rule reads the node's devices and the model, nothing timed.
+  amp::AmpChoice choice = amp::resolve_amp_mode(
+      config.amp.mode, config.amp.mode ? amp::AmpHardware{} : amp_hardware(devices),
+      config.model.d_model);
+  config.amp.mode = choice.mode;
+  return choice;
+}
+
 void resolve_max_tokens(Rank& rank, int64_t ranks_per_device) {
   train::MaxTokensChoice choice = train::choose_max_tokens(rank.setup, rank.data, ranks_per_device);
   rank.setup.max_tokens = choice.max_tokens;
@@ -201,6 +221,7 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   // The checkpoint resumed from contributes its config (below --set), so read it first.
   rank.resume = find_resume_checkpoint(cfg, resume);
   rank.config = resumed_config(command.sources, std::move(cfg), rank.resume);
+  rank.amp = resolve_amp(rank.config, devices);
   const config::RunConfig& c = rank.config;
   std::optional<dist::Rendezvous> joined = join(c, worker_env);
   const dist::WorkerEnv worker =

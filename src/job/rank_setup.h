@@ -18,6 +18,7 @@
 #include "dist/rendezvous.h"
 #include "dist/worker_env.h"
 #include "job/fine_tune.h"
+#include "amp/amp_choice.h"
 #include "train/max_tokens_fit.h"
 #include "train/run_setup.h"
 
@@ -44,6 +45,14 @@ std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& 
 config::RunConfig resumed_config(const config::ConfigSources& sources, config::RunConfig config,
                                  const std::optional<LoadedCheckpoint>& resume);
 
+/// What amp.mode auto decides from on this machine: its GPUs' compute capabilities, else the
+/// CPU's features.
+amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices);
+
+/// Resolves amp.mode of `config` (auto: amp/amp_choice.h's rule for this machine and model) and
+/// writes the mode into it, so that checkpoints store the mode and a resumed run keeps it.
+amp::AmpChoice resolve_amp(config::RunConfig& config, const dist::DeviceInfo& devices);
+
 /// One rank, ready to train or benchmark.
 struct Rank {
   config::RunConfig config;  ///< effective config: checkpoint layer, data.max_tokens a number
@@ -53,6 +62,7 @@ struct Rank {
   /// train.init_from's checkpoint when the run starts fresh from it (fine-tuning)
   std::optional<LoadedCheckpoint> init;
   std::optional<train::MaxTokensFit> max_tokens_fit;  ///< what data.max_tokens: auto measured
+  amp::AmpChoice amp;  ///< the precision in effect and why (amp.mode resolved)
 };
 
 /// Resolves data.max_tokens of a rank whose setup and data are ready: the configured number,

@@ -150,6 +150,9 @@ int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
   summary.world_size = rank.setup.world_size;
   summary.max_tokens = rank.setup.max_tokens;
   summary.max_tokens_fit = rank.max_tokens_fit;
+  summary.amp_mode = amp::mode_name(rank.amp.mode);
+  summary.amp_auto = rank.amp.automatic;
+  summary.amp_reason = rank.amp.reason;
   summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   train::write_run_summary(rank.setup.run_dir, summary);
   return code;
@@ -181,9 +184,15 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
                        (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
                                                  : fmt::format("rank{}.log", worker.rank)));
   }
-  log_plan(cfg, devices, worker);
+  // The plan (and its config hash, the one checkpoints store) shows amp.mode resolved; each
+  // rank resolves it again in set_up_rank, where the choice and its reason reach summary.json.
+  config::RunConfig planned = cfg;
+  const amp::AmpChoice amp = resolve_amp(planned, devices);
+  log_plan(planned, devices, worker);
+  log::info("plan", "precision: {} ({}{})", amp::mode_name(amp.mode),
+            amp.automatic ? "amp.mode auto: " : "", amp.reason);
   switch (kind) {
-    case RunKind::kDryRun: return dry_run(cfg, devices, worker);
+    case RunKind::kDryRun: return dry_run(planned, devices, worker);
     case RunKind::kLaunch: return launch(command, cfg, devices, worker, argc, argv);
     case RunKind::kBenchmark:
     case RunKind::kTrain: break;

@@ -2,9 +2,12 @@
 
 #include <limits>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <torch/nn/init.h>
 
+#include "checkpoint/tensor_layout.h"
 #include "util/error.h"
 
 namespace nmt::model {
@@ -15,8 +18,11 @@ constexpr int64_t kMathAttentionMaxKeys = 192;
 
 }  // namespace
 
-void init_projection(torch::nn::Linear& linear) {
-  torch::nn::init::xavier_uniform_(linear->weight);
+void init_projection(torch::nn::Linear& linear, int64_t blocks) {
+  // Row blocks of a contiguous weight are contiguous views: each draws what a separate
+  // [out / blocks, in] layer would, so a fused model starts where the split one did.
+  for (const at::Tensor& block : linear->weight.chunk(blocks, 0))
+    torch::nn::init::xavier_uniform_(block);
   if (linear->bias.defined()) torch::nn::init::zeros_(linear->bias);
 }
 
@@ -32,14 +38,25 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& 
   NMT_CHECK(options.heads() > 0 && options.d_model() % options.heads() == 0, nmt::ConfigError,
             "model.heads: expected a divisor of model.d_model = {}, found {}", options.d_model(),
             options.heads());
+  namespace names = checkpoint::attention_projection;
   const int64_t d = options.d_model();
-  q_proj_ = register_module("q_proj", torch::nn::Linear(d, d));
-  k_proj_ = register_module("k_proj", torch::nn::Linear(d, d));
-  v_proj_ = register_module("v_proj", torch::nn::Linear(d, d));
-  out_proj_ = register_module("out_proj", torch::nn::Linear(d, d));
-  for (torch::nn::Linear* linear : {&q_proj_, &k_proj_, &v_proj_, &out_proj_}) {
-    init_projection(*linear);
+  // As before the fusion: every layer built (each draws its default initialization), then
+  // each initialized, in the order q, k, v, out, so the same random draws land in the same
+  // rows and a fresh run starts from the same parameters.
+  if (options.kind() == AttentionKind::kSelf) {
+    qkv_proj_ = register_module(std::string(names::kQueryKeyValue), torch::nn::Linear(d, 3 * d));
+  } else {
+    q_proj_ = register_module(std::string(names::kQuery), torch::nn::Linear(d, d));
+    kv_proj_ = register_module(std::string(names::kKeyValue), torch::nn::Linear(d, 2 * d));
   }
+  out_proj_ = register_module(std::string(names::kOutput), torch::nn::Linear(d, d));
+  if (qkv_proj_) {
+    init_projection(qkv_proj_, 3);
+  } else {
+    init_projection(q_proj_);
+    init_projection(kv_proj_, 2);
+  }
+  init_projection(out_proj_);
 }
 
 at::Tensor MultiheadAttentionImpl::split_heads(const at::Tensor& x) const {
@@ -47,15 +64,46 @@ at::Tensor MultiheadAttentionImpl::split_heads(const at::Tensor& x) const {
   return x.view({x.size(0), x.size(1), heads, x.size(2) / heads}).transpose(1, 2);
 }
 
+std::pair<at::Tensor, KeyValue> MultiheadAttentionImpl::project_self(const at::Tensor& x) {
+  TORCH_CHECK(qkv_proj_, "attention: a self-attention call on a cross-attention block");
+  const std::vector<at::Tensor> qkv = qkv_proj_(x).chunk(3, -1);
+  return {split_heads(qkv[0]), {split_heads(qkv[1]), split_heads(qkv[2])}};
+}
+
 KeyValue MultiheadAttentionImpl::project_key_value(const at::Tensor& memory) {
-  return {split_heads(k_proj_(memory)), split_heads(v_proj_(memory))};
+  TORCH_CHECK(kv_proj_, "attention: a cross-attention call on a self-attention block");
+  const std::vector<at::Tensor> kv = kv_proj_(memory).chunk(2, -1);
+  return {split_heads(kv[0]), split_heads(kv[1])};
+}
+
+at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& x, const at::Tensor& mask,
+                                           bool causal) {
+  auto [q, kv] = project_self(x);
+  return attend_heads(q, kv, mask, causal);
+}
+
+at::Tensor MultiheadAttentionImpl::step(const at::Tensor& x, KeyValue& cache) {
+  auto [q, kv] = project_self(x);
+  if (cache.key.defined()) {
+    kv.key = at::cat({cache.key, kv.key}, 2);
+    kv.value = at::cat({cache.value, kv.value}, 2);
+  }
+  cache = kv;
+  // The newest position may see every cached one: no mask (is_causal would wrongly align
+  // the single query with the first key).
+  return attend_heads(q, cache, /*mask=*/{}, /*causal=*/false);
 }
 
 at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const KeyValue& kv,
-                                          const at::Tensor& mask, bool causal) {
+                                          const at::Tensor& mask) {
+  TORCH_CHECK(q_proj_, "attention: a cross-attention call on a self-attention block");
+  return attend_heads(split_heads(q_proj_(query)), kv, mask, /*causal=*/false);
+}
+
+at::Tensor MultiheadAttentionImpl::attend_heads(const at::Tensor& q, const KeyValue& kv,
+                                                const at::Tensor& mask, bool causal) {
   // is_causal lets SDPA use the flash kernel; it cannot be combined with a mask.
   TORCH_CHECK(!(causal && mask.defined()), "attention: pass either a mask or causal, not both");
-  const at::Tensor q = split_heads(q_proj_(query));
   const double dropout = is_training() ? options_.dropout() : 0.0;
   const std::optional<at::Tensor> attn_mask =
       mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt;
@@ -80,12 +128,7 @@ at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const KeyValu
     context = at::scaled_dot_product_attention(q, kv.key, kv.value, attn_mask, dropout, causal);
   }
   // [B, heads, T, d_head] -> [B, T, d].
-  return out_proj_(context.transpose(1, 2).reshape({query.size(0), query.size(1), -1}));
-}
-
-at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& query, const at::Tensor& memory,
-                                           const at::Tensor& mask, bool causal) {
-  return attend(query, project_key_value(memory), mask, causal);
+  return out_proj_(context.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
 }
 
 }  // namespace nmt::model

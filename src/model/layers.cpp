@@ -1,13 +1,19 @@
 #include "model/layers.h"
 
+#include <string>
+
+#include "checkpoint/tensor_layout.h"
 #include "model/dropout.h"
 
 namespace nmt::model {
 namespace {
 
-MultiheadAttention make_attention(const LayerOptions& o) {
-  return MultiheadAttention(
-      MultiheadAttentionOptions(o.d_model(), o.heads()).dropout(o.attention_dropout()));
+namespace names = checkpoint::attention_projection;
+
+MultiheadAttention make_attention(const LayerOptions& o, AttentionKind kind) {
+  return MultiheadAttention(MultiheadAttentionOptions(o.d_model(), o.heads())
+                                .dropout(o.attention_dropout())
+                                .kind(kind));
 }
 
 torch::nn::LayerNorm make_norm(const LayerOptions& o) {
@@ -38,7 +44,8 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const LayerOptions& options) : options_(options) {
-  self_attn_ = register_module("self_attn", make_attention(options));
+  self_attn_ = register_module(std::string(names::kSelfAttention),
+                               make_attention(options, AttentionKind::kSelf));
   self_attn_norm_ = register_module("self_attn_norm", make_norm(options));
   ffn_ = register_module("ffn", FeedForward(options));
   ffn_norm_ = register_module("ffn_norm", make_norm(options));
@@ -46,15 +53,17 @@ EncoderLayerImpl::EncoderLayerImpl(const LayerOptions& options) : options_(optio
 
 at::Tensor EncoderLayerImpl::forward(const at::Tensor& x, const at::Tensor& key_mask) {
   at::Tensor h = residual(options_, is_training(), self_attn_norm_, x,
-                          [&](const at::Tensor& y) { return self_attn_(y, y, key_mask); });
+                          [&](const at::Tensor& y) { return self_attn_(y, key_mask); });
   return residual(options_, is_training(), ffn_norm_, h,
                   [&](const at::Tensor& y) { return ffn_(y); });
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const LayerOptions& options) : options_(options) {
-  self_attn_ = register_module("self_attn", make_attention(options));
+  self_attn_ = register_module(std::string(names::kSelfAttention),
+                               make_attention(options, AttentionKind::kSelf));
   self_attn_norm_ = register_module("self_attn_norm", make_norm(options));
-  cross_attn_ = register_module("cross_attn", make_attention(options));
+  cross_attn_ = register_module(std::string(names::kCrossAttention),
+                                make_attention(options, AttentionKind::kCross));
   cross_attn_norm_ = register_module("cross_attn_norm", make_norm(options));
   ffn_ = register_module("ffn", FeedForward(options));
   ffn_norm_ = register_module("ffn_norm", make_norm(options));
@@ -79,7 +88,7 @@ at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const KeyValue& memory
   // sees a pad token, and this keeps the flash kernel eligible. Pad positions produce
   // finite outputs that the loss ignores.
   at::Tensor h = residual(options_, is_training(), self_attn_norm_, x, [&](const at::Tensor& y) {
-    return self_attn_->forward(y, y, /*mask=*/at::Tensor(), /*causal=*/true);
+    return self_attn_->forward(y, /*mask=*/at::Tensor(), /*causal=*/true);
   });
   return cross_and_ffn(h, memory, src_mask);
 }
@@ -87,15 +96,7 @@ at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const KeyValue& memory
 at::Tensor DecoderLayerImpl::step(const at::Tensor& x, KeyValue& self_cache, const KeyValue& memory,
                                   const at::Tensor& src_mask) {
   at::Tensor h = residual(options_, is_training(), self_attn_norm_, x, [&](const at::Tensor& y) {
-    KeyValue kv = self_attn_->project_key_value(y);
-    if (self_cache.key.defined()) {
-      kv.key = at::cat({self_cache.key, kv.key}, 2);
-      kv.value = at::cat({self_cache.value, kv.value}, 2);
-    }
-    self_cache = kv;
-    // The newest position may see every cached one: no mask (is_causal would wrongly align
-    // the single query with the first key).
-    return self_attn_->attend(y, self_cache);
+    return self_attn_->step(y, self_cache);
   });
   return cross_and_ffn(h, memory, src_mask);
 }

@@ -43,6 +43,9 @@ std::string run_summary_json(const RunSummary& s) {
       .add("max_tokens", s.max_tokens);
   if (s.max_tokens_fit) o.add("max_tokens_fit", s.max_tokens_fit->to_json());
   else o.add_raw("max_tokens_fit", "null");
+  json::Object amp;
+  amp.add("mode", s.amp_mode).add("auto", s.amp_auto).add("reason", s.amp_reason);
+  o.add("amp", amp);
   json::Object resumed;
   if (s.resumed_from) resumed.add("path", *s.resumed_from).add("step", s.resumed_step);
   if (resumed.empty()) o.add_raw("resumed_from", "null");

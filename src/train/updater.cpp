@@ -61,7 +61,7 @@ struct Updater::State {
 
   /// The loss of a batch on the device, under autocast.
   LossSums forward(const at::Tensor& src, const at::Tensor& tgt_in, const at::Tensor& tgt_out) {
-    amp::AutocastScope autocast(setup.amp.mode, setup.device.type());
+    amp::AutocastScope autocast(amp::resolved_mode(setup.amp), setup.device.type());
     const at::Tensor logits = model->forward(src, tgt_in);
     return label_smoothed_cross_entropy(logits, tgt_out, setup.train.label_smoothing,
                                         setup.pad_id);

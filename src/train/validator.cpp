@@ -101,7 +101,7 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
     const data::Batch& batch = step.batches[static_cast<size_t>(setup.rank)];
     if (batch.size() == 0) continue;
     const auto t = data::make_batch_tensors(set.cache, batch, ids);
-    amp::AutocastScope autocast(setup.amp.mode, setup.device.type());
+    amp::AutocastScope autocast(amp::resolved_mode(setup.amp), setup.device.type());
     const at::Tensor src = t.src.to(setup.device);
     const at::Tensor logits = model->forward(src, t.tgt_in.to(setup.device));
     const LossSums sums = label_smoothed_cross_entropy(

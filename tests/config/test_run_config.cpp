@@ -100,7 +100,8 @@ TEST_CASE("config file errors name the file, line and key", "[config]") {
   CHECK(file_error(dir, std::string(kTrainData) + "  max_token: 10\n") ==
         file + ":4:3: unknown key 'data.max_token'; did you mean 'data.max_tokens'?");
   CHECK(file_error(dir, std::string(kTrainData) + "amp:\n  mode: fp8\n") ==
-        file + ":5:9: amp.mode: expected one of off, fp16, bf16, found 'fp8' (did you mean 'fp16'?)");
+        file + ":5:9: amp.mode: expected one of off, fp16, bf16, auto, found 'fp8' (did you mean "
+              "'fp16'?)");
   CHECK(file_error(dir, std::string(kTrainData) + "train:\n  lr: -1\n") ==
         file + ":5:7: train.lr: expected a number in [0, 10], found '-1' (out of range)");
   CHECK(file_error(dir, std::string(kTrainData) + "  train_src: x\n") ==
@@ -197,7 +198,28 @@ TEST_CASE("amp.mode false, what YAML 1.1 writers make of off, reads as off", "[c
   CHECK(c.amp.mode == nmt::amp::AmpMode::kOff);
   CHECK_THAT(nmt::config::to_yaml(c), Contains("mode: off"));
   CHECK_THAT(file_error(dir, std::string(kTrainData) + "amp:\n  mode: true\n"),
-             Contains("amp.mode: expected one of off, fp16, bf16, found 'true'"));
+             Contains("amp.mode: expected one of off, fp16, bf16, auto, found 'true'"));
+}
+
+TEST_CASE("amp.mode is auto in a new config, and a named or stored mode stays", "[config]") {
+  nmt::test::TempDir dir;
+  const RunConfig fresh = load_run_config({dir.write("run.yaml", kTrainData)});
+  CHECK_FALSE(fresh.amp.mode.has_value());
+  CHECK_THAT(nmt::config::to_yaml(fresh), Contains("mode: auto"));
+  const RunConfig named =
+      load_run_config({dir.write("named.yaml", std::string(kTrainData) + "amp:\n  mode: bf16\n")});
+  CHECK(named.amp.mode == nmt::amp::AmpMode::kBf16);
+  // A checkpoint's stored config (every key written) keeps its mode, auto or not.
+  RunConfig stored = fresh;
+  stored.amp.mode = nmt::amp::AmpMode::kOff;
+  CHECK(nmt::config::parse_stored_config(nmt::config::to_yaml(stored, false), "ckpt").amp.mode ==
+        nmt::amp::AmpMode::kOff);
+  ConfigSources resumed{dir.write("again.yaml", kTrainData)};
+  resumed.checkpoint_name = "ckpt";
+  resumed.checkpoint_yaml = nmt::config::to_yaml(stored, false);
+  CHECK(load_run_config(resumed).amp.mode == nmt::amp::AmpMode::kOff);
+  resumed.overrides = {"amp.mode=auto"};
+  CHECK_FALSE(load_run_config(resumed).amp.mode.has_value());
 }
 
 TEST_CASE("data.train takes a list of named, weighted corpora", "[config]") {

@@ -217,3 +217,57 @@ TEST_CASE("a run directory gives its best checkpoint, or the average of the newe
   TranslateOptions missing = options_for(run.path() / "nope");
   CHECK_THROWS_AS(Translator(missing, nmt::config::stored_model_options), nmt::CheckpointError);
 }
+
+TEST_CASE("a checkpoint from before the fused attention projections translates as then",
+          "[decode][translator]") {
+  // tests/train/data/legacy-d6612cb.safetensors has separate q/k/v projections; load_checkpoint
+  // fuses them. The expected lines are what nmt-translate built at 7b6366d (separate
+  // projections) wrote for it: nmt-translate -c legacy-d6612cb.safetensors --beam 3 --nbest 2
+  // --max-len-a 0 --max-len-b 8 --weights raw|ema on the first 4 lines of data/ddtp.en-de.valid.en.
+  const std::filesystem::path legacy =
+      std::filesystem::path(NMT_SOURCE_DIR) / "tests/train/data/legacy-d6612cb.safetensors";
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(std::string(NMT_SOURCE_DIR) + "/data/ddtp.en-de.valid.en");
+    for (std::string line; lines.size() < 4 && std::getline(in, line);) lines.push_back(line);
+  }
+  struct Expected {
+    std::string text;
+    double score;
+  };
+  const auto check = [&](nmt::decode::WeightsChoice weights, const std::vector<Expected>& expected) {
+    TranslateOptions o = options_for(legacy, 3);
+    o.search.nbest = 2;
+    o.search.max_len_a = 0;
+    o.search.max_len_b = 8;
+    o.weights = weights;
+    Translator translator(o, nmt::config::stored_model_options);
+    const auto result = translator.translate(lines);
+    REQUIRE(result.size() == 4);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const Translation& got = result[i / 2].at(i % 2);
+      INFO("line " << i / 2 << " hypothesis " << i % 2);
+      CHECK(got.text == expected[i].text);
+      // Printed with 6 decimals; the fused product rounds differently in the last bits only.
+      CHECK_THAT(got.normalized_score, Catch::Matchers::WithinAbs(expected[i].score, 2e-6));
+    }
+  };
+  check(nmt::decode::WeightsChoice::kRaw,
+        {{"l== library library library library library", -10.559700},
+         {"l== library library librarySS", -10.908417},
+         {"l== library library library library library", -10.583545},
+         {"l== library library libraryatat", -10.726931},
+         {"dedeEEEEEE", -10.106953},
+         {"dedeEEEEEde", -11.100663},
+         {"l= library library library library library library", -10.422727},
+         {"l= library library libraryatatat", -10.423009}});
+  check(nmt::decode::WeightsChoice::kEma,
+        {{"l== library library library library library", -10.556915},
+         {"l== library library librarySS", -10.906584},
+         {"l== library library library library library", -10.581218},
+         {"l== library library libraryatat", -10.725245},
+         {"dedeEEEEEE", -10.106107},
+         {"dedeEEEEEde", -11.100574},
+         {"l= library library library library library library", -10.420261},
+         {"l= library library libraryatatat", -10.421431}});
+}

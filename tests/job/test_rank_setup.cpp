@@ -211,3 +211,40 @@ TEST_CASE("rank setup: a resumed run's config has the checkpoint's between the f
   CHECK(rank.config.train.lr == 0.125);
   CHECK(rank.setup.max_tokens == 3000);
 }
+
+TEST_CASE("rank setup: amp.mode auto is resolved once and stored in the config", "[job]") {
+  TinyRun run;  // its config names no amp.mode: auto
+  REQUIRE_FALSE(run.config().amp.mode.has_value());
+  const Rank rank = set_up(run);
+  REQUIRE(rank.config.amp.mode.has_value());
+  CHECK(rank.amp.automatic);
+  CHECK_FALSE(rank.amp.reason.empty());
+  // This machine's CPU decides, by the rule of amp/amp_choice.h.
+  const auto expected = nmt::amp::choose_amp_mode(nmt::job::amp_hardware(one_cpu()), 16);
+  CHECK(*rank.config.amp.mode == expected.mode);
+  CHECK(rank.setup.amp.mode == expected.mode);
+  // The stored config (what checkpoints hold) names the mode, so a resume keeps it.
+  CHECK(rank.setup.config_yaml.find(std::string("mode: ") + nmt::amp::mode_name(expected.mode)) !=
+        std::string::npos);
+
+  TinyRun named({"amp.mode=off"});
+  const Rank kept = set_up(named);
+  CHECK(kept.config.amp.mode == nmt::amp::AmpMode::kOff);
+  CHECK_FALSE(kept.amp.automatic);
+}
+
+TEST_CASE("rank setup: amp auto reads the GPUs' compute capability, the lowest", "[job]") {
+  nmt::dist::DeviceInfo gpus = one_cpu();
+  gpus.cuda_devices = 2;
+  gpus.cuda_capabilities = {90, 75};
+  CHECK(nmt::job::amp_hardware(gpus).cuda);
+  CHECK(nmt::job::amp_hardware(gpus).min_cuda_capability == 75);
+  RunConfig config;
+  config.amp.mode = std::nullopt;
+  CHECK(nmt::job::resolve_amp(config, gpus).mode == nmt::amp::AmpMode::kOff);
+  CHECK(config.amp.mode == nmt::amp::AmpMode::kOff);
+  gpus.cuda_capabilities = {90, 80};
+  config.amp.mode = std::nullopt;
+  CHECK(nmt::job::resolve_amp(config, gpus).mode == nmt::amp::AmpMode::kBf16);
+  CHECK(config.amp.mode == nmt::amp::AmpMode::kBf16);
+}

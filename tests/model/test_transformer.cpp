@@ -1,6 +1,7 @@
 #include "catch_torch.h"  // first: see the header
 #include "skip.h"
 
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -102,40 +103,154 @@ TEST_CASE("forward, encode and decode give batch-first shapes", "[model]") {
   }
 }
 
+namespace {
+
+using nmt::model::AttentionKind;
+using nmt::model::MultiheadAttention;
+using nmt::model::MultiheadAttentionOptions;
+
+MultiheadAttention attention(int64_t d, int64_t heads, AttentionKind kind) {
+  return MultiheadAttention(MultiheadAttentionOptions(d, heads).kind(kind));
+}
+
+/// Cross-attention from query to memory.
+at::Tensor cross(MultiheadAttention& attn, const at::Tensor& query, const at::Tensor& memory,
+                 const at::Tensor& mask = {}) {
+  return attn->attend(query, attn->project_key_value(memory), mask);
+}
+
+/// A parameter of a module by name.
+at::Tensor parameter(const torch::nn::Module& module, const std::string& name) {
+  return module.named_parameters()[name];
+}
+
+/// Attention as computed before the fusion: separate [d, d] q, k, v projections (here the
+/// row blocks of the fused weights), SDPA, output projection.
+at::Tensor split_attention(const torch::nn::Module& attn, int64_t heads, const at::Tensor& x,
+                           const at::Tensor& memory, const at::Tensor& mask, bool causal) {
+  std::vector<at::Tensor> w, b;
+  if (attn.named_parameters().contains("qkv_proj.weight")) {
+    w = parameter(attn, "qkv_proj.weight").chunk(3, 0);
+    b = parameter(attn, "qkv_proj.bias").chunk(3, 0);
+  } else {
+    w = parameter(attn, "kv_proj.weight").chunk(2, 0);
+    b = parameter(attn, "kv_proj.bias").chunk(2, 0);
+    w.insert(w.begin(), parameter(attn, "q_proj.weight"));
+    b.insert(b.begin(), parameter(attn, "q_proj.bias"));
+  }
+  const auto heads_of = [&](const at::Tensor& t) {
+    return t.view({t.size(0), t.size(1), heads, -1}).transpose(1, 2).contiguous();
+  };
+  const at::Tensor q = heads_of(at::linear(x, w[0].contiguous(), b[0]));
+  const at::Tensor k = heads_of(at::linear(memory, w[1].contiguous(), b[1]));
+  const at::Tensor v = heads_of(at::linear(memory, w[2].contiguous(), b[2]));
+  const std::optional<at::Tensor> m = mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt;
+  const at::Tensor context = at::scaled_dot_product_attention(q, k, v, m, 0.0, causal);
+  return at::linear(context.transpose(1, 2).reshape({x.size(0), x.size(1), -1}),
+                    parameter(attn, "out_proj.weight"), parameter(attn, "out_proj.bias"));
+}
+
+}  // namespace
+
 TEST_CASE("attention ignores the content of masked keys", "[model]") {
   torch::manual_seed(3);
-  nmt::model::MultiheadAttention attn(nmt::model::MultiheadAttentionOptions(8, 2));
+  MultiheadAttention attn = attention(8, 2, AttentionKind::kCross);
   const at::Tensor query = at::randn({2, 3, 8});
   at::Tensor memory = at::randn({2, 4, 8});
   // Row 0 may not attend to key 3, row 1 to keys 2 and 3.
   const at::Tensor mask = at::tensor({1, 1, 1, 0, 1, 1, 0, 0}).to(at::kBool).view({2, 1, 1, 4});
-  const at::Tensor before = attn(query, memory, mask);
+  const at::Tensor before = cross(attn, query, memory, mask);
   memory.slice(1, 2, 4).normal_(0.0, 10.0);
-  const at::Tensor after = attn(query, memory, mask);
+  const at::Tensor after = cross(attn, query, memory, mask);
   CHECK_FALSE(at::allclose(before[0], after[0], 0.0, 1e-6));  // key 2 is visible to row 0
   CHECK(at::allclose(before[1], after[1], 0.0, 1e-6));
   // Without the mask the same change is visible: the comparison above can fail.
-  CHECK_FALSE(at::allclose(attn(query, memory)[1], after[1], 0.0, 1e-3));
+  CHECK_FALSE(at::allclose(cross(attn, query, memory)[1], after[1], 0.0, 1e-3));
 }
 
 TEST_CASE("half-precision CPU attention (the math path) matches float32 SDPA", "[model]") {
   torch::manual_seed(4);
-  nmt::model::MultiheadAttention attn(nmt::model::MultiheadAttentionOptions(16, 4));
-  attn->eval();
+  MultiheadAttention self_attn = attention(16, 4, AttentionKind::kSelf);
+  MultiheadAttention cross_attn = attention(16, 4, AttentionKind::kCross);
+  self_attn->eval();
+  cross_attn->eval();
   const at::Tensor query = at::randn({3, 5, 16});
   const at::Tensor memory = at::randn({3, 7, 16});
   const at::Tensor mask =
       at::tensor({1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0})
           .to(at::kBool)
           .view({3, 1, 1, 7});
-  const at::Tensor full = attn(query, memory, mask);
-  const at::Tensor causal = attn(query, query, at::Tensor(), /*causal=*/true);
-  attn->to(at::kBFloat16);
-  const at::Tensor half = attn(query.to(at::kBFloat16), memory.to(at::kBFloat16), mask);
-  const at::Tensor half_causal =
-      attn(query.to(at::kBFloat16), query.to(at::kBFloat16), at::Tensor(), /*causal=*/true);
+  const at::Tensor full = cross(cross_attn, query, memory, mask);
+  const at::Tensor causal = self_attn(query, at::Tensor(), /*causal=*/true);
+  self_attn->to(at::kBFloat16);
+  cross_attn->to(at::kBFloat16);
+  const at::Tensor half = cross(cross_attn, query.to(at::kBFloat16), memory.to(at::kBFloat16), mask);
+  const at::Tensor half_causal = self_attn(query.to(at::kBFloat16), at::Tensor(), /*causal=*/true);
   CHECK(at::allclose(half.to(at::kFloat), full, 3e-2, 3e-2));
   CHECK(at::allclose(half_causal.to(at::kFloat), causal, 3e-2, 3e-2));
+}
+
+TEST_CASE("fused q/k/v projections compute what separate ones did", "[model]") {
+  torch::manual_seed(6);
+  const at::Tensor x = at::randn({3, 5, 16});
+  const at::Tensor memory = at::randn({3, 7, 16});
+  const at::Tensor mask = at::rand({3, 1, 1, 7}).gt(0.3).logical_or(at::arange(7).eq(0).view({1, 1, 1, 7}));
+  SECTION("self-attention, causal and masked") {
+    MultiheadAttention attn = attention(16, 4, AttentionKind::kSelf);
+    attn->eval();
+    const at::Tensor self_mask = mask.slice(3, 0, 5);
+    CHECK(at::allclose(attn(x, at::Tensor(), true), split_attention(*attn, 4, x, x, {}, true),
+                       1e-5, 1e-6));
+    CHECK(at::allclose(attn(x, self_mask), split_attention(*attn, 4, x, x, self_mask, false),
+                       1e-5, 1e-6));
+  }
+  SECTION("cross-attention") {
+    MultiheadAttention attn = attention(16, 4, AttentionKind::kCross);
+    attn->eval();
+    CHECK(at::allclose(cross(attn, x, memory, mask),
+                       split_attention(*attn, 4, x, memory, mask, false), 1e-5, 1e-6));
+  }
+  SECTION("incremental self-attention equals the causal one") {
+    MultiheadAttention attn = attention(16, 4, AttentionKind::kSelf);
+    attn->eval();
+    nmt::model::KeyValue cache;
+    std::vector<at::Tensor> steps;
+    for (int64_t t = 0; t < x.size(1); ++t) steps.push_back(attn->step(x.slice(1, t, t + 1), cache));
+    CHECK(at::allclose(at::cat(steps, 1), attn(x, at::Tensor(), true), 1e-5, 1e-6));
+  }
+}
+
+TEST_CASE("a fused projection is initialized as its separate [d, d] blocks were", "[model]") {
+  // The same seed gives the same weights as the four separate [d, d] layers before the fusion
+  // (all built, then each initialized): fresh runs start from the same parameters.
+  const int64_t d = 16;
+  const auto separate = [&] {
+    std::vector<torch::nn::Linear> layers;
+    for (int i = 0; i < 4; ++i) layers.emplace_back(d, d);
+    std::vector<at::Tensor> weights;
+    for (auto& linear : layers) {
+      nmt::model::init_projection(linear);
+      weights.push_back(linear->weight);
+    }
+    return weights;
+  };
+  torch::manual_seed(7);
+  MultiheadAttention self_attn = attention(d, 4, AttentionKind::kSelf);
+  torch::manual_seed(7);
+  const std::vector<at::Tensor> before = separate();
+  CHECK(at::equal(parameter(*self_attn, "qkv_proj.weight"),
+                  at::cat({before[0], before[1], before[2]}, 0)));
+  CHECK(at::equal(parameter(*self_attn, "out_proj.weight"), before[3]));
+  CHECK(parameter(*self_attn, "qkv_proj.bias").abs().sum().item<float>() == 0);
+
+  torch::manual_seed(8);
+  MultiheadAttention cross_attn = attention(d, 4, AttentionKind::kCross);
+  torch::manual_seed(8);
+  const std::vector<at::Tensor> cross_before = separate();
+  CHECK(at::equal(parameter(*cross_attn, "q_proj.weight"), cross_before[0]));
+  CHECK(at::equal(parameter(*cross_attn, "kv_proj.weight"),
+                  at::cat({cross_before[1], cross_before[2]}, 0)));
+  CHECK(at::equal(parameter(*cross_attn, "out_proj.weight"), cross_before[3]));
 }
 
 TEST_CASE("source padding is invisible to every real position", "[model]") {

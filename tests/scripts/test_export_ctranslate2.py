@@ -357,6 +357,67 @@ def cmd_weights(args):
     return 0 if ok else 1
 
 
+LEGACY = os.path.join(ROOT, "tests", "train", "data", "legacy-d6612cb.safetensors")
+
+
+def fused_copy(source, target):
+    """Writes `source` (separate q/k/v projections) as nmt-train writes checkpoints now: each
+    self-attention's q/k/v rows concatenated into qkv_proj, each cross-attention's k/v into
+    kv_proj, in every group (model., ema., optim.<slot>.); returns how many tensors it fused."""
+    import numpy as np
+
+    module = export_module()
+    file = module.SafetensorsFile(source)
+    tensors = {name: file.tensor(name) for name in file.names()}
+    attention = module.LAYOUT["attention"]
+    fused = 0
+    for name in [n for n in tensors if n.endswith((".q_proj.weight", ".q_proj.bias"))]:
+        head, kind = name.rsplit(".q_proj.", 1)
+        if f"{head}.k_proj.{kind}" not in tensors:
+            continue
+        if head.endswith(attention["self_attention"]):
+            parts, new_name = ["q", "k", "v"], attention["query_key_value"]
+        else:
+            parts, new_name = ["k", "v"], attention["key_value"]
+        arrays = [tensors.pop(f"{head}.{p}_proj.{kind}") for p in parts]
+        # Adam's step count (0-dim) is the same for the parts: once.
+        tensors[f"{head}.{new_name}.{kind}"] = (arrays[0] if arrays[0].ndim == 0
+                                                else np.concatenate(arrays, axis=0))
+        fused += len(parts)
+    header, data = {"__metadata__": file.metadata}, b""
+    for name, array in tensors.items():
+        raw = np.ascontiguousarray(array).tobytes()
+        dtype = {"float32": "F32", "uint8": "U8", "int64": "I64", "int32": "I32"}[str(array.dtype)]
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    blob = json.dumps(header).encode()
+    blob += b" " * (-len(blob) % 8)
+    with open(target, "wb") as f:
+        f.write(struct.pack("<Q", len(blob)) + blob + data)
+    return fused
+
+
+def cmd_legacy(args):
+    """A checkpoint with separate q/k/v projections (before the fusion) exports to the same
+    CTranslate2 model as the same weights written fused."""
+    skip_unless_ctranslate2()
+    out = os.path.join(args.work, "legacy")
+    os.makedirs(out, exist_ok=True)
+    fused = os.path.join(out, "fused.safetensors")
+    print(f"fused {fused_copy(LEGACY, fused)} separate projection tensors")
+    for weights in ("raw", "ema"):
+        export(LEGACY, os.path.join(out, "split-" + weights), "--weights", weights)
+        export(fused, os.path.join(out, "fused-" + weights), "--weights", weights)
+        with open(os.path.join(out, "split-" + weights, "model.bin"), "rb") as a, \
+                open(os.path.join(out, "fused-" + weights, "model.bin"), "rb") as b:
+            if a.read() != b.read():
+                print(f"FAILED: --weights {weights}: the two exports differ")
+                return 1
+    print("split and fused checkpoints export to identical model.bin files")
+    return 0
+
+
 def export_module():
     """scripts/export-ctranslate2.py as a module (its file name is not an identifier)."""
     import importlib.util
@@ -381,6 +442,10 @@ def cmd_layout(args):
     if table["vocabulary_files"] != files:
         print(f"vocabulary files: the exporter reads {table['vocabulary_files']}, nmt-train "
               f"writes {files}")
+        ok = False
+    if table["attention"] != layout["attention_projections"]:
+        print(f"attention projections: the exporter reads {table['attention']}, nmt-train "
+              f"writes {layout['attention_projections']}")
         ok = False
     # scripts/bench/reference_train.py reads benchmark dumps, whose parameters are named as
     # in checkpoints; it imports torch, so its constant is read from the text.
@@ -411,14 +476,15 @@ def main():
     sub.add_parser("refuses")
     sub.add_parser("weights")
     sub.add_parser("layout")
+    sub.add_parser("legacy")
     args = parser.parse_args()
     for name in getattr(args, "variants", []):
         if name not in VARIANTS and name != MULTILINGUAL:
             parser.error(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})")
     os.makedirs(args.work, exist_ok=True)
     return {"train": cmd_train, "matches": cmd_matches, "multilingual": cmd_multilingual,
-            "refuses": cmd_refuses,
-            "weights": cmd_weights, "layout": cmd_layout}[args.command](args)
+            "refuses": cmd_refuses, "weights": cmd_weights, "layout": cmd_layout,
+            "legacy": cmd_legacy}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,9 @@ TEST_CASE("run summary: summary.json of a resumed training run, every key in its
   s.validation_s = 0.5;
   s.checkpoint_s = 0.25;
   s.wall_s = 4;
+  s.amp_mode = "bf16";
+  s.amp_auto = true;
+  s.amp_reason = "GPU compute capability 9.0 >= 8.0 has bf16 tensor cores";
   CHECK(nmt::train::run_summary_json(s) == R"({
   "kind": "train",
   "stop_reason": "signal",
@@ -40,6 +43,11 @@ TEST_CASE("run summary: summary.json of a resumed training run, every key in its
   "peak_memory_mb": [10.5, 11],
   "max_tokens": 2048,
   "max_tokens_fit": null,
+  "amp": {
+    "mode": "bf16",
+    "auto": true,
+    "reason": "GPU compute capability 9.0 >= 8.0 has bf16 tensor cores"
+  },
   "resumed_from": {
     "path": "run/checkpoints/checkpoint-00000008.safetensors",
     "step": 8
