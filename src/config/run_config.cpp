@@ -75,8 +75,9 @@ Schema bind(RunConfig& c) {
 
   data::DataOptions& d = c.data;
   s.corpus_list("data.train", &d.train,
-                "several weighted training corpora [{name, src, tgt, weight}, ...]; weight is "
+                "several weighted training corpora [{name, src, tgt, weight, tag}, ...]; weight is "
                 "relative to a corpus's size (1: each pair once an epoch, 2: twice, 0.5: half); "
+                "tag: bt puts <BT> first in its sources (back-translated data); "
                 "empty: the one corpus train_src/train_tgt");
   s.input_path("data.train_src", &d.train_src, "training source text, one sentence per line");
   s.input_path("data.train_tgt", &d.train_tgt, "training target text, aligned with train_src");
@@ -268,6 +269,10 @@ void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& 
       NMT_CHECK(set.weight == 1.0, ConfigError,
                 "{}: data.valid set {}: a validation set has no weight (found {})",
                 where("data.valid"), set.name, set.weight);
+      NMT_CHECK(set.tag == data::CorpusTag::kNone, ConfigError,
+                "{}: data.valid set {}: tag: a validation set has no tag (tag: bt marks "
+                "back-translated training data)",
+                where("data.valid"), set.name);
       for (const std::string* path : {&set.src, &set.tgt}) {
         std::error_code ec;
         NMT_CHECK(std::filesystem::is_regular_file(*path, ec), ConfigError,

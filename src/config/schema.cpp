@@ -176,7 +176,7 @@ void Schema::input_path(std::string key, std::string* value, std::string doc) {
 
 void Schema::corpus_list(std::string key, std::vector<data::CorpusOptions>* value, std::string doc) {
   Field field{std::move(key), std::move(doc),
-              "a list of corpora, each {name: N, src: FILE, tgt: FILE, weight: W}"};
+              "a list of corpora, each {name: N, src: FILE, tgt: FILE, weight: W, tag: bt}"};
   field.parse = [field_copy = field, value](const YAML::Node& node, const Origin& origin) {
     value->clear();
     if (node.IsNull()) return;
@@ -205,10 +205,15 @@ void Schema::corpus_list(std::string key, std::vector<data::CorpusOptions>* valu
           NMT_CHECK(!v.Scalar().empty() && *end == '\0' && std::isfinite(corpus.weight) &&
                         corpus.weight > 0,
                     ConfigError, "{}: weight: expected a number > 0, found '{}'", where, v.Scalar());
+        } else if (k == "tag") {
+          NMT_CHECK(v.Scalar() == "bt", ConfigError,
+                    "{}: tag: expected bt (back-translated data, tagged <BT>), found '{}'", where,
+                    v.Scalar());
+          corpus.tag = data::CorpusTag::kBackTranslation;
         } else {
           std::string best;
           size_t best_distance = SIZE_MAX;
-          for (const char* known : {"name", "src", "tgt", "weight"}) {
+          for (const char* known : {"name", "src", "tgt", "weight", "tag"}) {
             const size_t d = edit_distance(known, k);
             if (d < best_distance) best_distance = d, best = known;
           }
@@ -237,6 +242,8 @@ void Schema::corpus_list(std::string key, std::vector<data::CorpusOptions>* valu
       item["src"] = corpus.src;
       item["tgt"] = corpus.tgt;
       item["weight"] = format_number(corpus.weight);
+      // Only when set, so configs without tags print (and hash) as before.
+      if (corpus.tag == data::CorpusTag::kBackTranslation) item["tag"] = "bt";
       list.push_back(item);
     }
     list.SetStyle(YAML::EmitterStyle::Flow);

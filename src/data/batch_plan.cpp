@@ -5,7 +5,10 @@
 #include <limits>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "util/error.h"
+#include "util/phase_progress.h"
 #include "util/hash.h"
 
 namespace nmt::data {
@@ -119,7 +122,8 @@ Batch BatchPlanner::make_batch(const uint32_t* begin, const uint32_t* end, const
 }
 
 std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order,
-                                             const Slots& slots) const {
+                                             const Slots& slots,
+                                             log::PhaseProgress* progress) const {
   // best[j]: least cost of cutting order[0, j) into batches, where a batch costs its padded
   // tokens plus a fixed overhead. The backward scan stops once the budget is exceeded, as
   // adding pairs never lowers a batch's longest side.
@@ -131,6 +135,7 @@ std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order,
   std::vector<size_t> cut(n + 1, 0);
   best[0] = 0;
   for (size_t j = 1; j <= n; ++j) {
+    if (progress && j % 65536 == 0) progress->update(double(j));
     int64_t max_src = 0, max_tgt = 0;
     for (size_t i = j; i-- > 0;) {
       const int64_t count = static_cast<int64_t>(j - i);
@@ -245,8 +250,13 @@ EpochPlan BatchPlanner::plan_epoch(int64_t epoch, const std::vector<ConsumedUpda
   }
   EpochPlan plan;
   plan.epoch = epoch;
-  plan.steps = balance(cut_batches(order, slots), stream, static_cast<size_t>(options_.world_size),
+  // Tens of millions of pairs take a minute or more to plan: say how far it is.
+  log::PhaseProgress progress("data", fmt::format("planning epoch {}", epoch), "pairs",
+                              double(order.size()));
+  plan.steps = balance(cut_batches(order, slots, &progress), stream,
+                       static_cast<size_t>(options_.world_size),
                        static_cast<size_t>(options_.accumulation), slots);
+  if (progress.reported()) progress.finish(double(order.size()));
   for (Step& step : plan.steps)
     for (Batch& batch : step.batches)
       for (uint32_t& pair : batch.pairs) pair = slots.ids[pair];

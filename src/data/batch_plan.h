@@ -14,6 +14,10 @@
 
 #include "data/corpus_set.h"
 
+namespace nmt::log {
+class PhaseProgress;
+}
+
 namespace nmt::data {
 
 /// Settings of the batch plan.
@@ -107,7 +111,8 @@ class BatchPlanner {
   };
   Slots slots_of_epoch(int64_t epoch) const;
   /// Batches of slots, cut from `order` (slot indices).
-  std::vector<Batch> cut_batches(const std::vector<uint32_t>& order, const Slots& slots) const;
+  std::vector<Batch> cut_batches(const std::vector<uint32_t>& order, const Slots& slots,
+                                 log::PhaseProgress* progress = nullptr) const;
   Batch make_batch(const uint32_t* begin, const uint32_t* end, const Slots& slots) const;
   std::vector<Step> balance(std::vector<Batch> batches, uint64_t stream, size_t world,
                             size_t accumulation, const Slots& slots) const;

@@ -17,6 +17,11 @@ enum class Batching {
 };
 /// What to do with a corpus line that is not valid UTF-8.
 enum class InvalidUtf8Policy { kError, kSkip };
+/// What kind of data a training corpus holds, marked by a source tag (data/lang_tags.h).
+enum class CorpusTag {
+  kNone,             ///< real parallel data: no tag
+  kBackTranslation,  ///< back-translated (synthetic source): `<BT>` first in the source
+};
 
 /// One training corpus of several (data.train).
 struct CorpusOptions {
@@ -26,8 +31,10 @@ struct CorpusOptions {
   /// Share of an epoch relative to the corpus's size: 1 draws each pair once an epoch, 2
   /// twice (upsampled), 0.5 a different half each epoch (deterministic from seed and epoch).
   double weight = 1.0;
+  /// `bt`: back-translated data, whose sources get the `<BT>` tag (Caswell et al. 2019).
+  CorpusTag tag = CorpusTag::kNone;
   bool operator==(const CorpusOptions& o) const {
-    return name == o.name && src == o.src && tgt == o.tgt && weight == o.weight;
+    return name == o.name && src == o.src && tgt == o.tgt && weight == o.weight && tag == o.tag;
   }
 };
 

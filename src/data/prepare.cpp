@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "data/lang_tags.h"
 #include "util/json.h"
 #include "util/log.h"
 
@@ -39,8 +40,10 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
   std::vector<CorpusPart> parts;
   for (const CorpusOptions& corpus : training_corpora(options)) {
     const std::string name = options.train.empty() ? "train" : "train-" + corpus.name;
+    const std::vector<int32_t> tags = tag_ids(data.vocab.src, source_tags(options, corpus),
+                                              "data.train entry " + corpus.name);
     TokenCacheResult result = build_or_open_token_cache(
-        {name, corpus.src, corpus.tgt, cache_dir, prepare.threads}, data.vocab, options);
+        {name, corpus.src, corpus.tgt, cache_dir, prepare.threads, tags}, data.vocab, options);
     log_counts(name, result);
     parts.push_back({corpus.name, corpus.weight, std::move(result.cache)});
   }
@@ -52,8 +55,10 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
   }
   for (const CorpusOptions& set : validation_sets(options)) {
     const std::string name = options.valid.empty() ? "valid" : "valid-" + set.name;
+    const std::vector<int32_t> tags = tag_ids(data.vocab.src, source_tags(options, set),
+                                              "data.valid entry " + set.name);
     TokenCacheResult result = build_or_open_token_cache(
-        {name, set.src, set.tgt, cache_dir, prepare.threads}, data.vocab, options);
+        {name, set.src, set.tgt, cache_dir, prepare.threads, tags}, data.vocab, options);
     log_counts(name, result);
     data.valid.push_back({set.name, set.tgt, std::move(result.cache)});
   }

@@ -53,7 +53,8 @@ struct Encoded {
 /// Encodes one chunk of raw pairs on `threads` threads, then filters and appends in order.
 void encode_chunk(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
                   const std::vector<int64_t>& lines, const Vocabularies& vocab,
-                  const DataOptions& options, int threads, Encoded* out) {
+                  const DataOptions& options, const std::vector<int32_t>& src_prefix,
+                  int threads, Encoded* out) {
   const size_t n = src.size();
   std::vector<std::vector<int32_t>> src_ids(n), tgt_ids(n);
   auto work = [&](size_t begin, size_t end) {
@@ -74,7 +75,8 @@ void encode_chunk(const std::vector<std::string>& src, const std::vector<std::st
       ++out->counts.empty;
       continue;
     }
-    if (s > options.max_len || t > options.max_len) {
+    const auto tags = static_cast<int64_t>(src_prefix.size());
+    if (s + tags > options.max_len || t > options.max_len) {
       ++out->counts.too_long;
       continue;
     }
@@ -84,6 +86,7 @@ void encode_chunk(const std::vector<std::string>& src, const std::vector<std::st
       ++out->counts.length_ratio;
       continue;
     }
+    out->src_ids.insert(out->src_ids.end(), src_prefix.begin(), src_prefix.end());
     out->src_ids.insert(out->src_ids.end(), src_ids[i].begin(), src_ids[i].end());
     out->tgt_ids.insert(out->tgt_ids.end(), tgt_ids[i].begin(), tgt_ids[i].end());
     out->src_offsets.push_back(out->src_ids.size());
@@ -210,6 +213,11 @@ uint64_t token_cache_key(const TokenCacheRequest& request, const Vocabularies& v
   key.update_value(options.max_len);
   key.update_value(options.max_len_ratio);
   key.update_value(static_cast<int>(options.invalid_utf8));
+  // Only when tagged, so an untagged corpus keeps the key (and cache) it had before tags.
+  if (!request.src_prefix.empty()) {
+    key.update("src_prefix");
+    for (int32_t id : request.src_prefix) key.update_value(id);
+  }
   return key.digest();
 }
 
@@ -240,7 +248,7 @@ TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
   std::vector<std::string> src, tgt;
   std::vector<int64_t> lines;
   auto flush = [&] {
-    encode_chunk(src, tgt, lines, vocab, options, request.threads, &encoded);
+    encode_chunk(src, tgt, lines, vocab, options, request.src_prefix, request.threads, &encoded);
     src.clear(), tgt.clear(), lines.clear();
     progress.update(double(encoded.counts.read), fraction_read);
   };

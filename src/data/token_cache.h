@@ -70,6 +70,9 @@ struct TokenCacheRequest {
   std::filesystem::path tgt;        ///< target text file
   std::filesystem::path dir;        ///< cache folder (created if needed)
   int threads = 1;                  ///< encoding threads
+  /// Ids put first in every source sentence (the corpus's tags, data/lang_tags.h); they
+  /// count towards data.max_len but not towards the length ratio of a pair.
+  std::vector<int32_t> src_prefix;
 };
 
 /// Result of build_or_open_token_cache.

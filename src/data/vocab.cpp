@@ -11,6 +11,8 @@
 #include "data/corpus_reader.h"
 #include "data/corpus_set.h"
 #include "data/file_hash.h"
+#include "data/lang_tags.h"
+#include "data/spm_training_log.h"
 #include "util/duration.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -106,26 +108,34 @@ void train_model(const std::vector<std::filesystem::path>& inputs,
   // The model comes back in memory (no --model_prefix): the model embeds its training
   // arguments, and the temporary file prefix among them made every training's file differ,
   // and with it the token-cache key and the checkpoints' vocabulary fingerprint.
-  const std::string args = fmt::format(
+  std::string args = fmt::format(
       "--vocab_size={} --model_type={} --character_coverage=1.0 "
       "--input_sentence_size={} --shuffle_input_sentence=true "
-      "--pad_id={} --unk_id={} --bos_id={} --eos_id={} --num_threads={} --minloglevel=2",
+      "--pad_id={} --unk_id={} --bos_id={} --eos_id={} --num_threads={} --minloglevel=0",
       options.vocab_size, options.subword_model == SubwordModel::kBpe ? "bpe" : "unigram",
       options.spm_sample_lines, kPadId, kUnkId, kBosId, kEosId, kSentencePieceThreads);
+  // Tags as user-defined symbols: one piece each, never split. Only when some are needed, so
+  // a run without tags trains the same model (and fingerprint) as before they existed.
+  std::string tags;
+  for (const std::string& tag : required_tags(options)) tags += (tags.empty() ? "" : ",") + tag;
+  if (!tags.empty()) args += " --user_defined_symbols=" + tags;
   log::info("data", "training a {}-piece SentencePiece {} model on {}", options.vocab_size,
             options.subword_model == SubwordModel::kBpe ? "BPE" : "unigram", input_list);
   // The seed makes line sampling (corpora above spm_sample_lines) repeatable.
   sentencepiece::SetRandomGeneratorSeed(training.seed);
-  sentencepiece::logging::SetMinLogLevel(2);  // errors only, like --minloglevel=2 below
+  // Its log (std::cerr) becomes progress lines while it trains (spm_training_log.h).
+  SpmTrainingLog spm_log(options.vocab_size);
+  sentencepiece::logging::SetMinLogLevel(0);  // INFO, like --minloglevel=0 above
   std::string serialized;
   // The lines come from the iterator, not --input (SentencePiece takes one or the other), so
   // the model does not record the input paths: the same text gives the same model from any
   // path, plain or compressed.
   LineIterator lines(inputs);
   const auto start = std::chrono::steady_clock::now();
-  // SentencePiece reads the sentences (the iterator logs that phase), then trains without a
-  // word until it ends: these lines at least bracket that phase.
+  // SentencePiece reads the sentences (the iterator logs that phase), then trains: spm_log
+  // says its phases and rounds.
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &serialized);
+  sentencepiece::logging::SetMinLogLevel(2);  // errors only again, for encoding
   log::info("data", "vocabulary: SentencePiece done in {} (reading and training)",
             format_duration(
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
@@ -191,6 +201,13 @@ std::string Vocab::decode(const std::vector<int32_t>& ids) const {
 }
 
 int64_t Vocab::size() const { return processor_->GetPieceSize(); }
+
+std::optional<int32_t> Vocab::piece_id(std::string_view piece) const {
+  const int id = processor_->PieceToId(absl::string_view(piece.data(), piece.size()));
+  // PieceToId answers the unknown piece's id for a piece it lacks.
+  if (id < 0 || (processor_->IsUnknown(id) && processor_->IdToPiece(id) != piece)) return std::nullopt;
+  return id;
+}
 
 Vocabularies prepare_vocabularies(const DataOptions& options, const std::filesystem::path& run_dir,
                                   const VocabTrainingOptions& training) {

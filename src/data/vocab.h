@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,8 @@ class Vocab {
   /// Detokenized text of ids; pad, bos and eos are dropped.
   std::string decode(const std::vector<int32_t>& ids) const;
   int64_t size() const;
+  /// The id of a piece (e.g. a tag), or nullopt when the model does not have it.
+  std::optional<int32_t> piece_id(std::string_view piece) const;
   int32_t pad_id() const { return pad_id_; }
   int32_t bos_id() const { return bos_id_; }
   int32_t eos_id() const { return eos_id_; }

@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 
 #include <exception>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 #include <thread>
 
@@ -38,6 +40,32 @@ int64_t peak_host_memory_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
+}
+
+HostMemory parse_host_memory(const std::string& proc_status) {
+  HostMemory memory;
+  std::istringstream lines(proc_status);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, colon);
+    int64_t* into = key == "RssAnon"                        ? &memory.private_bytes
+                    : key == "RssFile" || key == "RssShmem" ? &memory.shared_bytes
+                                                            : nullptr;
+    if (into == nullptr) continue;
+    int64_t kilobytes = 0;
+    std::istringstream(line.substr(colon + 1)) >> kilobytes;  // "   1234 kB"
+    *into += kilobytes * 1024;
+  }
+  return memory;
+}
+
+HostMemory host_memory_now() {
+  std::ifstream file("/proc/self/status");
+  std::stringstream text;
+  text << file.rdbuf();
+  return parse_host_memory(text.str());
 }
 
 int64_t peak_cuda_memory_bytes(int index) {

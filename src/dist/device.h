@@ -47,6 +47,18 @@ int64_t ranks_on_device(int64_t local_rank, int64_t local_ranks, int gpus);
 
 /// Peak resident memory of this process so far (bytes).
 int64_t peak_host_memory_bytes();
+/// Resident memory of this process now, split by who owns it, so hosts can be sized: the
+/// private part is this process's alone; the shared part is file pages (the memory-mapped
+/// token caches, which every rank of a host maps once between them, and the libraries) and
+/// shared memory.
+struct HostMemory {
+  int64_t private_bytes = 0;  ///< RssAnon of /proc/self/status
+  int64_t shared_bytes = 0;   ///< RssFile + RssShmem
+};
+/// Zeros where /proc/self/status has no such lines.
+HostMemory host_memory_now();
+/// host_memory_now from the text of a /proc/<pid>/status file.
+HostMemory parse_host_memory(const std::string& proc_status);
 /// Peak memory allocated by LibTorch on CUDA device `index` since start (bytes); 0 without CUDA.
 int64_t peak_cuda_memory_bytes(int index);
 /// Memory of a CUDA device as the driver and LibTorch's caching allocator see it (bytes).

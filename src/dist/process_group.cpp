@@ -16,7 +16,7 @@
 #include <c10/util/Exception.h>
 #include <fmt/ranges.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 // ProcessGroupGloo.hpp includes <gloo/...>, which the wheel does not ship: Debian's
 // libgloo-dev provides them. That is sound here because this file only touches gloo through
 // shared_ptr<gloo::transport::Device> values that LibTorch itself creates and owns
@@ -32,26 +32,14 @@
 
 #include "dist/key_value_store.h"
 #include "dist/progress_marks.h"
-#include "dist/store_socket.h"
+#include "dist/rendezvous.h"
 #include "util/error.h"
 #include "util/log.h"
 
 namespace nmt::dist {
 namespace {
 
-/// A c10 message without its C++ backtrace, on one line.
-std::string reason(const std::exception& e) {
-  std::string text;
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
-    text = c10_error->what_without_backtrace();
-  } else {
-    text = e.what();
-  }
-  // c10 appends "Exception raised from ... (most recent call first):" on later lines.
-  const auto newline = text.find('\n');
-  if (newline != std::string::npos) text.resize(newline);
-  return text;
-}
+std::string reason(const std::exception& e) { return one_line_reason(e); }
 
 std::string seconds(std::chrono::milliseconds t) {
   return fmt::format("{:g} s", static_cast<double>(t.count()) / 1000.0);
@@ -260,16 +248,8 @@ struct Communicator::Impl {
 
 namespace {
 
-void validate(const CommunicatorOptions& o) {
-  NMT_CHECK(o.world_size >= 1, DistError, "world size: expected >= 1, found {}", o.world_size);
-  NMT_CHECK(o.rank >= 0 && o.rank < o.world_size, DistError,
-            "rank: expected a value in [0, {}), found {}", o.world_size, o.rank);
-  const bool port_from_socket = o.master_port == 0 && (o.world_size == 1 || o.listen_fd >= 0);
-  NMT_CHECK((o.master_port > 0 && o.master_port < 65536) || port_from_socket, DistError,
-            "rank {}: master port: expected 1..65535, found {}", o.rank, o.master_port);
-  NMT_CHECK(!o.master_addr.empty(), DistError, "rank {}: master address is empty", o.rank);
-  NMT_CHECK(o.timeout.count() > 0, DistError, "rank {}: timeout: expected > 0 ms, found {}",
-            o.rank, o.timeout.count());
+/// The backend's part of the options (the rendezvous checked the rest).
+void validate_backend(const CommunicatorOptions& o) {
   if (o.use_nccl) {
 #ifndef NMT_WITH_CUDA
     NMT_THROW(DistError, "rank {}: NCCL requested, but nmt-train was built without CUDA "
@@ -293,71 +273,29 @@ void validate(const CommunicatorOptions& o) {
   }
 }
 
+/// A rendezvous joined only with options whose backend part is sound: a bad device fails
+/// before this rank makes the others wait for it.
+Rendezvous join_checked(const CommunicatorOptions& options) {
+  validate_backend(options);
+  return Rendezvous(options);
+}
+
 }  // namespace
 
-Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make_unique<Impl>()) {
-  validate(options);
+Communicator::Communicator(const CommunicatorOptions& options)
+    : Communicator(join_checked(options), options) {}
+
+Communicator::Communicator(Rendezvous joined, const CommunicatorOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  validate_backend(options);
   Impl& m = *impl_;
-  m.options = options;
+  m.options = joined.options();  // its master_port is the one bound
+  m.options.use_nccl = options.use_nccl;
+  m.options.device = options.device;
+  m.store = joined.store();
   const CommunicatorOptions& o = m.options;
 
-  // 1. The store: rank 0 hosts it, or (agent store) everyone is a client of torchrun's agent.
-  try {
-    c10d::TCPStoreOptions so;
-    so.isServer = !o.agent_store && o.rank == 0;
-    if (so.isServer) {
-      // The store listens only where MASTER_ADDR points, on a socket bound before anyone was
-      // told the port (store_socket.h), never on every interface.
-      int fd = o.listen_fd;
-      if (fd < 0) {
-        const StoreSocket bound = listen_for_store(o.master_addr, o.master_port);
-        fd = bound.fd;
-        log::debug("dist", "rendezvous store listening on {}:{}", bound.address, bound.port);
-      }
-      m.options.master_port = bound_port(fd);
-      so.masterListenFd = fd;
-    }
-    so.port = static_cast<std::uint16_t>(o.master_port);
-    so.numWorkers = o.agent_store ? std::nullopt : std::optional<std::size_t>(o.world_size);
-    so.waitWorkers = false;  // our own rendezvous below says which ranks are missing
-    so.timeout = o.timeout;
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
-    if (o.agent_store) {
-      m.store = c10::make_intrusive<c10d::PrefixStore>(
-          fmt::format("/worker/attempt_{}", o.restart_count), tcp);
-    } else {
-      m.store = tcp;
-    }
-  } catch (const std::exception& e) {
-    NMT_THROW(DistError, "rank {}: cannot {} the rendezvous store at {} (timeout {}): {}",
-              o.rank, !o.agent_store && o.rank == 0 ? "host" : "connect to", m.where(),
-              seconds(o.timeout), reason(e));
-  }
-
-  // 2. Rendezvous: every rank announces itself and waits for all others.
-  std::vector<std::string> keys;
-  for (int r = 0; r < o.world_size; ++r) keys.push_back(fmt::format("nmt/rdzv/{}", r));
-  try {
-    m.store->set(keys[o.rank], std::to_string(getpid()));
-    m.store->wait(keys, o.timeout);
-  } catch (const std::exception& e) {
-    std::vector<int> missing;
-    try {
-      for (int r = 0; r < o.world_size; ++r)
-        if (!m.store->check({keys[r]})) missing.push_back(r);
-    } catch (const std::exception&) {
-      // The store itself is gone; the original reason says so.
-    }
-    if (!missing.empty()) {
-      NMT_THROW(DistError, "rank {}: rendezvous with {} timed out after {}: {} of {} ranks "
-                "joined (missing: {})", o.rank, m.where(), seconds(o.timeout),
-                o.world_size - static_cast<int>(missing.size()), o.world_size,
-                fmt::join(missing, ", "));
-    }
-    NMT_THROW(DistError, "rank {}: rendezvous with {} failed: {}", o.rank, m.where(), reason(e));
-  }
-
-  // 3. The process group, on its own key space of the store.
+  // The process group, on its own key space of the store.
   auto pg_store = c10::make_intrusive<c10d::PrefixStore>("nmt/pg", m.store);
   try {
     if (o.use_nccl) {

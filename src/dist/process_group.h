@@ -1,6 +1,6 @@
 #pragma once
-// A small communicator over LibTorch's c10d: rendezvous through a TCPStore, then a Gloo
-// (CPU) or NCCL (CUDA) process group. Every failure is a DistError naming the rank and what
+// A small communicator over LibTorch's c10d: rendezvous through a TCPStore (rendezvous.h),
+// then a Gloo (CPU) or NCCL (CUDA) process group. Every failure is a DistError naming the rank and what
 // failed; a collective that does not complete within the timeout fails, it never hangs.
 //
 //   CommunicatorOptions o;  o.master_port = 29500;  o.rank = r;  o.world_size = 2;
@@ -21,6 +21,8 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+
+#include "dist/rendezvous.h"
 
 namespace nmt::dist {
 
@@ -70,6 +72,10 @@ class Communicator {
   /// address and what failed (e.g. "rank 1: rendezvous with 127.0.0.1:29500 timed out
   /// after 30 s: 1 of 2 ranks joined (missing: 0)").
   explicit Communicator(const CommunicatorOptions& options);
+  /// Creates the process group on a rendezvous already joined (rendezvous.h), with the
+  /// backend that `options` asks for (use_nccl, device); the rest of the options are the
+  /// rendezvous's.
+  Communicator(Rendezvous joined, const CommunicatorOptions& options);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

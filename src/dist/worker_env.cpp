@@ -216,6 +216,7 @@ WorkerEnv detect_worker_env(const EnvLookup& lookup) {
               env.world_size);
     const auto local = lookup(vars.local_rank);
     env.local_rank = local ? parse_int(vars.local_rank, *local, 0) : 0;
+    env.local_rank_set = local.has_value() || env.world_size == 1;
     env.local_world_size = 0;
     if (vars.local_size) {
       if (auto local_size = lookup(vars.local_size))

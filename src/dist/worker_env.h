@@ -39,6 +39,7 @@ struct WorkerEnv {
   int rank = 0;                   ///< global rank in [0, world_size)
   int world_size = 1;             ///< processes in the job
   int local_rank = 0;             ///< rank among the processes of this node
+  bool local_rank_set = true;     ///< false: the launcher does not say (local_rank 0 stands in)
   int local_world_size = 1;       ///< processes on this node; 0 when the launcher does not say
   std::string master_addr = "127.0.0.1";  ///< host of rank 0's store (MASTER_ADDR or derived)
   int master_port = kDefaultMasterPort;   ///< port of the store (MASTER_PORT, or 29500)

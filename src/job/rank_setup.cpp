@@ -10,6 +10,7 @@
 #include "checkpoint/run_metadata.h"
 #include "dist/host_allocator.h"
 #include "dist/process_group.h"
+#include "dist/rendezvous.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -51,15 +52,11 @@ c10::Device set_up_device(const config::RunConfig& cfg, const dist::DeviceInfo& 
   return device;
 }
 
-/// The process group of the job, or null for one process. dist.backend nccl asked for by name
-/// takes the process-group path even for one rank, so that a single GPU can check it.
-std::shared_ptr<dist::Communicator> connect(const config::RunConfig& cfg, c10::Device device,
-                                            const dist::DeviceInfo& devices,
-                                            const dist::WorkerEnv& worker, int64_t local) {
-  if (worker.world_size <= 1 && cfg.dist.backend != dist::Backend::kNccl) return nullptr;
-  const dist::BackendChoice backend = dist::choose_backend(
-      cfg.dist.backend, device.is_cuda(), local, devices.cuda_devices, devices.no_cuda_reason);
-  if (!backend.note.empty() && worker.rank == 0) log::warn("dist", "{}", backend.note);
+/// The rendezvous of the job, or nothing for one process. dist.backend nccl asked for by name
+/// takes the process-group path even for one rank, so that a single GPU can check it. It
+/// comes before the threads and the device are chosen: it counts the ranks on this host.
+std::optional<dist::Rendezvous> join(const config::RunConfig& cfg, const dist::WorkerEnv& worker) {
+  if (worker.world_size <= 1 && cfg.dist.backend != dist::Backend::kNccl) return std::nullopt;
   dist::CommunicatorOptions options;
   options.master_addr = worker.master_addr;
   options.master_port = dist::store_port(worker, cfg.dist.master_port);
@@ -69,9 +66,22 @@ std::shared_ptr<dist::Communicator> connect(const config::RunConfig& cfg, c10::D
   options.agent_store = worker.agent_store;
   options.restart_count = worker.restart_count;
   options.timeout = std::chrono::seconds(cfg.dist.timeout_s);
+  return dist::Rendezvous(options);
+}
+
+/// The process group of the job on its rendezvous, or null for one process.
+std::shared_ptr<dist::Communicator> connect(const config::RunConfig& cfg, c10::Device device,
+                                            const dist::DeviceInfo& devices,
+                                            const dist::WorkerEnv& worker, int64_t local,
+                                            std::optional<dist::Rendezvous> joined) {
+  if (!joined) return nullptr;
+  const dist::BackendChoice backend = dist::choose_backend(
+      cfg.dist.backend, device.is_cuda(), local, devices.cuda_devices, devices.no_cuda_reason);
+  if (!backend.note.empty() && worker.rank == 0) log::warn("dist", "{}", backend.note);
+  dist::CommunicatorOptions options = joined->options();
   options.use_nccl = backend.nccl;
   options.device = device;
-  return std::make_shared<dist::Communicator>(options);
+  return std::make_shared<dist::Communicator>(std::move(*joined), options);
 }
 
 /// Vocabulary and token caches. Rank 0 builds them first (with a fine-tuning source's
@@ -116,6 +126,21 @@ train::RunSetup make_run_setup(const config::RunConfig& c, const dist::WorkerEnv
 }
 
 }  // namespace
+
+dist::WorkerEnv with_host_ranks(dist::WorkerEnv worker, const dist::HostRanks& host) {
+  if (worker.launcher == dist::Launcher::kNone) return worker;
+  if (worker.local_world_size == 0) {
+    worker.local_world_size = host.local_world_size;
+    log::info("dist", "{} rank(s) on this host ({}), counted at the rendezvous: {} does not say",
+              host.local_world_size, dist::host_identity(), dist::launcher_name(worker.launcher));
+  }
+  if (!worker.local_rank_set) {
+    worker.local_rank = host.local_rank;
+    worker.local_rank_set = true;
+    log::info("dist", "local rank {} on this host, counted at the rendezvous", host.local_rank);
+  }
+  return worker;
+}
 
 int64_t local_workers(const config::RunConfig& c, const dist::DeviceInfo& devices,
                       const dist::WorkerEnv& worker) {
@@ -171,16 +196,20 @@ void resolve_max_tokens(Rank& rank, int64_t ranks_per_device) {
 
 Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
                  const config::ResumeFrom& resume, const dist::DeviceInfo& devices,
-                 const dist::WorkerEnv& worker) {
+                 const dist::WorkerEnv& worker_env) {
   Rank rank;
   // The checkpoint resumed from contributes its config (below --set), so read it first.
   rank.resume = find_resume_checkpoint(cfg, resume);
   rank.config = resumed_config(command.sources, std::move(cfg), rank.resume);
   const config::RunConfig& c = rank.config;
+  std::optional<dist::Rendezvous> joined = join(c, worker_env);
+  const dist::WorkerEnv worker =
+      joined ? with_host_ranks(worker_env, joined->host_ranks()) : worker_env;
   const int64_t local = local_workers(c, devices, worker);
   const int threads = set_up_threads(c, devices, local);
   const c10::Device device = set_up_device(c, devices, worker, threads);
-  std::shared_ptr<dist::Communicator> communicator = connect(c, device, devices, worker, local);
+  std::shared_ptr<dist::Communicator> communicator =
+      connect(c, device, devices, worker, local, std::move(joined));
   // Fine-tuning starts from another run's model and vocabulary; a resumed run has its own.
   if (!rank.resume) rank.init = load_init_checkpoint(c);
   rank.data = prepare_rank_data(c, worker, communicator.get(), rank.init, threads);

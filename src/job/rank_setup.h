@@ -15,12 +15,18 @@
 #include "config/train_cli.h"
 #include "data/prepare.h"
 #include "dist/device.h"
+#include "dist/rendezvous.h"
 #include "dist/worker_env.h"
 #include "job/fine_tune.h"
 #include "train/max_tokens_fit.h"
 #include "train/run_setup.h"
 
 namespace nmt::job {
+
+/// `worker` with what the launcher left unsaid filled in from the rendezvous: the ranks on
+/// this host (no LOCAL_WORLD_SIZE or local size) and this rank's place among them (no
+/// LOCAL_RANK). Said in the log. A process that no launcher started is returned as it is.
+dist::WorkerEnv with_host_ranks(dist::WorkerEnv worker, const dist::HostRanks& host);
 
 /// Workers this node runs: under a launcher, its count; else dist.nproc_per_node; else one
 /// per GPU (1 without GPU).

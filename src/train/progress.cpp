@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "amp/loss_scaler.h"
+#include "dist/device.h"
 #include "train/lr_schedule.h"
 #include "util/duration.h"
 #include "util/log.h"
@@ -69,12 +70,16 @@ double Progress::interval(int64_t step, int64_t epoch, const IntervalTotals& t,
   const double tokens_per_s = (t.tgt_tokens + t.src_tokens) / seconds;
   const double eta = eta_seconds(step);
   const double lr = learning_rate(options_, step);
+  // The ranks of a host share the mapped token caches: the private part is what each adds.
+  const dist::HostMemory host = dist::host_memory_now();
   log::info("train",
             "step {}{} | epoch {} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | lr {:.3g} | {:.0f} "
-            "tok/s | gnorm {:.3f} | scale {:g} | {} MiB | {} elapsed, ETA {}",
+            "tok/s | gnorm {:.3f} | scale {:g} | {} MiB (host {} private, {} shared) | {} "
+            "elapsed, ETA {}",
             step, options_.max_steps > 0 ? fmt::format("/{}", options_.max_steps) : "", epoch,
             loss, nll, perplexity(nll), lr, tokens_per_s, grad_norm, scaler.scale,
-            static_cast<int64_t>(peak_mb), format_duration(elapsed()), format_duration(eta));
+            static_cast<int64_t>(peak_mb), host.private_bytes >> 20, host.shared_bytes >> 20,
+            format_duration(elapsed()), format_duration(eta));
   if (scaler.skipped_total > skipped_logged_) {
     log::warn("train", "{} update(s) skipped for non-finite gradients so far (loss scale now {:g})",
               scaler.skipped_total, scaler.scale);
@@ -94,6 +99,8 @@ double Progress::interval(int64_t step, int64_t epoch, const IntervalTotals& t,
       .add("loss_scale", scaler.scale)
       .add("skipped_updates", scaler.skipped_total)
       .add("peak_memory_mb", peak_mb)
+      .add("host_private_mb", double(host.private_bytes) / (1 << 20))
+      .add("host_shared_mb", double(host.shared_bytes) / (1 << 20))
       .add("data_wait_s", t.data_wait_s);
   if (t.split_measured) {
     record.add("forward_s", t.forward_s)

@@ -17,6 +17,8 @@ std::string format_count(double count) {
   if (a >= 1e9) return fmt::format("{:.2f}G", count / 1e9);
   if (a >= 1e6) return fmt::format("{:.2f}M", count / 1e6);
   if (a >= 1e4) return fmt::format("{:.1f}k", count / 1e3);
+  // Slow rates (EM rounds a second) keep two digits instead of rounding to 0.
+  if (a < 10 && count != std::floor(count)) return fmt::format("{:.2g}", count);
   return fmt::format("{:.0f}", count);
 }
 
@@ -51,6 +53,7 @@ void PhaseProgress::update(double done, double fraction) {
   const auto now = std::chrono::steady_clock::now();
   if (now - last_line_ < every_) return;
   last_line_ = now;
+  reported_ = true;
   const bool estimated = total_ <= 0 && fraction > 0;
   const double total = estimated ? done / std::min(fraction, 1.0) : total_;
   info(component_, "{}", progress_line(what_, unit_, done, total, seconds(), estimated));

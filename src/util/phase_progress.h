@@ -37,12 +37,16 @@ class PhaseProgress {
   void finish(double done);
   /// Seconds since the phase started.
   double seconds() const;
+  /// Whether update() has logged a line: a phase that ended before the first one (a small
+  /// corpus planned in a blink, every epoch) may then end without its closing line too.
+  bool reported() const { return reported_; }
 
  private:
   std::string component_, what_, unit_;
   double total_;
   std::chrono::milliseconds every_;
   std::chrono::steady_clock::time_point start_, last_line_;
+  bool reported_ = false;
 };
 
 }  // namespace nmt::log

@@ -261,3 +261,27 @@ TEST_CASE("data.train errors name the file, line, entry and key", "[config]") {
   CHECK(load_run_config({dir.write("v.yaml", std::string(kTrainData) + "  valid:\n" + valid_set + "}\n")})
             .data.valid.size() == 1);
 }
+
+TEST_CASE("data.train entries take tag bt, printed only when set", "[config]") {
+  nmt::test::TempDir dir;
+  const std::string corpora =
+      "data:\n"
+      "  train:\n"
+      "    - {name: real, src: data/ddtp.en-de.valid.en, tgt: data/ddtp.en-de.valid.de}\n"
+      "    - {name: synthetic, src: data/ddtp.en-de.valid.en, tgt: data/ddtp.en-de.valid.de, tag: bt}\n";
+  const RunConfig c = load_run_config({dir.write("run.yaml", corpora)});
+  REQUIRE(c.data.train.size() == 2);
+  CHECK(c.data.train[0].tag == nmt::data::CorpusTag::kNone);
+  CHECK(c.data.train[1].tag == nmt::data::CorpusTag::kBackTranslation);
+  const std::string printed = nmt::config::to_yaml(c);
+  CHECK_THAT(printed, Contains("tag: bt"));
+  CHECK_THAT(printed, Contains("weight: 1}, {name: synthetic"));  // the untagged entry: no tag
+  CHECK_THAT(printed, Contains("weight: 1, tag: bt}"));
+  CHECK(load_run_config({dir.write("printed.yaml", printed)}).data.train == c.data.train);
+  const std::string head = "data:\n  train:\n    - {name: a, src: data/ddtp.en-de.valid.en, tgt: data/ddtp.en-de.valid.de";
+  CHECK_THAT(file_error(dir, head + ", tag: mt}\n"),
+             Contains("run.yaml:3:7: data.train[0]: tag: expected bt (back-translated data, tagged <BT>), found 'mt'"));
+  CHECK_THAT(file_error(dir, head + ", tags: bt}\n"), Contains("unknown key 'tags'; did you mean 'tag'?"));
+  CHECK_THAT(file_error(dir, std::string(kTrainData) + "  valid:\n" + head.substr(15) + ", tag: bt}\n"),
+             Contains("data.valid set a: tag: a validation set has no tag"));
+}

@@ -113,3 +113,16 @@ TEST_CASE("ranks on a device: local ranks take the GPUs in turn", "[dist]") {
   CHECK(ranks_on_device(1, 3, 2) == 1);  // local rank 1 alone on GPU 1
   CHECK(ranks_on_device(0, 1, 0) == 1);  // no GPU
 }
+
+TEST_CASE("host memory is split into private and shared, as /proc says", "[dist]") {
+  const nmt::dist::HostMemory parsed = nmt::dist::parse_host_memory(
+      "Name:\tnmt-train\nVmRSS:\t    3000 kB\nRssAnon:\t    1000 kB\n"
+      "RssFile:\t    1500 kB\nRssShmem:\t     500 kB\nThreads:\t4\n");
+  CHECK(parsed.private_bytes == 1000 * 1024);
+  CHECK(parsed.shared_bytes == 2000 * 1024);
+  CHECK(nmt::dist::parse_host_memory("").private_bytes == 0);
+  // A mapped file's pages count as shared once touched; an allocation as private.
+  const nmt::dist::HostMemory now = nmt::dist::host_memory_now();
+  CHECK(now.private_bytes > 0);
+  CHECK(now.shared_bytes > 0);
+}

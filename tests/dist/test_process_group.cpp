@@ -322,3 +322,39 @@ TEST_CASE("the store keeps the first set_once value, and progress marks name who
   CHECK(reports[1] == "; behind: rank 1 is at 'step 1: backward done'; the others are at "
                       "'step 2: backward done' (this is rank 1)");
 }
+
+TEST_CASE("the rendezvous counts the ranks of each host", "[dist]") {
+  using nmt::dist::host_ranks_of;
+  const std::vector<std::string> hosts{"a", "b", "a", "a", "b"};
+  CHECK(host_ranks_of(hosts, 0).local_rank == 0);
+  CHECK(host_ranks_of(hosts, 0).local_world_size == 3);
+  CHECK(host_ranks_of(hosts, 2).local_rank == 1);
+  CHECK(host_ranks_of(hosts, 3).local_rank == 2);
+  CHECK(host_ranks_of(hosts, 1).local_rank == 0);
+  CHECK(host_ranks_of(hosts, 4).local_rank == 1);
+  CHECK(host_ranks_of(hosts, 4).local_world_size == 2);
+  CHECK(host_ranks_of({"only"}, 0).local_world_size == 1);
+  CHECK_THROWS_AS(host_ranks_of(hosts, 5), nmt::DistError);
+}
+
+TEST_CASE("3 ranks of one host find each other at the rendezvous, then form a group on it",
+          "[dist][gloo]") {
+  const int port = nmt::dist::find_free_port();
+  std::vector<nmt::dist::HostRanks> found(3);
+  std::vector<double> sums(3);
+  auto errors = run_ranks(3, [&](int r) {
+    nmt::dist::Rendezvous joined(options(port, r, 3));
+    found[r] = joined.host_ranks();
+    Communicator comm(std::move(joined), options(port, r, 3));
+    std::vector<at::Tensor> t{at::full({1}, double(r + 1))};
+    comm.all_reduce_sum(t);
+    sums[r] = t[0].item<double>();
+  });
+  require_no_errors(errors);
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank " << r);
+    CHECK(found[r].local_rank == r);
+    CHECK(found[r].local_world_size == 3);
+    CHECK(sums[r] == 6.0);
+  }
+}

@@ -93,6 +93,8 @@ TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, Contains("started by torchrun as rank 0 of 2"));
+    // No LOCAL_WORLD_SIZE: the ranks of this host are counted, not assumed one per GPU.
+    CHECK_THAT(r.err, Contains("2 rank(s) on this host"));
   }
   if (run_command("command -v mpirun").exit_code != 0) {
     NMT_SKIP((not_run.empty() ? "" : not_run + " and ") << "mpirun (not installed)");

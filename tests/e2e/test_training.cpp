@@ -69,7 +69,8 @@ TEST_CASE("tiny config trains with falling validation loss and logs metrics", "[
   REQUIRE(train_loss.size() == 12);
   CHECK(train_loss.back() < train_loss.front());
   for (const char* key : {"tokens_per_s", "lr", "grad_norm", "loss_scale", "peak_memory_mb",
-                          "eta_s", "data_wait_s", "forward_s", "backward_s", "optimizer_s"}) {
+                          "host_private_mb", "host_shared_mb", "eta_s", "data_wait_s",
+                          "forward_s", "backward_s", "optimizer_s"}) {
     CHECK(metric(run.path(), "train", key).size() == 12);
   }
   // On a CPU the phases run as the host calls them: the split is wall time, and says so.

@@ -91,6 +91,40 @@ TEST_CASE("rank setup: workers per node and ranks per GPU", "[job]") {
   CHECK(nmt::job::local_workers(c, gpus, launched) == 5);
 }
 
+TEST_CASE("rank setup: a launcher's silence on the host's ranks is filled in from the "
+          "rendezvous", "[job]") {
+  nmt::dist::DeviceInfo gpu = one_cpu();
+  gpu.cuda_devices = 1;
+  const RunConfig c = TinyRun().config();
+  // RANK, WORLD_SIZE and LOCAL_RANK by hand, no LOCAL_WORLD_SIZE: 2 ranks, both on this host.
+  nmt::dist::WorkerEnv silent;
+  silent.launcher = nmt::dist::Launcher::kTorchrun;
+  silent.rank = 1;
+  silent.world_size = 2;
+  silent.local_rank = 1;
+  silent.local_world_size = 0;
+  const nmt::dist::HostRanks counted{1, 2};
+  const nmt::dist::WorkerEnv filled = nmt::job::with_host_ranks(silent, counted);
+  CHECK(filled.local_world_size == 2);
+  CHECK(filled.local_rank == 1);
+  // Both ranks share the one GPU: not one worker per GPU, which gave NCCL "Duplicate GPU".
+  CHECK(nmt::job::local_workers(c, gpu, filled) == 2);
+  CHECK(nmt::dist::choose_backend(nmt::dist::Backend::kAuto, true, 2, 1, "").nccl == false);
+  // Without LOCAL_RANK either (PMI without MPI_LOCALRANKID), the rank's place comes too.
+  nmt::dist::WorkerEnv no_local_rank = silent;
+  no_local_rank.local_rank = 0;
+  no_local_rank.local_rank_set = false;
+  CHECK(nmt::job::with_host_ranks(no_local_rank, counted).local_rank == 1);
+  // What the launcher says stands.
+  nmt::dist::WorkerEnv said = silent;
+  said.local_world_size = 4;
+  CHECK(nmt::job::with_host_ranks(said, counted).local_world_size == 4);
+  // A process no launcher started is left as it is.
+  nmt::dist::WorkerEnv alone;
+  alone.local_world_size = 0;
+  CHECK(nmt::job::with_host_ranks(alone, counted).local_world_size == 0);
+}
+
 TEST_CASE("rank setup: one CPU rank gets its threads, data and the configured max_tokens",
           "[job]") {
   const TinyRun run;

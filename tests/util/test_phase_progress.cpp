@@ -8,6 +8,10 @@ using nmt::log::progress_line;
 
 TEST_CASE("counts read as people write them", "[util][progress]") {
   CHECK(format_count(950) == "950");
+  CHECK(format_count(0.0869) == "0.087");
+  CHECK(format_count(2.5) == "2.5");
+  CHECK(format_count(3) == "3");
+  CHECK(format_count(0) == "0");
   CHECK(format_count(38123) == "38.1k");
   CHECK(format_count(5e6) == "5.00M");
   CHECK(format_count(3.4e9) == "3.40G");
