@@ -80,8 +80,8 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
           ->type_name("SPEC");
   uint64_t seed = 0;
   app.add_option("--seed", seed,
-                 "seed of --sampling: sentence i draws from (seed, i) alone, so the same seed "
-                 "and input give the same output with any --max-tokens or device batching")
+                 "seed of --sampling: input line i draws from (seed, i) alone, so the same "
+                 "seed and input give the same output with any --max-tokens (on one device)")
       ->needs(sampling_option)
       ->capture_default_str()
       ->type_name("N");

@@ -20,6 +20,22 @@ uint64_t mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+/// Inverse-CDF draw per row of probs [R, N] (rows sum to 1, zeros allowed) with uniform
+/// [R, 1]: the first position whose cumulative sum (in float64, so that a vocabulary of
+/// 32k adds up without visible rounding) exceeds u x total. right=true skips zero-probability
+/// positions; rounding can put the target at the total, so such rows take their last
+/// position of nonzero probability. Returns int64 positions [R, 1].
+at::Tensor draw_position(const at::Tensor& probs, const at::Tensor& uniform) {
+  const at::Tensor cdf = probs.to(at::kDouble).cumsum(1);
+  const int64_t n = probs.size(1);
+  const at::Tensor target = uniform.to(at::kDouble) * cdf.narrow(1, n - 1, 1);
+  const at::Tensor pick = at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true);
+  const at::Tensor positions = at::arange(n, probs.options().dtype(at::kLong)).unsqueeze(0);
+  const at::Tensor last_allowed =
+      std::get<0>(positions.masked_fill(probs.le(0), -1).max(1, /*keepdim=*/true));
+  return at::minimum(pick, last_allowed);
+}
+
 }  // namespace
 
 float sample_uniform(uint64_t seed, int64_t sentence, int64_t step) {
@@ -40,25 +56,16 @@ at::Tensor sample_tokens(const at::Tensor& lprobs, const SamplingOptions& option
               " rows but ", sentences.size(), " sentence ids");
   const at::Tensor scaled =
       options.temperature == 1.0 ? lprobs : lprobs / options.temperature;
-  // Sorted descending, so banned tokens (probability 0) come last and the cumulative sum adds
-  // small numbers to large ones in a fixed order.
-  at::Tensor values, index;
-  if (options.top_k > 0 && options.top_k < vocab)
-    std::tie(values, index) = scaled.topk(options.top_k, 1, /*largest=*/true, /*sorted=*/true);
-  else
-    std::tie(values, index) = scaled.sort(/*stable=*/true, 1, /*descending=*/true);
-  const at::Tensor probs = values.softmax(1);
-  const at::Tensor cdf = probs.cumsum(1);
   std::vector<float> u(rows);
   for (int64_t r = 0; r < rows; ++r) u[r] = sample_uniform(options.seed, sentences[r], step);
-  const at::Tensor target =
-      at::tensor(u).to(lprobs.device()).unsqueeze(1) * cdf.narrow(1, cdf.size(1) - 1, 1);
-  // right=true: the first position whose cumulative sum exceeds the target, which has p > 0;
-  // rounding can put the target at the total, so cap at the last allowed position.
-  at::Tensor pick = at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true);
-  const at::Tensor last_allowed = probs.gt(0).sum(1, /*keepdim=*/true) - 1;
-  pick = at::minimum(pick, last_allowed);
-  return index.gather(1, pick).squeeze(1);
+  const at::Tensor uniform = at::tensor(u).to(lprobs.device()).unsqueeze(1);
+  if (options.top_k > 0 && options.top_k < vocab) {
+    // The k best, sorted descending (ties in a fixed order), renormalized.
+    auto [values, index] = scaled.topk(options.top_k, 1, /*largest=*/true, /*sorted=*/true);
+    return index.gather(1, draw_position(values.softmax(1), uniform)).squeeze(1);
+  }
+  // The whole vocabulary in id order (no sort: it would cost more than a small model's step).
+  return draw_position(scaled.softmax(1), uniform).squeeze(1);
 }
 
 std::string describe(const SamplingOptions& options) {

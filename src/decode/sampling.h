@@ -5,9 +5,9 @@
 // beam. Back-translation with sampled sources beats beam search at scale (Edunov et al. 2018),
 // since beam outputs are too regular to teach the forward model much.
 //
-// The draw of row r at a step is inverse-CDF sampling: the row's allowed tokens sorted by
-// probability (stable, descending; only the k best with top_k), p = softmax(lprobs / T) over
-// them, and the first token whose cumulative p exceeds u x (total p), where
+// The draw of row r at a step is inverse-CDF sampling: p = softmax(lprobs / T) over the
+// vocabulary in id order (with top_k: over the k most probable tokens, sorted descending,
+// renormalized), and the first token whose cumulative p exceeds u x (total p), where
 // u = sample_uniform(seed, sentence of row r, step). The random number is a function of
 // (seed, sentence, step) alone, with no generator state, so a sentence draws the same numbers
 // whatever else is in its batch, in any batch order, on any device.
