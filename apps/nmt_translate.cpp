@@ -1,4 +1,4 @@
-// nmt-translate: translate text with a checkpoint of nmt-train (greedy or beam search).
+// nmt-translate: translate text with a checkpoint of nmt-train (greedy, beam search or sampling).
 #include <fstream>
 
 #include "config/translate_cli.h"

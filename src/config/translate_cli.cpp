@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include "config/run_config.h"
+#include "config/sampling_spec.h"
+#include "util/error.h"
 
 namespace nmt::config {
 namespace {
@@ -44,7 +46,7 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   app.add_option("-o,--output", command.output, "where to write the translations (- for stdout)")
       ->capture_default_str()
       ->type_name("FILE");
-  app.add_option("--beam", s.beam, "beam size; 1 is greedy search")
+  CLI::Option* beam = app.add_option("--beam", s.beam, "beam size; 1 is greedy search")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}))
       ->capture_default_str()
       ->type_name("N");
@@ -67,6 +69,22 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
                                       "lines (score: log-probability / length penalty)")
                            ->check(CLI::PositiveNumber)
                            ->type_name("N");
+  std::string sampling;
+  CLI::Option* sampling_option =
+      app.add_option("--sampling", sampling,
+                     "draw each output token at random from the model's distribution instead of "
+                     "searching (for back-translation): topk:K (among the K most probable "
+                     "tokens), temperature:T (log-probabilities divided by T: < 1 sharper, > 1 "
+                     "flatter), or topk:K,temperature:T. One output per line; not with --nbest "
+                     "or --beam > 1")
+          ->type_name("SPEC");
+  uint64_t seed = 0;
+  app.add_option("--seed", seed,
+                 "seed of --sampling: input line i draws from (seed, i) alone, so the same "
+                 "seed and input give the same output with any --max-tokens (on one device)")
+      ->needs(sampling_option)
+      ->capture_default_str()
+      ->type_name("N");
   app.add_option("--max-tokens", o.max_tokens,
                  "padded source tokens per batch (sentences x longest sentence)")
       ->check(CLI::PositiveNumber)
@@ -112,6 +130,22 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
       ->type_name("LEVEL");
   try {
     app.parse(argc, argv);
+    if (sampling_option->count() > 0) {
+      if (nbest->count() > 0)
+        throw CLI::ValidationError("--nbest and --sampling do not combine: sampling draws one "
+                                   "translation per line");
+      if (beam->count() > 0 && s.beam != 1)
+        throw CLI::ValidationError("--beam " + std::to_string(s.beam) +
+                                   " and --sampling do not combine: sampling draws instead of "
+                                   "searching (give --beam 1 or leave it out)");
+      try {
+        s.sampling = parse_sampling_spec(sampling);
+      } catch (const nmt::ConfigError& e) {
+        throw CLI::ValidationError(e.what());
+      }
+      s.sampling->seed = seed;
+      s.beam = 1;
+    }
     if (s.nbest > s.beam)
       throw CLI::ValidationError("--nbest", "--nbest " + std::to_string(s.nbest) +
                                                 " exceeds --beam " + std::to_string(s.beam));

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include <ATen/ATen.h>
 
+#include "decode/sampling.h"
 #include "util/error.h"
 
 namespace nmt::decode {
@@ -101,6 +103,21 @@ void constrain(at::Tensor& lprobs, const SearchIds& ids, const std::vector<int64
   lprobs.select(1, ids.eos).index_copy_(0, rows, eos);
 }
 
+/// (log-probability, token) [R] of each live row's next token: the best one, or with
+/// options.sampling one drawn for its sentence (sentences[live[r]], or live[r] when empty).
+std::tuple<at::Tensor, at::Tensor> next_tokens(const at::Tensor& lprobs,
+                                               const SearchOptions& options,
+                                               const std::vector<int64_t>& live,
+                                               const std::vector<int64_t>& sentences,
+                                               int64_t step) {
+  if (!options.sampling) return lprobs.max(1);
+  std::vector<int64_t> row_sentence(live.size());
+  for (size_t r = 0; r < live.size(); ++r)
+    row_sentence[r] = sentences.empty() ? live[r] : sentences[live[r]];
+  const at::Tensor tokens = sample_tokens(lprobs, *options.sampling, row_sentence, step);
+  return {lprobs.gather(1, tokens.unsqueeze(1)).squeeze(1), tokens};
+}
+
 void check_input(const model::TransformerImpl& model, const at::Tensor& src_ids,
                  const SearchIds& ids, const SearchOptions& options) {
   validate(options);
@@ -126,6 +143,17 @@ void validate(const SearchOptions& o) {
             o.max_len_b);
   NMT_CHECK(o.max_len_a > 0 || o.max_len_b > 0, ConfigError,
             "max_len_a and max_len_b are both 0: every output would be empty");
+  if (!o.sampling) return;
+  NMT_CHECK(o.beam == 1 && o.nbest == 1, ConfigError,
+            "sampling draws one output per sentence: expected beam 1 and nbest 1, found beam {} "
+            "and nbest {}",
+            o.beam, o.nbest);
+  NMT_CHECK(o.sampling->top_k >= 0, ConfigError,
+            "sampling top_k: expected an integer >= 1 (or 0: the whole vocabulary), found {}",
+            o.sampling->top_k);
+  NMT_CHECK(std::isfinite(o.sampling->temperature) && o.sampling->temperature > 0, ConfigError,
+            "sampling temperature: expected a finite number > 0, found {}",
+            o.sampling->temperature);
 }
 
 double length_penalty(int64_t length, double alpha) {
@@ -140,15 +168,20 @@ int64_t max_output_length(int64_t src_len, const SearchOptions& options, int64_t
 
 std::vector<std::vector<Hypothesis>> search(model::TransformerImpl& model,
                                             const at::Tensor& src_ids, const SearchIds& ids,
-                                            const SearchOptions& options) {
-  return options.beam == 1 ? greedy_search(model, src_ids, ids, options)
+                                            const SearchOptions& options,
+                                            const std::vector<int64_t>& sentences) {
+  return options.beam == 1 ? greedy_search(model, src_ids, ids, options, sentences)
                            : beam_search(model, src_ids, ids, options);
 }
 
 std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model,
                                                    const at::Tensor& src_ids, const SearchIds& ids,
-                                                   const SearchOptions& options) {
+                                                   const SearchOptions& options,
+                                                   const std::vector<int64_t>& sentences) {
   check_input(model, src_ids, ids, options);
+  TORCH_CHECK(sentences.empty() || static_cast<int64_t>(sentences.size()) == src_ids.size(0),
+              "greedy_search: ", src_ids.size(0), " sources but ", sentences.size(),
+              " sentence ids");
   c10::InferenceMode inference;
   const int64_t batch = src_ids.size(0);
   const at::Device device = src_ids.device();
@@ -166,7 +199,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
     std::vector<int64_t> row_limit(live.size());
     for (size_t r = 0; r < live.size(); ++r) row_limit[r] = limit[live[r]];
     constrain(lprobs, ids, row_limit, step);
-    auto [values, tokens] = lprobs.max(1);
+    auto [values, tokens] = next_tokens(lprobs, options, live, sentences, step);
     const at::Tensor values_cpu = values.to(at::kCPU).contiguous();
     const at::Tensor tokens_cpu = tokens.to(at::kCPU).contiguous();
     const float* value = values_cpu.data_ptr<float>();

@@ -41,16 +41,22 @@ int64_t max_output_length(int64_t src_len, const SearchOptions& options, int64_t
 
 /// Translates src_ids [B, S] (int64, right-padded with the model's pad id, EOS-terminated, on
 /// the model's device). Returns per sentence its options.nbest best hypotheses, best first.
-/// beam == 1 is greedy search. Runs without autograd; the caller sets eval mode and, if
-/// wanted, an autocast scope. Throws nmt::ConfigError for invalid options.
+/// beam == 1 is greedy search, or with options.sampling random sampling (sampling.h), whose
+/// draws for row i depend on (seed, sentences[i], step); sentences empty: row i is sentence
+/// i. Runs without autograd; the caller sets eval mode and, if wanted, an autocast scope.
+/// Throws nmt::ConfigError for invalid options.
 std::vector<std::vector<Hypothesis>> search(model::TransformerImpl& model,
                                             const at::Tensor& src_ids, const SearchIds& ids,
-                                            const SearchOptions& options);
+                                            const SearchOptions& options,
+                                            const std::vector<int64_t>& sentences = {});
 
-/// Greedy search (the beam == 1 path of search()).
+/// Greedy search (the beam == 1 path of search()): the best token at each step, or with
+/// options.sampling a drawn one (its score is the model's log-probability of the token, not
+/// the tempered one).
 std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model,
                                                    const at::Tensor& src_ids, const SearchIds& ids,
-                                                   const SearchOptions& options);
+                                                   const SearchOptions& options,
+                                                   const std::vector<int64_t>& sentences = {});
 
 /// Beam search with options.beam hypotheses per sentence. A sentence is finished when
 /// `beam` hypotheses have ended with EOS (EOS is taken only among the `beam` best candidates

@@ -3,6 +3,9 @@
 // them without compiling against LibTorch.
 
 #include <cstdint>
+#include <optional>
+
+#include "decode/sampling_options.h"
 
 namespace nmt::decode {
 
@@ -15,10 +18,13 @@ struct SearchOptions {
   int64_t nbest = 1;            ///< hypotheses returned per sentence; at most beam
   bool cached = true;           ///< false: re-run the decoder over the whole prefix each step
                                 ///< (slow; for speed comparisons and tests)
+  std::optional<SamplingOptions> sampling;  ///< set: draw one output per sentence at random
+                                            ///< (beam and nbest must be 1); unset: search
 };
 
 /// Throws nmt::ConfigError naming the option when a value is out of range (beam < 1,
-/// nbest < 1 or > beam, non-finite length_penalty, negative max_len_a or max_len_b).
+/// nbest < 1 or > beam, non-finite length_penalty, negative max_len_a or max_len_b; sampling
+/// with beam or nbest > 1, top_k < 0, a temperature that is not finite and > 0).
 void validate(const SearchOptions& options);
 
 }  // namespace nmt::decode

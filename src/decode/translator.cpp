@@ -27,6 +27,7 @@
 #include "data/lang_tags.h"
 #include "util/utf8.h"
 #include "data/vocab.h"
+#include "decode/sampling.h"
 #include "decode/search.h"
 #include "model/transformer.h"
 #include "util/error.h"
@@ -232,9 +233,10 @@ struct Translator::Impl {
     return ids_out;
   }
 
-  /// Translates lines (already checked for UTF-8), batched by padded source tokens.
+  /// Translates lines (already checked for UTF-8), batched by padded source tokens; the
+  /// first is input line first_line (0-based), which names the sentences' sampling streams.
   std::vector<std::vector<Translation>> run(const std::vector<std::string>& lines,
-                                            TranslateStats* stats) {
+                                            TranslateStats* stats, int64_t first_line = 0) {
     std::vector<std::vector<int64_t>> sources(lines.size());
     int64_t truncated = 0;
     for (size_t i = 0; i < lines.size(); ++i) sources[i] = encode(lines[i], &truncated);
@@ -264,7 +266,7 @@ struct Translator::Impl {
              static_cast<int64_t>((end - begin + 1) * sources[order[end]].size()) <=
                  options.max_tokens)
         ++end;
-      translate_batch(order, begin, end, sources, out);
+      translate_batch(order, begin, end, sources, out, first_line);
       done += static_cast<int64_t>(end - begin);
       if (progress) progress->update(double(done));
       begin = end;
@@ -274,8 +276,11 @@ struct Translator::Impl {
 
   void translate_batch(const std::vector<size_t>& order, size_t begin, size_t end,
                        const std::vector<std::vector<int64_t>>& sources,
-                       std::vector<std::vector<Translation>>& out) {
+                       std::vector<std::vector<Translation>>& out, int64_t first_line) {
     const int64_t rows = static_cast<int64_t>(end - begin);
+    std::vector<int64_t> sentences(rows);
+    for (size_t k = begin; k < end; ++k)
+      sentences[k - begin] = first_line + static_cast<int64_t>(order[k]);
     size_t width = 0;
     for (size_t k = begin; k < end; ++k) width = std::max(width, sources[order[k]].size());
     at::Tensor src = at::full({rows, static_cast<int64_t>(width)}, src_vocab.pad_id(), at::kLong);
@@ -288,7 +293,7 @@ struct Translator::Impl {
     std::vector<std::vector<Hypothesis>> hyps;
     {
       amp::AutocastScope autocast(options.amp, device.type());
-      hyps = search(*model, src, ids, options.search);
+      hyps = search(*model, src, ids, options.search, sentences);
     }
     for (size_t k = begin; k < end; ++k) {
       std::vector<Translation>& result = out[order[k]];
@@ -360,7 +365,8 @@ TranslateStats Translator::translate_file(const std::string& input, const std::s
   for (size_t begin = 0; begin < lines.size(); begin += kChunkLines) {
     const size_t end = std::min(lines.size(), begin + kChunkLines);
     const std::vector<std::string> chunk(lines.begin() + begin, lines.begin() + end);
-    const std::vector<std::vector<Translation>> results = impl_->run(chunk, &stats);
+    const std::vector<std::vector<Translation>> results =
+        impl_->run(chunk, &stats, static_cast<int64_t>(begin));
     for (const auto& translations : results) {
       impl_->write(out, translations);
       if (!translations.empty()) stats.output_tokens += translations[0].tokens.size();
@@ -369,12 +375,15 @@ TranslateStats Translator::translate_file(const std::string& input, const std::s
     NMT_CHECK(out.good(), DataError, "{}: write failed", to_stdout ? "<stdout>" : output);
   }
   stats.seconds = seconds_since(start);
+  const SearchOptions& searched = impl_->options.search;
   log::info("translate",
-            "{} sentences in {:.2f} s: {:.1f} sentences/s, {:.1f} output tokens/s (beam {}, {})",
+            "{} sentences in {:.2f} s: {:.1f} sentences/s, {:.1f} output tokens/s ({}, {})",
             stats.sentences, stats.seconds,
             stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0,
             stats.seconds > 0 ? stats.output_tokens / stats.seconds : 0.0,
-            impl_->options.search.beam, impl_->options.search.cached ? "cached" : "uncached");
+            searched.sampling ? "sampling " + describe(*searched.sampling)
+                              : fmt::format("beam {}", searched.beam),
+            searched.cached ? "cached" : "uncached");
   return stats;
 }
 

@@ -51,7 +51,8 @@ class Translator {
   Translator& operator=(const Translator&) = delete;
 
   /// Translates lines; result i holds search.nbest translations of line i, best first (an
-  /// empty or blank line gives empty texts with score 0). Throws DataError naming the line
+  /// empty or blank line gives empty texts with score 0; with search.sampling, line i draws
+  /// from (seed, i), as in translate_file). Throws DataError naming the line
   /// (1-based) of the first invalid UTF-8 line.
   std::vector<std::vector<Translation>> translate(const std::vector<std::string>& lines);
 

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "test_support.h"
 
@@ -98,6 +99,18 @@ TEST_CASE("nmt-translate translates with a checkpoint trained by nmt-train", "[e
     CHECK(nbest[3 * i].substr(0, nbest[3 * i].rfind('\t')) == lines_of(beam)[i]);
   }
 
+  // Sampling: one line per input line; the same seed gives the same lines in any batching,
+  // another seed other lines.
+  const std::string sample = "-c " + checkpoint + " -i " + in + " --sampling topk:20,temperature:1.2";
+  const std::string sampled = translate(sample + " --seed 3");
+  CHECK(lines_of(sampled).size() == input.size());
+  CHECK(lines_of(sampled)[2].empty());
+  CHECK(translate(sample + " --seed 3") == sampled);
+  CHECK(translate(sample + " --seed 3 --max-tokens 40") == sampled);
+  CHECK(translate(sample + " --seed 4") != sampled);
+  CHECK(translate(sample + " --seed 3 --beam 1 --no-cache") == sampled);
+  CHECK(translate("-c " + checkpoint + " -i " + in + " --sampling topk:1") == greedy);
+
   // Averaging the two checkpoints of the run.
   CHECK(lines_of(translate("-c " + run_dir.string() + " -i " + in + " --average 2 --beam 2"))
             .size() == input.size());
@@ -129,7 +142,22 @@ TEST_CASE("nmt-translate reports bad arguments in one line", "[e2e][translate]")
   CHECK(nbest.exit_code != 0);
   CHECK_THAT(nbest.err, Contains("--nbest 3 exceeds --beam 2"));
 
+  // Sampling: a bad spec, or n-best, beam > 1 or --seed alone, is one error naming the flag.
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--sampling topk:0", "--sampling topk:0: topk:K expects an integer K >= 1"},
+           {"--sampling temperature:-1", "--sampling temperature:-1: temperature:T expects"},
+           {"--sampling foo:3", "--sampling foo:3: unknown sampling 'foo:3'"},
+           {"--sampling topk:5 --nbest 2", "--nbest and --sampling do not combine"},
+           {"--sampling topk:5 --beam 4", "--beam 4 and --sampling do not combine"},
+           {"--seed 3", "--seed requires --sampling"}}) {
+    const auto r = run_command(kTranslate + " -c x " + args);
+    INFO(args);
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Contains(message));
+  }
+
   const auto help = run_command(kTranslate + " --help");
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Contains("--no-cache"));
+  CHECK_THAT(help.out, Contains("--sampling SPEC") && Contains("--seed N"));
 }
