@@ -15,7 +15,10 @@
 # reports; DEADLINE (unix seconds): no run starts after it, and the table shows what finished
 # (the GPU check sets it from its time budget); SPM_MODEL (a SentencePiece model) is used
 # instead of training one; TRAIN_ARGS (words) are added to every nmt-train run (the GPU check's
-# CPU rehearsal trains on a small corpus).
+# CPU rehearsal trains on a small corpus); AMP_MODES (default: "config" on CPU, each config's own
+# mode; "bf16 fp16" on a GPU) the amp.mode values to run each config in, e.g. "off bf16";
+# SCALING=0 skips the 2-rank scaling runs; NMT_TRAIN (default build/nmt-train) the binary, e.g.
+# another build's for a before/after pair of runs.
 #
 # The headline tokens/s of both sides comes from a pass without device syncs inside it, as
 # training runs; the step split comes from a separate pass that syncs at every phase boundary
@@ -41,10 +44,10 @@ mkdir -p "$out"
 
 if [[ $device == cuda ]]; then
   configs=${CONFIGS:-"base big"}
-  amp_modes="bf16 fp16"
+  amp_modes=${AMP_MODES:-"bf16 fp16"}
 else
   configs=${CONFIGS:-"tiny base"}
-  amp_modes="config"
+  amp_modes=${AMP_MODES:-config}
 fi
 
 config_file() {
@@ -130,7 +133,8 @@ done
 
 # 2 ranks against 1 on the base config (CPU): equal per-rank batch and threads per rank.
 scaling=""
-if [[ $device == cpu && " $configs " == *" base "* ]] && (( threads >= 2 )) && ! out_of_time; then
+if [[ $device == cpu && " $configs " == *" base "* && ${SCALING:-1} != 0 ]] && (( threads >= 2 )) &&
+   ! out_of_time; then
   per_rank=$(( threads / 2 ))
   for rep in $(seq 1 "$reps"); do
     echo "[compare] base: 1 rank vs 2 ranks, repetition $rep of $reps" >&2

@@ -6,16 +6,18 @@ namespace nmt::amp {
 namespace {
 
 AmpChoice automatic(AmpMode mode, std::string reason) {
-  return {mode, true, std::move(reason)};
+  return {mode, true, false, std::move(reason)};
 }
 
 std::string capability_name(int capability) {
   return fmt::format("{}.{}", capability / 10, capability % 10);
 }
 
+const char* bf16_unit(const CpuFeatures& cpu) { return cpu.amx_bf16 ? "AMX-BF16" : "AVX512-BF16"; }
+
 }  // namespace
 
-AmpChoice choose_amp_mode(const AmpHardware& hardware, int64_t d_model) {
+AmpChoice choose_amp_mode(const AmpHardware& hardware) {
   if (hardware.cuda) {
     const std::string cc = capability_name(hardware.min_cuda_capability);
     if (hardware.min_cuda_capability >= 80)
@@ -28,24 +30,31 @@ AmpChoice choose_amp_mode(const AmpHardware& hardware, int64_t d_model) {
   const CpuFeatures& cpu = hardware.cpu;
   if (!cpu.known)
     return automatic(AmpMode::kOff, "CPU features unknown (no /proc/cpuinfo flags)");
-  const char* unit = cpu.amx_bf16 ? "AMX-BF16" : "AVX512-BF16";
-  if ((cpu.amx_bf16 || cpu.avx512_bf16) && d_model >= kCpuBf16MinWidth)
-    return automatic(AmpMode::kBf16, fmt::format("CPU with {} and d_model {} >= {}: bf16 measured "
-                                                 "faster than fp32 from d_model {} up",
-                                                 unit, d_model, kCpuBf16MinWidth,
-                                                 kCpuBf16MinWidth));
-  if (cpu.amx_bf16 || cpu.avx512_bf16)
-    return automatic(AmpMode::kOff, fmt::format("CPU with {}, but d_model {} < {}, narrower than "
-                                                "any model measured faster in bf16",
-                                                unit, d_model, kCpuBf16MinWidth));
-  return automatic(AmpMode::kOff, "CPU without AVX512-BF16 or AMX-BF16: bf16 would be emulated, "
-                                  "slower than fp32");
+  if (!cpu.amx_bf16 && !cpu.avx512_bf16)
+    return automatic(AmpMode::kOff, "CPU without AVX512-BF16 or AMX-BF16: bf16 would be "
+                                    "emulated, slower than fp32");
+  AmpChoice pending = automatic(AmpMode::kOff,
+                                fmt::format("CPU with {}: bf16 and fp32 timed on this model's "
+                                            "batches",
+                                            bf16_unit(cpu)));
+  pending.needs_timing = true;
+  return pending;
 }
 
-AmpChoice resolve_amp_mode(std::optional<AmpMode> configured, const AmpHardware& hardware,
-                           int64_t d_model) {
-  if (configured) return {*configured, false, "as configured"};
-  return choose_amp_mode(hardware, d_model);
+AmpChoice resolve_amp_mode(std::optional<AmpMode> configured, const AmpHardware& hardware) {
+  if (configured) return {*configured, false, false, "as configured"};
+  return choose_amp_mode(hardware);
+}
+
+AmpChoice decide_by_timing(const AmpChoice& pending, double fp32_s, double bf16_s) {
+  if (!pending.needs_timing) return pending;
+  const double speedup = bf16_s > 0 ? fp32_s / bf16_s : 0.0;
+  const bool bf16 = speedup >= kCpuBf16MinSpeedup;
+  return automatic(bf16 ? AmpMode::kBf16 : AmpMode::kOff,
+                   fmt::format("{}: a step took {:.3g} s in bf16, {:.3g} s in fp32 ({:.2f}x, "
+                               "{} {:.2f}x): {}",
+                               pending.reason, bf16_s, fp32_s, speedup, bf16 ? ">=" : "<",
+                               kCpuBf16MinSpeedup, bf16 ? "bf16" : "fp32"));
 }
 
 }  // namespace nmt::amp

@@ -16,7 +16,8 @@
 
 namespace nmt::job {
 
-int dry_run(config::RunConfig c, const dist::DeviceInfo& devices, const dist::WorkerEnv& worker) {
+int dry_run(config::RunConfig c, const amp::AmpChoice& amp, const dist::DeviceInfo& devices,
+            const dist::WorkerEnv& worker) {
   const auto start = std::chrono::steady_clock::now();
   const int64_t max_tokens = train::max_tokens_to_plan(c.data);
   const int64_t world = worker.launcher != dist::Launcher::kNone ? worker.world_size
@@ -55,8 +56,10 @@ int dry_run(config::RunConfig c, const dist::DeviceInfo& devices, const dist::Wo
   summary.kind = train::RunKind::kDryRun;
   summary.world_size = world;
   summary.max_tokens = max_tokens;
-  summary.amp_mode = amp::mode_name(c.amp.mode);  // resolved before (train_job.cpp)
-  summary.amp_reason = "a dry run trains nothing; the plan lines say why this mode";
+  // "auto" where the choice awaits timing, which a dry run does not do.
+  summary.amp_mode = amp.needs_timing ? amp::mode_name(std::nullopt) : amp::mode_name(amp.mode);
+  summary.amp_auto = amp.automatic;
+  summary.amp_reason = amp.reason;
   summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.details.add("batch_stats", stats_file.string())
       .add("plan_seconds", plan_seconds)

@@ -11,6 +11,7 @@
 #include "dist/host_allocator.h"
 #include "dist/process_group.h"
 #include "dist/rendezvous.h"
+#include "train/amp_timing.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -197,12 +198,22 @@ amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices) {
 }
 
 amp::AmpChoice resolve_amp(config::RunConfig& config, const dist::DeviceInfo& devices) {
-  // Every rank decides alike: the rule reads the node's devices and the model, nothing timed.
   amp::AmpChoice choice = amp::resolve_amp_mode(
-      config.amp.mode, config.amp.mode ? amp::AmpHardware{} : amp_hardware(devices),
-      config.model.d_model);
-  config.amp.mode = choice.mode;
+      config.amp.mode, config.amp.mode ? amp::AmpHardware{} : amp_hardware(devices));
+  // A choice that awaits timing leaves amp.mode auto until time_amp below settles it.
+  if (!choice.needs_timing) config.amp.mode = choice.mode;
   return choice;
+}
+
+void time_amp(Rank& rank) {
+  if (!rank.amp.needs_timing) return;
+  rank.amp_timing = train::time_amp_modes(rank.setup, rank.data);
+  rank.amp = amp::decide_by_timing(rank.amp, rank.amp_timing->fp32_s, rank.amp_timing->bf16_s);
+  log::info("train", "precision: {} (amp.mode auto: {}; timed in {:.1f} s)",
+            amp::mode_name(rank.amp.mode), rank.amp.reason, rank.amp_timing->seconds);
+  rank.config.amp.mode = rank.amp.mode;
+  rank.setup.amp.mode = rank.amp.mode;
+  stamp_config(rank.setup, rank.config);
 }
 
 void resolve_max_tokens(Rank& rank, int64_t ranks_per_device) {
@@ -237,6 +248,7 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   rank.setup = make_run_setup(c, worker, device, std::move(communicator));
   if (device.is_cuda())
     rank.setup.ranks_on_device = dist::ranks_on_device(worker.local_rank, local, devices.cuda_devices);
+  time_amp(rank);  // before the max_tokens fit, which measures in the run's precision
   // The ranks on this rank's GPU share its free memory in the max_tokens auto fit.
   resolve_max_tokens(rank, rank.setup.ranks_on_device);
   return rank;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "amp/amp_choice.h"
 #include "config/run_config.h"
 #include "config/train_cli.h"
 #include "data/prepare.h"
@@ -18,7 +19,7 @@
 #include "dist/rendezvous.h"
 #include "dist/worker_env.h"
 #include "job/fine_tune.h"
-#include "amp/amp_choice.h"
+#include "train/amp_timing.h"
 #include "train/max_tokens_fit.h"
 #include "train/run_setup.h"
 
@@ -49,8 +50,10 @@ config::RunConfig resumed_config(const config::ConfigSources& sources, config::R
 /// CPU's features.
 amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices);
 
-/// Resolves amp.mode of `config` (auto: amp/amp_choice.h's rule for this machine and model) and
-/// writes the mode into it, so that checkpoints store the mode and a resumed run keeps it.
+/// Resolves amp.mode of `config` (auto: amp/amp_choice.h's rule for this machine) and writes
+/// the mode into it, so that checkpoints store the mode and a resumed run keeps it. A choice
+/// that needs timing (a CPU with bf16 instructions) leaves amp.mode auto: set_up_rank times
+/// the model (time_amp) and writes the mode then.
 amp::AmpChoice resolve_amp(config::RunConfig& config, const dist::DeviceInfo& devices);
 
 /// One rank, ready to train or benchmark.
@@ -63,7 +66,14 @@ struct Rank {
   std::optional<LoadedCheckpoint> init;
   std::optional<train::MaxTokensFit> max_tokens_fit;  ///< what data.max_tokens: auto measured
   amp::AmpChoice amp;  ///< the precision in effect and why (amp.mode resolved)
+  std::optional<train::AmpTiming> amp_timing;  ///< what amp.mode auto timed, if it did
 };
+
+/// Settles a choice of amp.mode auto that needs timing, on a rank whose setup and data are
+/// ready (every rank must call it then; it all-gathers): times the model in fp32 and bf16
+/// (train/amp_timing.h) and writes the mode into rank.config and rank.setup (YAML and hash
+/// included). Does nothing when rank.amp needs no timing.
+void time_amp(Rank& rank);
 
 /// Resolves data.max_tokens of a rank whose setup and data are ready: the configured number,
 /// or with auto the measured fit (every rank must call it then; it all-gathers), which is

@@ -153,6 +153,7 @@ int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
   summary.amp_mode = amp::mode_name(rank.amp.mode);
   summary.amp_auto = rank.amp.automatic;
   summary.amp_reason = rank.amp.reason;
+  if (rank.amp_timing) summary.amp_timing = rank.amp_timing->to_json();
   summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   train::write_run_summary(rank.setup.run_dir, summary);
   return code;
@@ -184,15 +185,17 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
                        (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
                                                  : fmt::format("rank{}.log", worker.rank)));
   }
-  // The plan (and its config hash, the one checkpoints store) shows amp.mode resolved; each
-  // rank resolves it again in set_up_rank, where the choice and its reason reach summary.json.
+  // The plan (and its config hash, the one checkpoints store) shows amp.mode resolved, unless
+  // it awaits timing; each rank resolves it again in set_up_rank (timing it there), where the
+  // choice and its reason reach summary.json.
   config::RunConfig planned = cfg;
   const amp::AmpChoice amp = resolve_amp(planned, devices);
   log_plan(planned, devices, worker);
-  log::info("plan", "precision: {} ({}{})", amp::mode_name(amp.mode),
+  log::info("plan", "precision: {} ({}{})",
+            amp.needs_timing ? "timed at start" : amp::mode_name(amp.mode),
             amp.automatic ? "amp.mode auto: " : "", amp.reason);
   switch (kind) {
-    case RunKind::kDryRun: return dry_run(planned, devices, worker);
+    case RunKind::kDryRun: return dry_run(planned, amp, devices, worker);
     case RunKind::kLaunch: return launch(command, cfg, devices, worker, argc, argv);
     case RunKind::kBenchmark:
     case RunKind::kTrain: break;

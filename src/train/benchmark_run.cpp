@@ -41,13 +41,7 @@ BatchSource benchmark_batches(const RunSetup& setup, const data::PreparedData& d
                               std::unique_ptr<data::BatchPrefetcher>& prefetcher) {
   if (options.synthetic)
     return [batch = synthetic_batch(setup, data.vocab, options)] { return batch; };
-  auto planner = std::make_shared<const data::BatchPlanner>(
-      data.train, data::plan_options(setup.data, setup.max_tokens, setup.world_size,
-                                     static_cast<uint64_t>(setup.train.seed)));
-  prefetcher = std::make_unique<data::BatchPrefetcher>(
-      data.train, planner, setup.rank, data::IteratorState{},
-      data::SpecialIds{data.vocab.src.pad_id(), data.vocab.tgt.bos_id(), data.vocab.tgt.eos_id()},
-      setup.data.prefetch, /*pin_memory=*/setup.device.is_cuda());
+  prefetcher = first_epoch_batches(setup, data);
   return [p = prefetcher.get()] { return p->next(); };
 }
 

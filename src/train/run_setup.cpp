@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "data/batch_tensors.h"
 #include "data/prepare.h"
 #include "data/vocab.h"
 
@@ -29,6 +30,17 @@ UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab)
   u.communicator = run.communicator;
   u.identity = fmt::format("config {} | vocabulary {}", run.config_hash, vocab_fingerprint(vocab));
   return u;
+}
+
+std::unique_ptr<data::BatchPrefetcher> first_epoch_batches(const RunSetup& run,
+                                                           const data::PreparedData& data) {
+  auto planner = std::make_shared<const data::BatchPlanner>(
+      data.train, data::plan_options(run.data, run.max_tokens, run.world_size,
+                                     static_cast<uint64_t>(run.train.seed)));
+  return std::make_unique<data::BatchPrefetcher>(
+      data.train, planner, run.rank, data::IteratorState{},
+      data::SpecialIds{data.vocab.src.pad_id(), data.vocab.tgt.bos_id(), data.vocab.tgt.eos_id()},
+      run.data.prefetch, /*pin_memory=*/run.device.is_cuda());
 }
 
 }  // namespace nmt::train

@@ -18,6 +18,8 @@
 #include "train/updater.h"
 
 namespace nmt::data {
+class BatchPrefetcher;
+struct PreparedData;
 struct Vocabularies;
 }
 namespace nmt::dist {
@@ -53,5 +55,10 @@ std::string vocab_fingerprint(const data::Vocabularies& vocab);
 
 /// What the Updater of this run is built from.
 UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab);
+
+/// This rank's batches from the start of epoch 1 of `data.train`, as training draws them
+/// (planned here, prefetched on a thread): what the benchmark and amp.mode auto's timing run on.
+std::unique_ptr<data::BatchPrefetcher> first_epoch_batches(const RunSetup& run,
+                                                           const data::PreparedData& data);
 
 }  // namespace nmt::train

@@ -45,6 +45,8 @@ std::string run_summary_json(const RunSummary& s) {
   else o.add_raw("max_tokens_fit", "null");
   json::Object amp;
   amp.add("mode", s.amp_mode).add("auto", s.amp_auto).add("reason", s.amp_reason);
+  if (s.amp_timing) amp.add("timing", *s.amp_timing);
+  else amp.add_raw("timing", "null");
   o.add("amp", amp);
   json::Object resumed;
   if (s.resumed_from) resumed.add("path", *s.resumed_from).add("step", s.resumed_step);

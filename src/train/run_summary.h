@@ -40,7 +40,7 @@ const char* run_kind_name(RunKind kind);
 
 /// What summary.json holds. Each field has one owner, which fills it once:
 /// - the job (job/train_job.cpp, job/dry_run.cpp), for every kind of run: kind, world_size,
-///   max_tokens, max_tokens_fit, amp_*, wall_s (the whole process's run, setup included) and details;
+///   max_tokens, max_tokens_fit, amp_* (amp_timing included), wall_s (the whole process's run, setup included) and details;
 /// - what ran the updates, for the rest: Trainer::run (trainer.h) when training, which leaves
 ///   the job's fields at their defaults; the job's benchmark (final_step, peak_memory_mb,
 ///   tokens_per_s). A dry run runs no update: those fields keep their defaults.
@@ -57,6 +57,7 @@ struct RunSummary {
   std::string amp_mode = "off";               ///< the precision in effect (amp.mode resolved)
   bool amp_auto = false;                      ///< it was chosen by amp.mode auto
   std::string amp_reason;                     ///< why ("as configured", or auto's reason)
+  std::optional<json::Object> amp_timing;     ///< what auto timed (train/amp_timing.h), if it did
   std::optional<std::string> resumed_from;    ///< checkpoint file this run started from
   std::optional<int64_t> resumed_step;        ///< its step
   std::optional<double> last_train_loss;      ///< per-token loss of the last logged interval

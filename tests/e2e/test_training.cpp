@@ -388,11 +388,16 @@ TEST_CASE("every kind of run writes summary.json for scripts: training, resume, 
   CHECK(json_number(json, "step") == 4);                              // resumed_from.step
 
   r = run_command(kTrain + " --config configs/tiny.yaml --dry-run --nproc-per-node 2 --set run_dir=" +
-                  dry.path().string() + " --set data.spm_model=" + shared_vocab());
+                  dry.path().string() + " --set data.spm_model=" + shared_vocab() +
+                  " --set amp.mode=auto");
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("[data] train: 41931 pairs read"));  // the shipped set, gzipped
   json = read_text(dry.path() / "summary.json");
   CHECK(json_string(json, "kind") == "dry_run");
+  // amp.mode auto: the plan's choice and its reason (a dry run times nothing: "auto" where
+  // the CPU's choice awaits timing).
+  CHECK_THAT(json, Contains("\"auto\": true") && Contains("\"timing\": null"));
+  CHECK_FALSE(json_string(json, "reason").value_or("").empty());
   CHECK(json_number(json, "world_size") == 2);
   CHECK(json_number(json, "padding_efficiency").value_or(0) > 0.5);
 

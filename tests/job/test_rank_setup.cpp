@@ -219,12 +219,29 @@ TEST_CASE("rank setup: amp.mode auto is resolved once and stored in the config",
   REQUIRE(rank.config.amp.mode.has_value());
   CHECK(rank.amp.automatic);
   CHECK_FALSE(rank.amp.reason.empty());
-  // This machine's CPU decides, by the rule of amp/amp_choice.h.
-  const auto expected = nmt::amp::choose_amp_mode(nmt::job::amp_hardware(one_cpu()), 16);
-  CHECK(*rank.config.amp.mode == expected.mode);
-  CHECK(rank.setup.amp.mode == expected.mode);
+  // This machine's CPU decides, by the rule of amp/amp_choice.h: with bf16 instructions by
+  // timing the model on the corpus's batches; without them fp32, nothing timed.
+  const auto pending = nmt::amp::choose_amp_mode(nmt::job::amp_hardware(one_cpu()));
+  if (pending.needs_timing) {
+    REQUIRE(rank.amp_timing.has_value());
+    const nmt::train::AmpTiming& t = *rank.amp_timing;
+    CHECK(t.fp32_s > 0);
+    CHECK(t.bf16_s > 0);
+    CHECK(t.fp32_steps.size() == t.bf16_steps.size());
+    CHECK_FALSE(t.fp32_steps.empty());
+    CHECK(t.padded_tokens > 0);
+    CHECK(t.padded_tokens <= 2 * rank.setup.max_tokens * int64_t(t.fp32_steps.size()));
+    CHECK(rank.amp.mode == nmt::amp::decide_by_timing(pending, t.fp32_s, t.bf16_s).mode);
+    CHECK_THAT(rank.amp.reason, Catch::Matchers::Contains("s in bf16"));
+  } else {
+    CHECK_FALSE(rank.amp_timing.has_value());
+    CHECK(rank.amp.mode == pending.mode);
+  }
+  CHECK_FALSE(rank.amp.needs_timing);
+  CHECK(*rank.config.amp.mode == rank.amp.mode);
+  CHECK(rank.setup.amp.mode == rank.amp.mode);
   // The stored config (what checkpoints hold) names the mode, so a resume keeps it.
-  CHECK(rank.setup.config_yaml.find(std::string("mode: ") + nmt::amp::mode_name(expected.mode)) !=
+  CHECK(rank.setup.config_yaml.find(std::string("mode: ") + nmt::amp::mode_name(rank.amp.mode)) !=
         std::string::npos);
 
   TinyRun named({"amp.mode=off"});

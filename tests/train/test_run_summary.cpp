@@ -3,6 +3,7 @@
 #include <string>
 
 #include "test_support.h"
+#include "train/amp_timing.h"
 #include "train/run_summary.h"
 
 using nmt::train::RunKind;
@@ -46,7 +47,8 @@ TEST_CASE("run summary: summary.json of a resumed training run, every key in its
   "amp": {
     "mode": "bf16",
     "auto": true,
-    "reason": "GPU compute capability 9.0 >= 8.0 has bf16 tensor cores"
+    "reason": "GPU compute capability 9.0 >= 8.0 has bf16 tensor cores",
+    "timing": null
   },
   "resumed_from": {
     "path": "run/checkpoints/checkpoint-00000008.safetensors",
@@ -111,4 +113,29 @@ TEST_CASE("run summary: written atomically as run_dir/summary.json", "[train][su
   CHECK(nmt::test::read_file(dir.path() / "run" / "summary.json") ==
         nmt::train::run_summary_json(s));
   CHECK_FALSE(std::filesystem::exists(dir.path() / "run" / "summary.json.tmp"));
+}
+
+TEST_CASE("run summary: what amp.mode auto timed goes under amp.timing", "[train][summary]") {
+  nmt::train::AmpTiming timing;
+  timing.warmup = 2;
+  timing.padded_tokens = 8000;
+  timing.fp32_steps = {0.25, 0.5};
+  timing.bf16_steps = {1, 0.75};
+  timing.fp32_s = 0.375;
+  timing.bf16_s = 0.875;
+  timing.seconds = 3.5;
+  RunSummary s;
+  s.amp_auto = true;
+  s.amp_timing = timing.to_json();
+  const std::string json = nmt::train::run_summary_json(s);
+  INFO(json);
+  CHECK(json.find(R"("timing": {
+      "warmup": 2,
+      "padded_tokens": 8000,
+      "fp32_steps_s": [0.25, 0.5],
+      "bf16_steps_s": [1, 0.75],
+      "fp32_s": 0.375,
+      "bf16_s": 0.875,
+      "seconds": 3.5
+    })") != std::string::npos);
 }
