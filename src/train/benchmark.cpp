@@ -38,6 +38,17 @@ StepTimes summarize_step_times(std::vector<double> seconds) {
   return t;
 }
 
+int64_t matmul_peak_size(const std::function<double(int64_t)>& product_seconds, double seconds,
+                         int64_t largest) {
+  // The size grows while one product takes under an eighth of the budget: the largest size
+  // on hardware with fast kernels for the dtype, a smaller one where the dtype has only a
+  // slow path (bf16 on a CPU without AVX512-BF16 ran a 2048 product in 77 s, and three of
+  // them made a 4-minute benchmark start).
+  int64_t n = 256;
+  while (n < largest && product_seconds(n) < seconds / 8) n *= 2;
+  return std::min(n, largest);
+}
+
 double measure_peak_tflops(c10::Device device, amp::AmpMode mode, double seconds,
                            std::string* method) {
   at::ScalarType dtype = at::kFloat;
@@ -55,20 +66,23 @@ double measure_peak_tflops(c10::Device device, amp::AmpMode mode, double seconds
     sync();
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
-  // The size grows from 256 while one product takes under an eighth of the budget: the
-  // largest size on hardware with fast kernels for the dtype, a smaller one where the dtype
-  // has only a slow path (bf16 on a CPU without AVX512-BF16 ran a 2048 product in 77 s, and
-  // three of them made a 4-minute benchmark start).
-  int64_t n = 256;
   at::Tensor a, b, c;
-  for (;;) {
+  const int64_t n = matmul_peak_size(
+      [&](int64_t size) {
+        a = at::randn({size, size}, options);
+        b = at::randn({size, size}, options);
+        c = at::empty({size, size}, options);
+        at::mm_out(c, a, b);  // first call: allocation, kernel selection
+        sync();
+        return time_one(a, b, c);
+      },
+      seconds, largest);
+  if (a.size(0) != n) {  // the rule stopped at largest without timing it
     a = at::randn({n, n}, options);
     b = at::randn({n, n}, options);
     c = at::empty({n, n}, options);
-    at::mm_out(c, a, b);  // first call: allocation, kernel selection
+    at::mm_out(c, a, b);
     sync();
-    if (n >= largest || time_one(a, b, c) >= seconds / 8) break;
-    n *= 2;
   }
   const auto start = Clock::now();
   double best = INFINITY;

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -96,10 +97,17 @@ struct BenchmarkResult {
 /// Median, mean, extremes and 10th/90th percentiles of the samples (not empty).
 StepTimes summarize_step_times(std::vector<double> seconds);
 
+/// The side of the square products measure_peak_tflops times: from 256, doubled while one
+/// product of the current size takes under seconds / 8 (`product_seconds(n)` times one), up
+/// to `largest`. Apart from the device so that the rule is tested with chosen timings: which
+/// size a real device reaches depends on how fast it is.
+int64_t matmul_peak_size(const std::function<double(int64_t)>& product_seconds, double seconds,
+                         int64_t largest);
+
 /// Peak matrix-multiply throughput of this process (TFLOP/s) in the precision the AMP mode
 /// computes products in (float32 when off): the best of repeated square products, run for
-/// about `seconds`. Their size grows from 256 while one product takes under seconds / 8, up
-/// to 2048 on a CPU (with the intra-op threads in use) and 8192 on a GPU, so that a dtype
+/// about `seconds`. Their size (matmul_peak_size) grows from 256 while one product takes
+/// under seconds / 8, up to 2048 on a CPU (with the intra-op threads in use) and 8192 on a GPU, so that a dtype
 /// with only a slow kernel here still measures in about `seconds`. `method` receives a
 /// description for the report (with the size used).
 double measure_peak_tflops(c10::Device device, amp::AmpMode mode, double seconds,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "train/benchmark.h"
 #include "train/hardware_peak.h"
@@ -36,15 +37,41 @@ TEST_CASE("the measured matmul peak is positive and says how it was measured",
 
 TEST_CASE("the matmul peak's size stops growing when one product takes an eighth of the budget",
           "[train][benchmark]") {
-  // Bf16 on a CPU without AVX512-BF16 has only a slow kernel: a 2048 product took 77 s, and a
-  // fixed size made the benchmark's start take 4 minutes. With a 0.05 s budget the size stops
-  // once a product takes 6 ms, which a 2048 product (17 GFLOP) reaches only at 2.7 TFLOP/s, far
-  // beyond these CPUs: the size stays below 2048, in whatever dtype.
+  // Chosen timings, not this machine's: which size a real CPU reaches depends on its speed
+  // (an AMX CPU in CI ran a bf16 1024 product in under 6 ms and grew to 2048). The rule:
+  // double from 256 while a product takes under seconds / 8, never past `largest`, and never
+  // time a product at `largest` (a slow dtype's 2048 product took 77 s).
+  std::vector<int64_t> timed;
+  const auto cubic = [&](double seconds_at_256) {
+    return [&timed, seconds_at_256](int64_t n) {
+      timed.push_back(n);
+      const double r = double(n) / 256.0;
+      return seconds_at_256 * r * r * r;
+    };
+  };
+  // 1 ms at 256, 8 ms at 512: with a 0.05 s budget (eighth: 6.25 ms) it stops at 512.
+  CHECK(nmt::train::matmul_peak_size(cubic(0.001), 0.05, 2048) == 512);
+  CHECK(timed == std::vector<int64_t>{256, 512});
+  // A slow dtype stops at the first size.
+  timed.clear();
+  CHECK(nmt::train::matmul_peak_size(cubic(0.5), 0.05, 2048) == 256);
+  CHECK(timed == std::vector<int64_t>{256});
+  // A fast one reaches the largest size without timing a product there.
+  timed.clear();
+  CHECK(nmt::train::matmul_peak_size(cubic(1e-6), 0.05, 2048) == 2048);
+  CHECK(timed == std::vector<int64_t>{256, 512, 1024});
+  // Exactly an eighth stops, as the rule says "under".
+  timed.clear();
+  CHECK(nmt::train::matmul_peak_size([](int64_t) { return 0.05 / 8; }, 0.05, 2048) == 256);
+}
+
+TEST_CASE("the measured matmul peak's size is one the rule can reach, in whatever dtype",
+          "[train][benchmark]") {
   for (auto mode : {nmt::amp::AmpMode::kOff, nmt::amp::AmpMode::kBf16}) {
     std::string method;
     nmt::train::measure_peak_tflops(c10::Device(c10::kCPU), mode, 0.05, &method);
     INFO(method);
-    CHECK(std::regex_search(method, std::regex(" (256|512|1024)x(256|512|1024) matmuls")));
+    CHECK(std::regex_search(method, std::regex(" (256|512|1024|2048)x\\1 matmuls")));
   }
 }
 
