@@ -1,16 +1,87 @@
 #include "train/metrics_log.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <iterator>
+#include <string>
+#include <string_view>
 
+#include "checkpoint/atomic_file.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace nmt::train {
+namespace {
+
+/// The integer value of `"step"` among the top-level members of a one-line JSON object, as
+/// MetricsLog writes them; nullopt when there is none. json::parse reads integers only,
+/// and a record's other numbers are reals, so the line is scanned: strings skipped, depth
+/// counted.
+std::optional<int64_t> top_level_step(std::string_view line) {
+  int depth = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == '"') {
+      const size_t start = i + 1;
+      for (++i; i < line.size() && line[i] != '"'; ++i)
+        if (line[i] == '\\') ++i;
+      if (i >= line.size()) return std::nullopt;
+      if (depth != 1 || line.substr(start, i - start) != "step") continue;
+      size_t j = i + 1;
+      while (j < line.size() && line[j] == ' ') ++j;
+      if (j >= line.size() || line[j] != ':') continue;  // a value "step", not the key
+      for (++j; j < line.size() && line[j] == ' ';) ++j;
+      int64_t step = 0;
+      const auto [end, error] = std::from_chars(line.data() + j, line.data() + line.size(), step);
+      if (error != std::errc() || (end != line.data() + line.size() && *end != ',' &&
+                                   *end != '}' && *end != ' '))
+        return std::nullopt;
+      return step;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool MetricsLog::drop_after(const std::filesystem::path& file, int64_t last_step) {
+  std::ifstream in(file, std::ios::binary);
+  NMT_CHECK(in.good(), Error, "{}: cannot read: {}", file.string(), std::strerror(errno));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string kept;
+  size_t dropped = 0;
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t end = text.find('\n', begin);
+    if (end == std::string::npos) {  // unterminated: a write that a crash cut short
+      ++dropped;
+      break;
+    }
+    const std::string_view line(text.data() + begin, end - begin);
+    const auto step = top_level_step(line);
+    if (step && *step > last_step) ++dropped;
+    else kept.append(line).push_back('\n');
+    begin = end + 1;
+  }
+  if (dropped == 0) return false;
+  checkpoint::AtomicFileWriter writer(file);
+  writer.write(kept.data(), kept.size());
+  writer.commit();
+  log::info("train", "{}: dropped {} line(s) that an earlier run wrote after step {} or cut short",
+            file.string(), dropped, last_step);
+  return true;
+}
 
 MetricsLog::MetricsLog(const std::filesystem::path& file, bool enabled, bool tensorboard,
-                       int64_t first_step) {
+                       int64_t first_step)
+    : file_(file) {
   if (!enabled) return;
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+  if (std::filesystem::is_regular_file(file)) drop_after(file, first_step);
   out_.open(file, std::ios::app);
   NMT_CHECK(out_.good(), Error, "{}: cannot open for appending: {}", file.string(),
             std::strerror(errno));
@@ -18,7 +89,10 @@ MetricsLog::MetricsLog(const std::filesystem::path& file, bool enabled, bool ten
 }
 
 void MetricsLog::write(const json::Object& record) {
-  if (out_.is_open()) out_ << record.str() << '\n' << std::flush;
+  if (out_.is_open()) {
+    out_ << record.str() << '\n' << std::flush;
+    NMT_CHECK(out_.good(), Error, "{}: write failed: {}", file_.string(), std::strerror(errno));
+  }
   if (tensorboard_) tensorboard_->write(record);
 }
 
