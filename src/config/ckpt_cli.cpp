@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "config/cli_exit.h"
+
 namespace nmt::config {
 
 CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
@@ -36,7 +38,7 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
       "      JSON: how checkpoint tensors are named: the groups (model., ema., optim., scaler.,\n"
       "      rng., vocab.) with what each holds, the optimizer slots, the scaler fields, the\n"
       "      vocabulary files and the pattern of the rng names.\n";
-  const std::string errors_doc = "Errors are reported as one line, with exit code 1.\n";
+  const std::string errors_doc = std::string(kExitCodesDoc) + "\n";
   app.footer("Commands:\n" + info_doc + diff_doc + average_doc + layout_doc + errors_doc);
 
   CLI::App* info = app.add_subcommand("info", "print a JSON summary of one checkpoint");
@@ -72,7 +74,7 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    command.exit_code = app.exit(e);
+    command.exit_code = usage_exit_code(app, e);
     return command;
   }
   if (info->parsed()) {

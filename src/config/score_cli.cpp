@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "config/cli_exit.h"
+
 namespace nmt::config {
 
 ScoreCommand parse_score_command(int argc, const char* const* argv) {
@@ -52,11 +54,12 @@ ScoreCommand parse_score_command(int argc, const char* const* argv) {
       "and every reference file must have the same number of lines. Reading stdin takes it as\n"
       "one system (tabs are not split into systems as sacreBLEU does).\n"
       "Errors (a line count mismatch, invalid UTF-8 with its file:line, an unreadable file)\n"
-      "are reported as one line, with exit code 1.");
+      "are reported as one line, with exit code 1 (2 for a wrong command line, a file that does\n"
+      "not exist included).");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    command.exit_code = app.exit(e);
+    command.exit_code = usage_exit_code(app, e);
     return command;
   }
   command.metrics.clear();

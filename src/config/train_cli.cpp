@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "config/cli_exit.h"
+
 namespace nmt::config {
 
 TrainCommand parse_train_command(int argc, const char* const* argv) {
@@ -14,7 +16,9 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
       "(CPU workers without one), token-bucketed batches and mixed precision.\n\n"
       "Configuration precedence: built-in defaults < --config YAML < checkpoint (on resume)\n"
       "< --set and the flags below that name a key. --print-config shows every key with its\n"
-      "doc and effective value.",
+      "doc and effective value.\n\n"
+      "Errors are reported as one line, with exit code 1 (2 for a wrong command line); a\n"
+      "worker's failure ends the run with that worker's exit code.",
       "nmt-train"};
   app.set_version_flag("--version", std::string(NMT_VERSION));
   std::string config_file;
@@ -124,7 +128,7 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    command.exit_code = app.exit(e);
+    command.exit_code = usage_exit_code(app, e);
     return command;
   }
   if (resume == "auto") command.resume = {ResumeFrom::Mode::kAuto, {}};
@@ -141,7 +145,7 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
   if (command.node_rank >= command.nnodes) {
     std::fprintf(stderr, "nmt-train: error: --node-rank %d is not below --nnodes %d\n",
                  command.node_rank, command.nnodes);
-    command.exit_code = 2;
+    command.exit_code = kUsageExitCode;
   }
   return command;
 }

@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "config/cli_exit.h"
+
 #include "config/run_config.h"
 #include "config/sampling_spec.h"
 #include "util/error.h"
@@ -26,7 +28,8 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
       "nmt-translate: translates text, one sentence per line, with a checkpoint of nmt-train.\n"
       "The model, its config and its SentencePiece vocabulary all come from the checkpoint.\n"
       "Every input line gives one output line (--nbest N: N lines), in input order; an empty\n"
-      "line gives an empty line. Errors are reported as one line, with exit code 1.",
+      "line gives an empty line. Errors are reported as one line, with exit code 1 (2 for a\n"
+      "wrong command line).",
       "nmt-translate"};
   app.set_version_flag("--version", std::string(NMT_VERSION));
   app.add_option("-c,--checkpoint", o.checkpoint,
@@ -150,7 +153,7 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
       throw CLI::ValidationError("--nbest", "--nbest " + std::to_string(s.nbest) +
                                                 " exceeds --beam " + std::to_string(s.beam));
   } catch (const CLI::ParseError& e) {
-    command.exit_code = app.exit(e);
+    command.exit_code = usage_exit_code(app, e);
     return command;
   }
   s.cached = !no_cache;

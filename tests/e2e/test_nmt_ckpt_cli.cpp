@@ -56,7 +56,10 @@ TEST_CASE("nmt-ckpt --help documents every command and flag", "[e2e]") {
                            "--atol", "--all", "parameter_hash", "averaged_from", "--version"}) {
     CHECK_THAT(r.out, Contains(word));
   }
-  CHECK(ckpt("").exit_code != 0);  // a command is required
+  CHECK_THAT(r.out, Contains("exit code 1 (2 for a wrong command line)"));
+  CHECK(ckpt("").exit_code == 2);  // a command is required
+  CHECK(ckpt("diff onlyone").exit_code == 2);
+  CHECK(ckpt("diff a b --atol -1").exit_code == 2);
   CHECK_THAT(ckpt("diff --help").out, Contains("--atol"));
 }
 
@@ -67,7 +70,7 @@ TEST_CASE("nmt-ckpt layout prints the tensor names as JSON", "[e2e]") {
                            "\"consecutive_skips\"", "\"tgt_model\"", "\"rng_name\""}) {
     CHECK_THAT(r.out, Contains(word));
   }
-  CHECK(ckpt("layout extra").exit_code != 0);
+  CHECK(ckpt("layout extra").exit_code == 2);
 }
 
 TEST_CASE("nmt-ckpt info summarizes a checkpoint as JSON", "[e2e]") {

@@ -32,12 +32,15 @@ TEST_CASE("nmt-train --help documents every flag", "[e2e]") {
     CHECK_THAT(r.out, Contains(flag));
   }
   CHECK_THAT(train("--version").out, StartsWith("0."));
+  CHECK_THAT(r.out, Contains("exit code 1 (2 for a wrong command line)"));
 }
 
-TEST_CASE("nmt-train without --config is a usage error", "[e2e]") {
+TEST_CASE("nmt-train without --config is a usage error: exit code 2, as --help says", "[e2e]") {
   auto r = train("");
-  CHECK(r.exit_code != 0);
+  CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--config is required"));
+  CHECK(train("--config configs/tiny.yaml --no-such-flag").exit_code == 2);
+  CHECK(train("--config configs/tiny.yaml --nnodes 2 --node-rank 2").exit_code == 2);
 }
 
 TEST_CASE("printed config (--print-config) fed back prints the same config", "[e2e]") {

@@ -139,7 +139,7 @@ TEST_CASE("nmt-translate reports bad arguments in one line", "[e2e][translate]")
   CHECK(lines_of(missing.err).size() == 1);
 
   const auto nbest = run_command(kTranslate + " -c x --beam 2 --nbest 3");
-  CHECK(nbest.exit_code != 0);
+  CHECK(nbest.exit_code == 2);
   CHECK_THAT(nbest.err, Contains("--nbest 3 exceeds --beam 2"));
 
   // Sampling: a bad spec, or n-best, beam > 1 or --seed alone, is one error naming the flag.
@@ -152,7 +152,7 @@ TEST_CASE("nmt-translate reports bad arguments in one line", "[e2e][translate]")
            {"--seed 3", "--seed requires --sampling"}}) {
     const auto r = run_command(kTranslate + " -c x " + args);
     INFO(args);
-    CHECK(r.exit_code != 0);
+    CHECK(r.exit_code == 2);  // a wrong command line, as --help says
     CHECK_THAT(r.err, Contains(message));
   }
 
@@ -160,4 +160,5 @@ TEST_CASE("nmt-translate reports bad arguments in one line", "[e2e][translate]")
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Contains("--no-cache"));
   CHECK_THAT(help.out, Contains("--sampling SPEC") && Contains("--seed N"));
+  CHECK_THAT(help.out, Contains("exit code 1 (2 for a") && Contains("wrong command line)"));
 }
