@@ -68,7 +68,8 @@ BatchPrefetcher::BatchPrefetcher(CorpusSet corpus,
       rank_(rank),
       ids_(ids),
       depth_(static_cast<size_t>(std::max<int64_t>(0, depth))),
-      pin_memory_(pin_memory) {
+      pin_memory_(pin_memory),
+      first_plan_steps_(iterator_.steps_in_epoch()) {
   if (depth_ > 0) worker_ = std::thread([this] { run(); });
 }
 

@@ -69,6 +69,10 @@ class BatchPrefetcher {
   BatchTensors next();
   /// Seconds next() spent waiting for the worker so far (data-wait time).
   double wait_seconds() const { return wait_seconds_; }
+  /// Steps of the epoch plan it starts in (what is left of the epoch after `consumed`
+  /// updates, if any); read before the worker moved on, so that callers need not plan the
+  /// epoch again to say it (tens of millions of pairs take a minute to plan).
+  int64_t first_plan_steps() const { return first_plan_steps_; }
 
  private:
   BatchTensors produce();
@@ -86,6 +90,7 @@ class BatchPrefetcher {
   std::exception_ptr failure_;
   bool stop_ = false;
   double wait_seconds_ = 0;
+  int64_t first_plan_steps_ = 0;
   std::thread worker_;
 };
 

@@ -35,8 +35,9 @@ Trainer::Trainer(RunSetup setup, const data::PreparedData& data)
           data.train, data::plan_options(setup_.data, setup_.max_tokens, setup_.world_size,
                                                static_cast<uint64_t>(setup_.train.seed)))) {
   if (!data.valid.empty()) validator_ = std::make_unique<Validator>(setup_, data);
-  log::info("train", "model: {} parameters; {} steps per epoch, update_freq {}",
-            updater_->model()->parameter_count(), planner_->plan_epoch(1).steps.size(),
+  // The steps per epoch are said by run(), from the plan its batches start in: planning
+  // epoch 1 here as well took as long again (a minute for tens of millions of pairs).
+  log::info("train", "model: {} parameters, update_freq {}", updater_->model()->parameter_count(),
             updater_->setup().update_freq);
 }
 
@@ -102,6 +103,15 @@ RunSummary Trainer::run() {
       data_.train, planner_, setup_.rank, iterator_,
       {data_.vocab.src.pad_id(), data_.vocab.tgt.bos_id(), data_.vocab.tgt.eos_id()},
       setup_.data.prefetch, /*pin_memory=*/setup_.device.is_cuda());
+  if (iterator_.consumed.empty())
+    log::info("train", "{} steps in epoch {}{}", batches.first_plan_steps(), iterator_.epoch,
+              iterator_.step > 0 ? fmt::format(", continuing at its step {}", iterator_.step) : "");
+  else
+    log::info("train",
+              "{} steps left in epoch {} after its updates under another global batch ({}), "
+              "continuing at step {} of them",
+              batches.first_plan_steps(), iterator_.epoch,
+              data::format_consumed(iterator_.consumed), iterator_.step);
   const BatchSource next_batch = [&batches] { return batches.next(); };
   IntervalStats interval = IntervalStats::zero(setup_.device);
   int64_t last_saved = -1, last_validated = -1;

@@ -220,8 +220,8 @@ TEST_CASE("SIGTERM to the launcher or to one rank stops every rank after the nex
     const std::string args = flags(run.path()) +
                              " --nproc-per-node 2 --set train.log_every=100000"
                              " --set checkpoint.every_steps=100000 --set train.max_steps=100000";
-    // The signal goes out once the ranks have built their trainers (the "steps per epoch"
-    // line) and trained for 2 s more.
+    // The signal goes out once the ranks have built their trainers and batches (the "steps
+    // in epoch" line) and trained for 2 s more.
     const std::string pick = target == "launcher"
                                  ? "pid=$launcher"
                                  : "pid=$(pgrep -P $launcher | while read p; do "
@@ -230,7 +230,7 @@ TEST_CASE("SIGTERM to the launcher or to one rank stops every rank after the nex
     auto r = run_command(
         "(" + kTrain + args + " > " + (run.path() / "out.log").string() +
         " 2>&1 & launcher=$!; "
-        "for i in $(seq 1 600); do grep -q 'steps per epoch' " +
+        "for i in $(seq 1 600); do grep -q 'steps in epoch' " +
         (run.path() / "out.log").string() + " 2>/dev/null && break; sleep 0.1; done; sleep 2; " +
         pick + "; start=$(date +%s.%N); kill -TERM $pid; wait $launcher; code=$?; "
         "echo exit=$code seconds=$(awk -v a=$start -v b=$(date +%s.%N) 'BEGIN { print b - a }'))");

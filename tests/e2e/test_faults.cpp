@@ -15,6 +15,7 @@
 using Catch::Matchers::Contains;
 using nmt::test::checkpoint_diff;
 using nmt::test::checkpoint_path;
+using nmt::test::count_lines_with;
 using nmt::test::read_file;
 using nmt::test::run_command;
 using nmt::test::shared_vocab;
@@ -59,14 +60,6 @@ std::map<std::string, std::string> snapshot(const std::filesystem::path& dir) {
       files[name] = read_file(entry.path());
   }
   return files;
-}
-
-/// Lines of text that contain `needle`.
-int count_lines_with(const std::string& text, const std::string& needle) {
-  std::istringstream in(text);
-  int n = 0;
-  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
-  return n;
 }
 
 }  // namespace

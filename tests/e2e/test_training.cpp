@@ -20,6 +20,7 @@ using nmt::test::TempDir;
 namespace {
 
 using nmt::test::checkpoint_path;
+using nmt::test::count_lines_with;
 using nmt::test::shared_vocab;
 const std::string kTrain = nmt::test::kTrainBin;
 const std::string kCkpt = nmt::test::kCkptBin;
@@ -85,11 +86,19 @@ TEST_CASE("N steps straight equal N/2 steps, stop, and resume, bit for bit", "[e
       TempDir straight, resumed;
       const std::string mode = std::string(" --set amp.mode=") + amp;
       REQUIRE(train(straight.path(), "--set train.max_steps=16" + mode).exit_code == 0);
-      REQUIRE(train(resumed.path(), "--set train.max_steps=8" + mode).exit_code == 0);
+      const auto first = train(resumed.path(), "--set train.max_steps=8" + mode);
+      REQUIRE(first.exit_code == 0);
       auto r = train(resumed.path(), "--set train.max_steps=16" + mode);
       INFO(r.err);
       REQUIRE(r.exit_code == 0);
       CHECK_THAT(r.err, Contains("resumed from"));
+      // The steps of the epoch are said once per run, from the plan the batches come from,
+      // the same number again on resume.
+      std::smatch m;
+      REQUIRE(std::regex_search(first.err, m, std::regex("\\] ([0-9]+) steps in epoch 1\n")));
+      CHECK(count_lines_with(first.err, "steps in epoch") == 1);
+      CHECK_THAT(r.err, Contains("] " + m[1].str() + " steps in epoch 1, continuing at its step 8\n"));
+      CHECK(count_lines_with(r.err, "steps in epoch") == 1);
       CHECK(diff_exact(checkpoint_path(straight.path(), 16), checkpoint_path(resumed.path(), 16)) ==
             0);
       // The tool can tell different states apart.
