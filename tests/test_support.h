@@ -15,6 +15,17 @@
 #include <stdexcept>
 #include <string>
 
+/// An expectation inside a thread that runs beside others (a rank of a multi-rank test):
+/// Catch2's assertions are not thread-safe (two ranks checking at once crashed a test binary
+/// with SIGSEGV in CI), so a failure throws, naming the line, and the test checks the ranks'
+/// errors on its own thread.
+#define NMT_RANK_CHECK(...)                                                              \
+  do {                                                                                   \
+    if (!(__VA_ARGS__))                                                                  \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + \
+                               ": failed: " #__VA_ARGS__);                              \
+  } while (0)
+
 namespace nmt::test {
 
 /// A fresh folder under the system temp dir, removed with its contents on destruction.

@@ -24,6 +24,7 @@
 #include "dist/progress_marks.h"
 #include "dist/process_group.h"
 #include "dist/store_socket.h"
+#include "test_support.h"
 #include "util/error.h"
 
 using namespace std::chrono_literals;
@@ -91,7 +92,7 @@ TEST_CASE("all_reduce_sum sums tensors of several dtypes and layouts over 2 rank
   std::vector<std::vector<at::Tensor>> results(2);
   auto errors = run_ranks(2, [&](int r) {
     Communicator comm(options(port, r, 2));
-    REQUIRE(comm.backend_name() == "gloo");
+    NMT_RANK_CHECK(comm.backend_name() == "gloo");
     std::vector<at::Tensor> t{at::full({3}, float(r + 1)),
                               at::arange(4, at::kLong) * (r + 1),
                               at::arange(6, at::kFloat).view({2, 3}).t() * (r + 1),  // strided
@@ -290,10 +291,10 @@ TEST_CASE("a store socket bound in advance is taken over by rank 0: the port can
     if (rank == 0) o.listen_fd = bound.fd;
     Communicator comm(o);
     const auto all = comm.all_gather_strings(std::to_string(rank));
-    CHECK(all == std::vector<std::string>{"0", "1"});
+    NMT_RANK_CHECK(all == std::vector<std::string>{"0", "1"});
     comm.barrier();
   });
-  for (const auto& e : errors) CHECK_FALSE(e);
+  require_no_errors(errors);
 }
 
 TEST_CASE("the store keeps the first set_once value, and progress marks name who is behind",
@@ -303,13 +304,13 @@ TEST_CASE("the store keeps the first set_once value, and progress marks name who
   const auto errors = run_ranks(2, [&](int rank) {
     Communicator comm(options(port, rank, 2));
     const std::shared_ptr<nmt::dist::KeyValueStore> store = comm.store();
-    CHECK_FALSE(store->get_if_set("test/first").has_value());  // nobody set it yet
+    NMT_RANK_CHECK(!store->get_if_set("test/first").has_value());  // nobody set it yet
     comm.barrier();
-    if (rank == 1) CHECK(store->set_once("test/first", "one") == "one");
+    if (rank == 1) NMT_RANK_CHECK(store->set_once("test/first", "one") == "one");
     comm.barrier();
-    CHECK(store->get_if_set("test/first") == "one");
-    CHECK(store->set_once("test/first", "zero") == "one");  // a later set keeps the first
-    CHECK(comm.progress().report().empty());  // nothing marked yet
+    NMT_RANK_CHECK(store->get_if_set("test/first") == "one");
+    NMT_RANK_CHECK(store->set_once("test/first", "zero") == "one");  // a later set keeps the first
+    NMT_RANK_CHECK(comm.progress().report().empty());  // nothing marked yet
     comm.progress().mark("step 1: backward done");
     if (rank == 0) comm.progress().mark("step 2: backward done");
     comm.barrier();
