@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "checkpoint/atomic_file.h"
 #include "util/error.h"
@@ -14,35 +15,22 @@
 namespace nmt::train {
 namespace {
 
-/// The integer value of `"step"` among the top-level members of a one-line JSON object, as
-/// MetricsLog writes them; nullopt when there is none. json::parse reads integers only,
-/// and a record's other numbers are reals, so the line is scanned: strings skipped, depth
-/// counted.
+/// The integer value of `"step"` among the top-level members of a JSON line, as MetricsLog
+/// writes them; nullopt when there is none, when it is not written as an integer, or when the
+/// line is not JSON (json::parse reads integers only, and a record's other numbers are reals).
 std::optional<int64_t> top_level_step(std::string_view line) {
-  int depth = 0;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    } else if (c == '"') {
-      const size_t start = i + 1;
-      for (++i; i < line.size() && line[i] != '"'; ++i)
-        if (line[i] == '\\') ++i;
-      if (i >= line.size()) return std::nullopt;
-      if (depth != 1 || line.substr(start, i - start) != "step") continue;
-      size_t j = i + 1;
-      while (j < line.size() && line[j] == ' ') ++j;
-      if (j >= line.size() || line[j] != ':') continue;  // a value "step", not the key
-      for (++j; j < line.size() && line[j] == ' ';) ++j;
-      int64_t step = 0;
-      const auto [end, error] = std::from_chars(line.data() + j, line.data() + line.size(), step);
-      if (error != std::errc() || (end != line.data() + line.size() && *end != ',' &&
-                                   *end != '}' && *end != ' '))
-        return std::nullopt;
-      return step;
-    }
+  std::vector<std::pair<std::string, std::string_view>> numbers;
+  try {
+    numbers = json::number_texts(line);
+  } catch (const json::ParseError&) {
+    return std::nullopt;
+  }
+  for (const auto& [path, text] : numbers) {
+    if (path != "/step") continue;
+    int64_t step = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), step);
+    if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return step;
   }
   return std::nullopt;
 }

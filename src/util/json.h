@@ -97,4 +97,9 @@ class Object {
   std::vector<std::pair<size_t, Object>> nested_;             ///< members that are objects
 };
 
+/// Every number in one JSON value's text with its path (as Object::numbers gives them below
+/// a member: {"a": {"b": [1, 2.5]}} gives /a/b/0 = "1", /a/b/1 = "2.5") and its text as
+/// written, so that a caller can tell an integer from a real. Malformed text is a ParseError.
+std::vector<std::pair<std::string, std::string_view>> number_texts(std::string_view text);
+
 }  // namespace nmt::json

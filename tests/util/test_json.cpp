@@ -127,3 +127,13 @@ TEST_CASE("json: Object lists its numbers by path and gives a member's text", "[
   CHECK(o.member("step") == std::optional<std::string_view>("12"));
   CHECK_FALSE(o.member("absent"));
 }
+
+TEST_CASE("json: number_texts gives each number of a text by path as it is written", "[json]") {
+  using Texts = std::vector<std::pair<std::string, std::string_view>>;
+  CHECK(nmt::json::number_texts(R"({"step": 12, "s": "\"step\": 9", "a": {"step": [1, 2.5e3]}})") ==
+        Texts{{"/step", "12"}, {"/a/step/0", "1"}, {"/a/step/1", "2.5e3"}});
+  CHECK(nmt::json::number_texts("-0.5") == Texts{{"", "-0.5"}});
+  CHECK(nmt::json::number_texts(R"({"t": true, "n": null, "e": []})").empty());
+  CHECK_THROWS_AS(nmt::json::number_texts(R"({"a" 1})"), nmt::json::ParseError);
+  CHECK_THROWS_AS(nmt::json::number_texts(R"({"a": "unterminated})"), nmt::json::ParseError);
+}
