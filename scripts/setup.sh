@@ -33,7 +33,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 apt_packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
-  libsentencepiece-dev sentencepiece zlib1g-dev catch2
+  libsentencepiece-dev sentencepiece zlib1g-dev catch2 libxxhash-dev
   openmpi-bin libopenmpi-dev libgloo-dev
   slurm-wlm munge  # tests/e2e/test_slurm.sh starts its own; 7 packages, 13 MB
   python3 python3-venv

@@ -1,13 +1,17 @@
 #pragma once
 // XXH64 (seed 0), the 64-bit xxHash: the checksum of a checkpoint's data section and the
-// parameter hash of nmt-ckpt. Chosen for speed (several GB/s, far above FNV-1a's ~1 GB/s, so
-// hashing never dominates a save or load) and because it is a published, stable algorithm
-// that other tools (e.g. Python's xxhash) can recompute.
+// parameter hash of nmt-ckpt. Chosen for speed (several GB/s, so hashing never dominates a
+// save or load) and because it is a published, stable algorithm that other tools (Python's
+// xxhash, `xxh64sum`) recompute. The hashing is libxxhash's (Debian libxxhash-dev); this
+// class only gives it the incremental interface the checkpoint code uses.
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+
+struct XXH64_state_s;
 
 namespace nmt::checkpoint {
 
@@ -15,6 +19,7 @@ namespace nmt::checkpoint {
 /// concatenation.
 class XxHash64 {
  public:
+  XxHash64();
   /// Hashes size more bytes.
   void update(const void* data, size_t size);
   /// Hashes the bytes of text.
@@ -23,15 +28,10 @@ class XxHash64 {
   uint64_t digest() const;
 
  private:
-  void consume_stripe(const unsigned char* stripe);
-
-  // The four lanes start from seed 0 as the XXH64 specification sets them (prime1 + prime2,
-  // prime2, 0, -prime1).
-  uint64_t acc_[4] = {0x9E3779B185EBCA87ull + 0xC2B2AE3D27D4EB4Full, 0xC2B2AE3D27D4EB4Full, 0,
-                      0 - 0x9E3779B185EBCA87ull};
-  uint64_t total_ = 0;             ///< bytes hashed so far
-  unsigned char buffer_[32] = {};  ///< bytes of a stripe not yet complete
-  size_t buffered_ = 0;            ///< valid bytes in buffer_
+  struct FreeState {
+    void operator()(XXH64_state_s* state) const;
+  };
+  std::unique_ptr<XXH64_state_s, FreeState> state_;  ///< libxxhash's streaming state
 };
 
 /// value as 16 lower-case hex digits.

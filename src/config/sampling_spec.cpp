@@ -52,9 +52,12 @@ decode::SamplingOptions parse_sampling_spec(const std::string& spec) {
     } else if (method == "temperature") {
       NMT_CHECK(!has_temperature, ConfigError, "--sampling {}: temperature given twice", spec);
       double t = 0;
-      NMT_CHECK(parse_number(value, &t) && std::isfinite(t) && t > 0, ConfigError,
-                "--sampling {}: temperature:T expects a finite number T > 0, found '{}'", spec,
-                value);
+      NMT_CHECK(parse_number(value, &t) && t >= decode::kMinSamplingTemperature &&
+                    t <= decode::kMaxSamplingTemperature,
+                ConfigError,
+                "--sampling {}: temperature:T expects a number T in [{}, {}] (below it, use "
+                "topk:1 for greedy search), found '{}'",
+                spec, decode::kMinSamplingTemperature, decode::kMaxSamplingTemperature, value);
       o.temperature = t;
       has_temperature = true;
     } else {

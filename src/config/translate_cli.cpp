@@ -83,8 +83,10 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
           ->type_name("SPEC");
   uint64_t seed = 0;
   app.add_option("--seed", seed,
-                 "seed of --sampling: input line i draws from (seed, i) alone, so the same "
-                 "seed and input give the same output with any --max-tokens (on one device)")
+                 "seed of --sampling: input line i draws its random numbers from (seed, i) alone; "
+                 "the same seed, input and --max-tokens give the same output on one machine, "
+                 "and another --max-tokens changes a line only where padding moves a draw by "
+                 "float rounding (rare)")
       ->needs(sampling_option)
       ->capture_default_str()
       ->type_name("N");

@@ -54,8 +54,12 @@ at::Tensor sample_tokens(const at::Tensor& lprobs, const SamplingOptions& option
   const int64_t vocab = lprobs.size(1);
   TORCH_CHECK(static_cast<int64_t>(sentences.size()) == rows, "sample_tokens: ", rows,
               " rows but ", sentences.size(), " sentence ids");
+  // Shifted by the row's maximum before the division, so that the best token stays at 0
+  // whatever T: unshifted, a tiny T sends every value to -inf and softmax to NaN.
   const at::Tensor scaled =
-      options.temperature == 1.0 ? lprobs : lprobs / options.temperature;
+      options.temperature == 1.0
+          ? lprobs
+          : (lprobs - std::get<0>(lprobs.max(1, /*keepdim=*/true))) / options.temperature;
   std::vector<float> u(rows);
   for (int64_t r = 0; r < rows; ++r) u[r] = sample_uniform(options.seed, sentences[r], step);
   const at::Tensor uniform = at::tensor(u).to(lprobs.device()).unsqueeze(1);

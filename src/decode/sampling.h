@@ -10,7 +10,11 @@
 // renormalized), and the first token whose cumulative p exceeds u x (total p), where
 // u = sample_uniform(seed, sentence of row r, step). The random number is a function of
 // (seed, sentence, step) alone, with no generator state, so a sentence draws the same numbers
-// whatever else is in its batch, in any batch order, on any device.
+// whatever else is in its batch, in any batch order, on any device. The tokens drawn are the
+// same only as far as the probabilities are: the same batches on one machine give the same
+// output, while another batching pads a sentence differently, its probabilities change by
+// float rounding, and a draw that close to a boundary takes the neighbouring token
+// (test_sampling checks exactly that); another device or precision likewise.
 //
 // search() runs the loop (greedy_search with SearchOptions::sampling set); this component is
 // the draw.

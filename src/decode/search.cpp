@@ -151,9 +151,10 @@ void validate(const SearchOptions& o) {
   NMT_CHECK(o.sampling->top_k >= 0, ConfigError,
             "sampling top_k: expected an integer >= 1 (or 0: the whole vocabulary), found {}",
             o.sampling->top_k);
-  NMT_CHECK(std::isfinite(o.sampling->temperature) && o.sampling->temperature > 0, ConfigError,
-            "sampling temperature: expected a finite number > 0, found {}",
-            o.sampling->temperature);
+  NMT_CHECK(o.sampling->temperature >= kMinSamplingTemperature &&
+                o.sampling->temperature <= kMaxSamplingTemperature,
+            ConfigError, "sampling temperature: expected a number in [{}, {}], found {}",
+            kMinSamplingTemperature, kMaxSamplingTemperature, o.sampling->temperature);
 }
 
 double length_penalty(int64_t length, double alpha) {

@@ -33,8 +33,16 @@ TEST_CASE("a bad sampling spec is one error naming --sampling", "[config][sampli
   CHECK_THAT(spec_error("topk:0"), Contains("--sampling topk:0: topk:K expects an integer K >= 1"));
   CHECK_THAT(spec_error("topk:2.5"), Contains("--sampling topk:2.5: topk:K expects"));
   CHECK_THAT(spec_error("temperature:-1"),
-             Contains("--sampling temperature:-1: temperature:T expects a finite number T > 0"));
+             Contains("--sampling temperature:-1: temperature:T expects a number T in "
+                      "[0.001, 1000] (below it, use topk:1 for greedy search), found '-1'"));
   CHECK_THAT(spec_error("temperature:inf"), Contains("temperature:T expects"));
+  // Below about 1e-30 the tempered log-probabilities were all -inf: NaN, and always the last
+  // token. The range refuses such values instead.
+  CHECK_THAT(spec_error("temperature:1e-31"), Contains("in [0.001, 1000]"));
+  CHECK_THAT(spec_error("temperature:0.0009"), Contains("in [0.001, 1000]"));
+  CHECK_THAT(spec_error("temperature:1001"), Contains("in [0.001, 1000]"));
+  CHECK(parse_sampling_spec("temperature:0.001").temperature == 0.001);
+  CHECK(parse_sampling_spec("temperature:1000").temperature == 1000.0);
   CHECK_THAT(spec_error("temperature:"), Contains("found ''"));
   CHECK_THAT(spec_error("foo:3"), Contains("--sampling foo:3: unknown sampling 'foo:3'; expected "
                                            "topk:K, temperature:T or topk:K,temperature:T"));

@@ -4,6 +4,7 @@
 #include "catch_torch.h"  // first: see the header
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -192,6 +193,108 @@ TEST_CASE("sampled translations are reproducible and independent of the batch",
         tokens_of(search(*model, src, ids, greedy)));
 }
 
+namespace {
+
+/// Length of row `row` of a batch from random_batch: its tokens up to and including EOS.
+int64_t unpadded_length(const at::Tensor& batch, int64_t row) {
+  int64_t n = 0;
+  while (n < batch.size(1) && batch[row][n].item<int64_t>() != kPad) ++n;
+  return n;
+}
+
+/// The model's log-probabilities of the next token after BOS + prefix for source `src` [1, S],
+/// as search() constrains them (pad and BOS banned).
+at::Tensor next_lprobs(nmt::model::TransformerImpl& model, const at::Tensor& src,
+                       const std::vector<int32_t>& prefix) {
+  std::vector<int64_t> input{kBos};
+  input.insert(input.end(), prefix.begin(), prefix.end());
+  at::NoGradGuard no_grad;
+  at::Tensor lprobs = model.forward(src, at::tensor(input).unsqueeze(0))[0]
+                          [int64_t(prefix.size())]
+                              .log_softmax(-1);
+  lprobs[kPad] = -std::numeric_limits<float>::infinity();
+  lprobs[kBos] = -std::numeric_limits<float>::infinity();
+  return lprobs;
+}
+
+/// How far the draw u (sample_uniform) of a row with log-probabilities `lprobs` lies from the
+/// nearest boundary of its cumulative distribution, in units of total probability: how far a
+/// change of the probabilities must move a boundary to change the token drawn.
+double distance_to_boundary(const at::Tensor& lprobs, double temperature, float u) {
+  const at::Tensor p = ((lprobs - lprobs.max()) / temperature).softmax(0).to(at::kDouble);
+  const at::Tensor cdf = p.cumsum(0);
+  const double target = double(u) * cdf[-1].item<double>();
+  return (cdf - target).abs().min().item<double>();
+}
+
+/// Log-probabilities [1, tokens] falling from -1 to -90: token 0 the most probable.
+at::Tensor peaked_row(int64_t tokens) { return at::linspace(-1.0, -90.0, tokens).unsqueeze(0); }
+
+}  // namespace
+
+TEST_CASE("a sentence's draws change with its batch's padding only where a draw lies within "
+          "float rounding of a boundary",
+          "[decode][sampling]") {
+  // nmt-translate batches lines by --max-tokens, so a line is padded to its batch's longest
+  // source, and the model's probabilities change in the last bits; so, rarely, does a draw.
+  // Each sentence is drawn in one padded batch of 8 (lengths 2..11, padded to 12) and alone
+  // without padding; where the tokens differ, the first differing step must be a draw that
+  // close to a boundary of the distribution.
+  nmt::model::Transformer model = tiny_model(31);
+  const SearchIds ids{kBos, kEos, kPad};
+  const at::Tensor batch = random_batch(8, 32);
+  SamplingOptions s;
+  s.seed = 9;
+  s.temperature = 1.5;
+  const SearchOptions o = sampling_options(s);
+  const std::vector<int64_t> sentences{40, 41, 42, 43, 44, 45, 46, 47};
+  const auto batched = tokens_of(search(*model, batch, ids, o, sentences));
+  int differing = 0;
+  for (int64_t i = 0; i < 8; ++i) {
+    INFO("sentence " << i);
+    const int64_t length = unpadded_length(batch, i);
+    REQUIRE(length < batch.size(1));  // the sentence is padded in its batch
+    const at::Tensor alone_src = batch.narrow(0, i, 1).narrow(1, 0, length);
+    const auto alone = tokens_of(search(*model, alone_src, ids, o, {sentences[i]})).at(0);
+
+    // Padding changes the probabilities by float rounding only: the mask works.
+    for (size_t t = 0; t <= batched[i].size(); ++t) {
+      const std::vector<int32_t> prefix(batched[i].begin(), batched[i].begin() + t);
+      const at::Tensor padded = next_lprobs(*model, batch.narrow(0, i, 1), prefix);
+      const at::Tensor unpadded = next_lprobs(*model, alone_src, prefix);
+      const at::Tensor finite = padded.isfinite();
+      CHECK(at::allclose(padded.masked_select(finite), unpadded.masked_select(finite), 1e-5,
+                         1e-5));
+    }
+    if (alone == batched[i]) continue;
+    ++differing;
+    size_t t = 0;
+    while (t < alone.size() && t < batched[i].size() && alone[t] == batched[i][t]) ++t;
+    const std::vector<int32_t> prefix(alone.begin(), alone.begin() + t);
+    const double distance =
+        distance_to_boundary(next_lprobs(*model, alone_src, prefix), s.temperature,
+                             sample_uniform(s.seed, sentences[i], int64_t(t)));
+    INFO("first differing step " << t << ": the draw lies " << distance << " from a boundary");
+    CHECK(distance < 1e-5);
+  }
+  // The claim rests on the checks above; the count is printed with -s.
+  UNSCOPED_INFO(differing << " of 8 sentences differ between the batch and alone");
+  SUCCEED();
+}
+
+TEST_CASE("a tiny temperature draws the most probable token, never NaN", "[decode][sampling]") {
+  // Dividing float32 log-probabilities by T below about 1e-38 x |log p| made every one -inf:
+  // softmax gave NaN and the draw took the last token. Shifted by the row's maximum first,
+  // the best one stays at 0. (validate() refuses T < 0.001; this is the draw's own guard.)
+  SamplingOptions o;
+  for (double t : {1e-3, 1e-30, 1e-40}) {
+    o.temperature = t;
+    INFO("temperature " << t);
+    for (int64_t sentence = 0; sentence < 50; ++sentence)
+      CHECK(sample_tokens(peaked_row(30), o, {sentence}, 0).item<int64_t>() == 0);
+  }
+}
+
 TEST_CASE("sampling scores are the model's log-probabilities of the drawn tokens",
           "[decode][sampling]") {
   nmt::model::Transformer model = tiny_model(23);
@@ -228,6 +331,11 @@ TEST_CASE("sampling refuses beam or n-best and bad values, naming them", "[decod
   o.sampling->top_k = 0;
   o.sampling->temperature = 0;
   CHECK_THROWS_WITH(nmt::decode::validate(o), Catch::Contains("temperature"));
+  o.sampling->temperature = 1e-31;
+  CHECK_THROWS_WITH(nmt::decode::validate(o),
+                    Catch::Contains("sampling temperature: expected a number in [0.001, 1000]"));
+  o.sampling->temperature = 2000;
+  CHECK_THROWS_AS(nmt::decode::validate(o), nmt::ConfigError);
   o.sampling->temperature = 1;
   CHECK_NOTHROW(nmt::decode::validate(o));
 }
