@@ -74,7 +74,7 @@ void Schema::corpus_list(std::string key, std::vector<data::CorpusOptions>* valu
                 where, corpus.name);
       NMT_CHECK(!corpus.src.empty() && !corpus.tgt.empty(), ConfigError,
                 "{}: corpus {} needs both src and tgt", where, corpus.name);
-      // A pair is of two languages: the same code twice is a slip of the other one.
+      // A pair is of two languages: the same code twice is a slip in one of the two keys.
       NMT_CHECK(corpus.src_lang.empty() || corpus.src_lang != corpus.tgt_lang, ConfigError,
                 "{}: {}[{}] ({}): src_lang and tgt_lang are both '{}'; a pair needs two "
                 "different languages",
