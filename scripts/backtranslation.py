@@ -52,6 +52,37 @@ def reexec_with_venv(build_dir):
     os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
 
 
+WORK_DIR_MARKER = ".backtranslation-work-dir"
+
+
+def claim_work_dir(work):
+    """Makes `work` this script's empty work directory, with its marker file.
+
+    A directory that holds the marker was made by this script and is emptied; an empty one is
+    taken; anything else is refused (sys.exit naming --work-dir): --work-dir ~ must not delete
+    a home directory.
+    """
+    marker = os.path.join(work, WORK_DIR_MARKER)
+    if os.path.lexists(work) and not os.path.isdir(work):
+        sys.exit(f"backtranslation.py: error: --work-dir {work} exists and is not a directory")
+    if os.path.isdir(work):
+        entries = os.listdir(work)
+        if entries and WORK_DIR_MARKER not in entries:
+            sys.exit(f"backtranslation.py: error: --work-dir {work} is not empty and was not made "
+                     f"by this script (no {WORK_DIR_MARKER} in it); it empties only its own work "
+                     "directories: name a new or empty one, or remove this one yourself")
+        for name in entries:
+            path = os.path.join(work, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+    os.makedirs(work, exist_ok=True)
+    with open(marker, "w", encoding="utf-8") as f:
+        f.write("made by scripts/backtranslation.py, which empties this directory on its next "
+                "run with this --work-dir\n")
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -59,7 +90,8 @@ def parse_args():
                    help="base config: model, batch and optimizer settings of all three models "
                         "(its data, run_dir and step settings are replaced)")
     p.add_argument("--work-dir", default="runs/backtranslation",
-                   help="data, runs and result.json go here (emptied first)")
+                   help="data, runs and result.json go here: a new or empty directory, or "
+                        "one this script made, which it empties first (others are refused)")
     p.add_argument("--build-dir", default="build", help="where nmt-train & co. are")
     p.add_argument("--mono-lines", type=int, default=10000,
                    help="training pairs held out; their German side is the monolingual text")
@@ -205,9 +237,7 @@ class Pipeline:
     # the round trip -------------------------------------------------------------------------
     def main(self):
         a = self.args
-        if os.path.exists(self.work):
-            shutil.rmtree(self.work)
-        os.makedirs(self.work)
+        claim_work_dir(self.work)
         sizes = self.timed("split", self.split)
         d = lambda name: self.path("data", name)
         real = {"name": "real", "src": d("parallel.en"), "tgt": d("parallel.de")}

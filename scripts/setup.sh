@@ -37,6 +37,7 @@ apt_packages=(
   openmpi-bin libopenmpi-dev libgloo-dev
   slurm-wlm munge  # tests/e2e/test_slurm.sh starts its own; 7 packages, 13 MB
   python3 python3-venv
+  iso-codes  # ISO 639 JSON: ctest checks src/data/iso639_codes.h against it (not used at run time)
 )
 step 1/4 "Debian packages"
 if [ "${NMT_SKIP_APT:-0}" = 1 ]; then

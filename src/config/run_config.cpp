@@ -9,10 +9,9 @@
 #include <optional>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
+#include "config/run_config_checks.h"
 #include "config/schema.h"
-#include "data/language_codes.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -81,7 +80,8 @@ Schema bind(RunConfig& c) {
                 "several weighted training corpora [{name, src, tgt, weight, tag}, ...]; weight is "
                 "relative to a corpus's size (1: each pair once an epoch, 2: twice, 0.5: half); "
                 "tag: bt puts <BT> first in its sources (back-translated data); src_lang, tgt_lang: "
-                "ISO 639 codes of its languages; empty: the one corpus train_src/train_tgt");
+                "ISO 639 codes of its two languages (de, en; deu, gsw: checked against the ISO "
+                "639-1/-3 lists); empty: the one corpus train_src/train_tgt");
   s.input_path("data.train_src", &d.train_src, "training source text, one sentence per line");
   s.input_path("data.train_tgt", &d.train_tgt, "training target text, aligned with train_src");
   s.corpus_list("data.valid", &d.valid,
@@ -96,7 +96,7 @@ Schema bind(RunConfig& c) {
            "directions; every data.train/valid entry names src_lang and tgt_lang)");
   s.real("data.sampling_temperature", &d.sampling_temperature, 0.01, 1000,
          "corpus i drawn in proportion to weight x pairs^(1/T), the epoch keeping its size; 1: "
-         "by weight x pairs");
+         "by weight x pairs; no effect with one corpus");
   s.input_path("data.spm_model", &d.spm_model, "SentencePiece model to use; empty: train one");
   s.integer("data.vocab_size", &d.vocab_size, 16, 1 << 20, "pieces in a trained SentencePiece model");
   s.choice("data.subword_model", &d.subword_model,
@@ -255,147 +255,9 @@ YAML::Node read_yaml_file(const std::filesystem::path& file) {
   }
 }
 
-/// The language keys of data.train and data.valid entries, data.lang_tags and
-/// train.best_set; `where(key)` names the file (and line) that set a key.
-template <class Where>
-void validate_languages(const RunConfig& c, const Where& where) {
-  const data::DataOptions& d = c.data;
-  const bool tags = d.lang_tags == data::LangTags::kTarget;
-  NMT_CHECK(!tags || !d.train.empty(), ConfigError,
-            "{}: data.lang_tags: target needs the corpora in data.train, each with src_lang and "
-            "tgt_lang (data.train_src/train_tgt name no languages)",
-            where("data.lang_tags"));
-  NMT_CHECK(!tags || d.valid_src.empty(), ConfigError,
-            "{}: data.lang_tags: target needs the validation sets in data.valid, each with "
-            "src_lang and tgt_lang (data.valid_src names no languages)",
-            where("data.lang_tags"));
-  const std::vector<std::string> languages = data::corpus_languages(d.train);
-  for (const char* key : {"data.train", "data.valid"}) {
-    const auto& entries = std::string(key) == "data.train" ? d.train : d.valid;
-    for (const data::CorpusOptions& e : entries) {
-      const bool one = e.src_lang.empty() != e.tgt_lang.empty();
-      NMT_CHECK(!one, ConfigError, "{}: {} entry {}: {} is set but {} is not; give both or neither",
-                where(key), key, e.name, e.src_lang.empty() ? "tgt_lang" : "src_lang",
-                e.src_lang.empty() ? "src_lang" : "tgt_lang");
-      NMT_CHECK(!tags || !e.src_lang.empty(), ConfigError,
-                "{}: {} entry {}: src_lang and tgt_lang are required with data.lang_tags: target",
-                where(key), key, e.name);
-      if (std::string(key) == "data.valid" && !e.tgt_lang.empty()) {
-        for (const std::string* code : {&e.src_lang, &e.tgt_lang})
-          NMT_CHECK(std::find(languages.begin(), languages.end(), *code) != languages.end(),
-                    ConfigError,
-                    "{}: data.valid entry {}: language {} is not one of data.train's ({})",
-                    where(key), e.name, *code,
-                    languages.empty() ? std::string("none") : fmt::format("{}", fmt::join(languages, ", ")));
-      }
-    }
-  }
-  const std::string& best = c.train.best_set;
-  if (!best.empty() && best != train::kMeanOfSets) {
-    std::string names;
-    bool found = false;
-    for (const data::CorpusOptions& set : d.valid) {
-      names += (names.empty() ? "" : ", ") + set.name;
-      found = found || set.name == best;
-    }
-    NMT_CHECK(found, ConfigError,
-              "{}: train.best_set: expected mean or the name of a data.valid set ({}), found '{}'",
-              where("train.best_set"), names.empty() ? std::string("none given") : names, best);
-  }
-}
-
-/// Checks that involve several keys; each message names the keys and where they were set.
-void validate(const RunConfig& c, const Schema& s, const std::filesystem::path& file) {
-  // A key left at its default is reported against the config file that should have set it.
-  auto where = [&](const char* key) {
-    const Origin origin = s.origin(key);
-    return origin.source == "default" ? file.string() : origin.describe();
-  };
-  if (!c.data.train.empty()) {
-    NMT_CHECK(c.data.train_src.empty() && c.data.train_tgt.empty(), ConfigError,
-              "{}: data.train and data.train_src/train_tgt are both set; give the corpora in "
-              "data.train only (set data.train_src and data.train_tgt to null)",
-              where("data.train"));
-    for (const data::CorpusOptions& corpus : c.data.train) {
-      for (const std::string* path : {&corpus.src, &corpus.tgt}) {
-        std::error_code ec;
-        NMT_CHECK(std::filesystem::is_regular_file(*path, ec), ConfigError,
-                  "{}: data.train corpus {}: file not found: '{}'", where("data.train"),
-                  corpus.name, *path);
-      }
-    }
-  } else if (c.data.train_src.empty() || c.data.train_tgt.empty()) {
-    const char* key = c.data.train_src.empty() ? "data.train_src" : "data.train_tgt";
-    NMT_THROW(ConfigError, "{}: {} is required (a training text file), but it is not set", where(key),
-              key);
-  }
-  if (!c.data.valid.empty()) {
-    NMT_CHECK(c.data.valid_src.empty() && c.data.valid_tgt.empty(), ConfigError,
-              "{}: data.valid and data.valid_src/valid_tgt are both set; give the validation sets "
-              "in data.valid only (set data.valid_src and data.valid_tgt to null)",
-              where("data.valid"));
-    for (const data::CorpusOptions& set : c.data.valid) {
-      NMT_CHECK(set.weight == 1.0, ConfigError,
-                "{}: data.valid set {}: a validation set has no weight (found {})",
-                where("data.valid"), set.name, set.weight);
-      NMT_CHECK(set.tag == data::CorpusTag::kNone, ConfigError,
-                "{}: data.valid set {}: tag: a validation set has no tag (tag: bt marks "
-                "back-translated training data)",
-                where("data.valid"), set.name);
-      for (const std::string* path : {&set.src, &set.tgt}) {
-        std::error_code ec;
-        NMT_CHECK(std::filesystem::is_regular_file(*path, ec), ConfigError,
-                  "{}: data.valid set {}: file not found: '{}'", where("data.valid"), set.name,
-                  *path);
-      }
-    }
-  }
-  validate_languages(c, where);
-  if (c.data.valid_src.empty() != c.data.valid_tgt.empty()) {
-    const char* set = c.data.valid_src.empty() ? "data.valid_tgt" : "data.valid_src";
-    const char* unset = c.data.valid_src.empty() ? "data.valid_src" : "data.valid_tgt";
-    NMT_THROW(ConfigError, "{}: {} is set but {} is not; give both or neither", where(set), set,
-              unset);
-  }
-  if (c.model.d_model % c.model.heads != 0) {
-    NMT_THROW(ConfigError, "{}: model.heads ({}) must divide model.d_model ({})",
-              where("model.heads"), c.model.heads, c.model.d_model);
-  }
-  if (c.model.tie_embeddings == model::TiedEmbeddings::kAll && !c.data.joint_vocab) {
-    NMT_THROW(ConfigError,
-              "{}: model.tie_embeddings 'all' shares source and target embeddings, which needs "
-              "data.joint_vocab: true (found false)",
-              where("data.joint_vocab"));
-  }
-  // A sentence of max_len pieces plus BOS/EOS must fit in one batch, or it could never train.
-  if (c.data.max_tokens && *c.data.max_tokens < c.data.max_len + 2) {
-    NMT_THROW(ConfigError,
-              "{}: data.max_tokens ({}) is smaller than the longest allowed sentence, "
-              "data.max_len + 2 ({})",
-              where("data.max_tokens"), *c.data.max_tokens, c.data.max_len + 2);
-  }
-  if (!c.data.max_tokens && c.data.auto_max_tokens_limit < c.data.max_len + 2) {
-    NMT_THROW(ConfigError,
-              "{}: data.auto_max_tokens_limit ({}) is smaller than the longest allowed sentence, "
-              "data.max_len + 2 ({})",
-              where("data.auto_max_tokens_limit"), c.data.auto_max_tokens_limit, c.data.max_len + 2);
-  }
-  if (c.data.max_len + 2 > c.model.max_positions) {
-    NMT_THROW(ConfigError, "{}: data.max_len + 2 ({}) exceeds model.max_positions ({})",
-              where("data.max_len"), c.data.max_len + 2, c.model.max_positions);
-  }
-  if (c.train.best_metric != train::BestMetric::kLoss && !c.train.valid_translate) {
-    NMT_THROW(ConfigError, "{}: train.best_metric {} needs train.valid_translate: true",
-              where("train.best_metric"),
-              c.train.best_metric == train::BestMetric::kBleu ? "bleu" : "chrf");
-  }
-  if (c.run_dir.empty()) NMT_THROW(ConfigError, "{}: run_dir must not be empty", where("run_dir"));
-  s.check_input_paths();
-}
-
 }  // namespace
 
-RunConfig load_run_config(const ConfigSources& sources) {
+RunConfig load_run_config(const ConfigSources& sources, std::vector<std::string>* warnings) {
   RunConfig config;
   // New configs leave the precision to the hardware; a file, checkpoint or --set that names a
   // mode keeps it (a checkpoint stores the mode auto resolved to).
@@ -420,7 +282,11 @@ RunConfig load_run_config(const ConfigSources& sources) {
     schema.apply_document(stored, name);
   }
   for (const std::string& assignment : sources.overrides) schema.apply_override(assignment);
-  validate(config, schema, sources.file);
+  validate_run_config(config, schema, sources.file);
+  if (warnings) {
+    for (std::string& w : ineffective_settings(config, schema, sources.file))
+      warnings->push_back(std::move(w));
+  }
   return config;
 }
 

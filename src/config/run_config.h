@@ -39,8 +39,10 @@ struct ConfigSources {
 };
 
 /// Reads, merges and validates the configuration. Throws ConfigError naming the file,
-/// line:column and key of the first problem.
-RunConfig load_run_config(const ConfigSources& sources);
+/// line:column and key of the first problem. With `warnings`, appends a line for each
+/// setting that is valid but has no effect, naming its key and where it was set (for the
+/// caller to log once per run, not once per rank).
+RunConfig load_run_config(const ConfigSources& sources, std::vector<std::string>* warnings = nullptr);
 
 /// A configuration stored in a checkpoint ("config" metadata): built-in defaults, then that
 /// YAML through the same schema and checks. Input files are not required to exist (a model is

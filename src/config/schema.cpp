@@ -9,11 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "data/language_codes.h"
 #include "util/error.h"
 
 namespace nmt::config {
-namespace {
 
 Origin origin_of(const YAML::Node& node, const std::string& source) {
   const YAML::Mark mark = node.Mark();
@@ -25,6 +23,8 @@ std::string format_number(double value) {
   // Shortest text that parses back to the same double.
   return fmt::format("{}", value);
 }
+
+namespace {
 
 std::string range_text(std::string_view kind, double min, double max, bool integral) {
   auto show = [integral](double v) {
@@ -173,98 +173,6 @@ void Schema::input_path(std::string key, std::string* value, std::string doc) {
   text(std::move(key), value, std::move(doc));
   fields_.back().expected = "a file path";
   fields_.back().is_input_path = true;
-}
-
-void Schema::corpus_list(std::string key, std::vector<data::CorpusOptions>* value, std::string doc) {
-  Field field{std::move(key), std::move(doc),
-              "a list of corpora, each {name: N, src: FILE, tgt: FILE, weight: W, tag: bt, "
-              "src_lang: L, tgt_lang: L}"};
-  field.parse = [field_copy = field, value](const YAML::Node& node, const Origin& origin) {
-    value->clear();
-    if (node.IsNull()) return;
-    if (!node.IsSequence()) throw_bad_value(field_copy, node, origin);
-    for (size_t i = 0; i < node.size(); ++i) {
-      const YAML::Node item = node[i];
-      const std::string where = fmt::format("{}: {}[{}]", origin_of(item, origin.source).describe(),
-                                            field_copy.key, i);
-      NMT_CHECK(item.IsMap(), ConfigError, "{}: expected a map {{name, src, tgt, weight}}, found {}",
-                where, describe_node(item));
-      data::CorpusOptions corpus;
-      for (const auto& entry : item) {
-        const std::string k = entry.first.Scalar();
-        const YAML::Node& v = entry.second;
-        NMT_CHECK(v.IsScalar(), ConfigError, "{}: {}: expected a scalar, found {}", where, k,
-                  describe_node(v));
-        if (k == "name") {
-          corpus.name = v.Scalar();
-        } else if (k == "src") {
-          corpus.src = v.Scalar();
-        } else if (k == "tgt") {
-          corpus.tgt = v.Scalar();
-        } else if (k == "weight") {
-          char* end = nullptr;
-          corpus.weight = std::strtod(v.Scalar().c_str(), &end);
-          NMT_CHECK(!v.Scalar().empty() && *end == '\0' && std::isfinite(corpus.weight) &&
-                        corpus.weight > 0,
-                    ConfigError, "{}: weight: expected a number > 0, found '{}'", where, v.Scalar());
-        } else if (k == "tag") {
-          NMT_CHECK(v.Scalar() == "bt", ConfigError,
-                    "{}: tag: expected bt (back-translated data, tagged <BT>), found '{}'", where,
-                    v.Scalar());
-          corpus.tag = data::CorpusTag::kBackTranslation;
-        } else if (k == "src_lang" || k == "tgt_lang") {
-          NMT_CHECK(data::is_language_code(v.Scalar()), ConfigError,
-                    "{}: {}: expected an ISO 639 language code (e.g. de, en; two or three "
-                    "lowercase letters), found '{}'",
-                    where, k, v.Scalar());
-          (k == "src_lang" ? corpus.src_lang : corpus.tgt_lang) = v.Scalar();
-        } else {
-          std::string best;
-          size_t best_distance = SIZE_MAX;
-          for (const char* known : {"name", "src", "tgt", "weight", "tag", "src_lang", "tgt_lang"}) {
-            const size_t d = edit_distance(known, k);
-            if (d < best_distance) best_distance = d, best = known;
-          }
-          NMT_THROW(ConfigError, "{}: unknown key '{}'{}", where, k,
-                    best_distance <= 2 ? "; did you mean '" + best + "'?" : std::string());
-        }
-      }
-      NMT_CHECK(!corpus.name.empty() && corpus.name.find_first_not_of(
-                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                            "0123456789_-.") == std::string::npos,
-                ConfigError, "{}: name: expected a word of letters, digits, '_', '-' or '.', found '{}'",
-                where, corpus.name);
-      NMT_CHECK(!corpus.src.empty() && !corpus.tgt.empty(), ConfigError,
-                "{}: corpus {} needs both src and tgt", where, corpus.name);
-      for (const data::CorpusOptions& earlier : *value)
-        NMT_CHECK(earlier.name != corpus.name, ConfigError, "{}: the name {} is given twice", where,
-                  corpus.name);
-      value->push_back(std::move(corpus));
-    }
-  };
-  field.node = [value] {
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (const data::CorpusOptions& corpus : *value) {
-      YAML::Node item;
-      item["name"] = corpus.name;
-      item["src"] = corpus.src;
-      item["tgt"] = corpus.tgt;
-      item["weight"] = format_number(corpus.weight);
-      // Only when set, so configs without tags print (and hash) as before.
-      if (corpus.tag == data::CorpusTag::kBackTranslation) item["tag"] = "bt";
-      if (!corpus.src_lang.empty()) item["src_lang"] = corpus.src_lang;
-      if (!corpus.tgt_lang.empty()) item["tgt_lang"] = corpus.tgt_lang;
-      list.push_back(item);
-    }
-    list.SetStyle(YAML::EmitterStyle::Flow);
-    return list;
-  };
-  field.print = [node = field.node] {
-    YAML::Emitter out;
-    out << node();
-    return std::string(out.c_str());
-  };
-  add(std::move(field));
 }
 
 const Field* Schema::find(std::string_view key) const {

@@ -108,6 +108,10 @@ class Schema {
 /// Throws the ConfigError for a value that is not what `field` expects.
 [[noreturn]] void throw_bad_value(const Field& field, const YAML::Node& value,
                                   const Origin& origin, std::string_view detail = {});
+/// Where `node` of a YAML document read from `source` is (line and column 0 when unknown).
+Origin origin_of(const YAML::Node& node, const std::string& source);
+/// The shortest text of `value` that parses back to the same double.
+std::string format_number(double value);
 /// Text of a scalar, or a description ("a map", "a list", "nothing") of any other node.
 std::string describe_node(const YAML::Node& node);
 /// Levenshtein edit distance.

@@ -15,6 +15,10 @@
 // T = 1 gives p_i = w_i n_i / sum_j w_j n_j, i.e. the same shares; T -> infinity gives shares
 // proportional to the weights alone (equal for equal weights). A corpus may draw more pairs
 // than it has (whole copies plus a sample), as a weight above 1 does.
+//
+// The masses are computed as exp(log w_i + log(n_i) / T - max_j(...)): n^(1/T) itself
+// overflows a double at T = 0.01 (the least data.sampling_temperature) from about 1,200 pairs,
+// and inf / inf would make every share NaN. Scaled by the largest, each mass lies in [0, 1].
 
 #include <cstdint>
 #include <vector>
@@ -28,6 +32,8 @@ struct CorpusSize {
 };
 
 /// Pairs each corpus contributes to every epoch at `temperature` (> 0), as the header says.
+/// Throws DataError for a temperature that is not a positive number, or a corpus whose
+/// weight x pairs is more than 2^53 (no count could hold it).
 std::vector<int64_t> drawn_per_epoch(const std::vector<CorpusSize>& corpora, double temperature);
 
 }  // namespace nmt::data

@@ -21,18 +21,23 @@ uint64_t mix(uint64_t x) { return splitmix64(x); }
 CorpusSet::CorpusSet(std::vector<CorpusPart> parts, double temperature)
     : parts_(std::move(parts)), temperature_(temperature) {
   NMT_CHECK(!parts_.empty(), DataError, "no training corpus");
+  const int64_t limit = std::numeric_limits<uint32_t>::max();
   offsets_.push_back(0);
   std::vector<CorpusSize> sizes;
   for (const CorpusPart& part : parts_) {
     NMT_CHECK(part.weight > 0 && std::isfinite(part.weight), DataError,
               "corpus {}: weight {} must be a positive number", part.name, part.weight);
+    // Before the counts are rounded to integers, which a weight of 1e300 would overflow.
+    NMT_CHECK(part.weight * static_cast<double>(part.cache.size()) < static_cast<double>(limit),
+              DataError, "corpus {}: weight {} x {} pairs is {:.0f} pairs an epoch; at most "
+              "2^32 - 1 are supported", part.name, part.weight, part.cache.size(),
+              part.weight * static_cast<double>(part.cache.size()));
     offsets_.push_back(offsets_.back() + part.cache.size());
     sizes.push_back({part.cache.size(), part.weight});
   }
   drawn_ = drawn_per_epoch(sizes, temperature);
   int64_t drawn = 0;
   for (int64_t count : drawn_) drawn += count;
-  const int64_t limit = std::numeric_limits<uint32_t>::max();
   NMT_CHECK(size() < limit && drawn < limit, DataError,
             "{}: {} pairs, {} drawn an epoch; at most 2^32 - 1 are supported", describe(), size(),
             drawn);

@@ -1,42 +1,53 @@
 #pragma once
 // ISO 639 language codes and the languages corpora name, for checking data.train's src_lang
 // and tgt_lang where the config is read (config/ sees only the options headers of data/, so
-// this is header-only and Torch-free).
+// this is header-only and Torch-free). The codes are a generated table (data/iso639_codes.h),
+// not read at run time: nmt-train needs no iso-codes package, and a typo that is no code is
+// refused rather than trained as a language of its own.
 
 #include <algorithm>
+#include <cstddef>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "data/data_options.h"
+#include "data/iso639_codes.h"
 
 namespace nmt::data {
 
-/// The ISO 639-1 codes (2023 list, 183 codes).
-inline constexpr std::string_view kIso639_1[] = {
-    "aa", "ab", "ae", "af", "ak", "am", "an", "ar", "as", "av", "ay", "az", "ba", "be", "bg",
-    "bi", "bm", "bn", "bo", "br", "bs", "ca", "ce", "ch", "co", "cr", "cs", "cu", "cv", "cy",
-    "da", "de", "dv", "dz", "ee", "el", "en", "eo", "es", "et", "eu", "fa", "ff", "fi", "fj",
-    "fo", "fr", "fy", "ga", "gd", "gl", "gn", "gu", "gv", "ha", "he", "hi", "ho", "hr", "ht",
-    "hu", "hy", "hz", "ia", "id", "ie", "ig", "ii", "ik", "io", "is", "it", "iu", "ja", "jv",
-    "ka", "kg", "ki", "kj", "kk", "kl", "km", "kn", "ko", "kr", "ks", "ku", "kv", "kw", "ky",
-    "la", "lb", "lg", "li", "ln", "lo", "lt", "lu", "lv", "mg", "mh", "mi", "mk", "ml", "mn",
-    "mr", "ms", "mt", "my", "na", "nb", "nd", "ne", "ng", "nl", "nn", "no", "nr", "nv", "ny",
-    "oc", "oj", "om", "or", "os", "pa", "pi", "pl", "ps", "pt", "qu", "rm", "rn", "ro", "ru",
-    "rw", "sa", "sc", "sd", "se", "sg", "si", "sk", "sl", "sm", "sn", "so", "sq", "sr", "ss",
-    "st", "su", "sv", "sw", "ta", "te", "tg", "th", "ti", "tk", "tl", "tn", "to", "tr", "ts",
-    "tt", "tw", "ty", "ug", "uk", "ur", "uz", "ve", "vi", "vo", "wa", "wo", "xh", "yi", "yo",
-    "za", "zh", "zu"};
-
-/// True for an ISO 639 language code: a two-letter ISO 639-1 code of the standard's list, or
-/// three lowercase letters (an ISO 639-2/3 code; that list of some 7,900 codes is not kept
-/// here, so only its form is checked).
-inline bool is_language_code(std::string_view code) {
-  if (code.size() == 2) return std::find(std::begin(kIso639_1), std::end(kIso639_1), code) != std::end(kIso639_1);
-  return code.size() == 3 &&
-         std::all_of(code.begin(), code.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+/// True when `code` is one of `table`'s codes: a sorted run of codes of `code`'s length.
+inline bool in_code_table(std::string_view table, std::string_view code) {
+  const size_t width = code.size();
+  size_t low = 0, high = table.size() / width;
+  while (low < high) {
+    const size_t mid = low + (high - low) / 2;
+    const int order = table.substr(mid * width, width).compare(code);
+    if (order == 0) return true;
+    if (order < 0) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  return false;
 }
+
+/// True for an ISO 639 language code of the list data/iso639_codes.h holds (generated from
+/// Debian's iso-codes): two letters of ISO 639-1 ("de"), or three of ISO 639-3 / 639-2
+/// ("deu", "ger", "gsw"), lowercase. A typo that is no code ("deo") is refused; one that is
+/// another language's code ("dee", Dewoin, for "deu") cannot be told from it.
+inline bool is_language_code(std::string_view code) {
+  if (code.size() == 2) return in_code_table(kIso639TwoLetterCodes, code);
+  if (code.size() == 3) return in_code_table(kIso639ThreeLetterCodes, code);
+  return false;
+}
+
+/// What a language key expects, for messages: the forms and an example of each.
+inline constexpr std::string_view kLanguageCodeForms =
+    "an ISO 639 language code: two letters of ISO 639-1 (e.g. de, en) or three of ISO 639-3 "
+    "(e.g. deu, gsw)";
 
 /// The languages that `corpora` name (src_lang and tgt_lang), sorted and unique.
 inline std::vector<std::string> corpus_languages(const std::vector<CorpusOptions>& corpora) {

@@ -165,7 +165,8 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   const dist::WorkerEnv worker = dist::detect_worker_env();
   // Console logging first, so config errors and warnings are formatted like everything else.
   log::init(log::LogOptions{}, worker.rank, worker.world_size, !worker.launched_by_us);
-  const config::RunConfig cfg = config::load_run_config(command.sources);
+  std::vector<std::string> config_warnings;
+  const config::RunConfig cfg = config::load_run_config(command.sources, &config_warnings);
   log::init(cfg.log, worker.rank, worker.world_size, !worker.launched_by_us);
   dist::show_libtorch_logs(cfg.log.level <= log::Level::kDebug);
   if (command.print_config) {
@@ -188,6 +189,10 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   // The plan (and its config hash, the one checkpoints store) shows amp.mode resolved, unless
   // it awaits timing; each rank resolves it again in set_up_rank (timing it there), where the
   // choice and its reason reach summary.json.
+  // Once per run: by the process that plans it (the launcher, or rank 0 of an outside
+  // launcher's workers), not by every worker that loads the config again.
+  if (worker.rank == 0 && !worker.launched_by_us && command.node_rank == 0)
+    for (const std::string& warning : config_warnings) log::warn("config", "{}", warning);
   config::RunConfig planned = cfg;
   const amp::AmpChoice amp = resolve_amp(planned, devices);
   log_plan(planned, devices, worker);

@@ -323,8 +323,13 @@ TEST_CASE("language keys: ISO codes, both or neither, required by lang_tags targ
 
   const std::string head = "data:\n  train:\n    - {name: a, src: data/ddtp.en-de.valid.en, tgt: data/ddtp.en-de.valid.de";
   CHECK_THAT(file_error(dir, head + ", src_lang: xx, tgt_lang: de}\n"),
-             Contains("run.yaml:3:7: data.train[0]: src_lang: expected an ISO 639 language code "
-                      "(e.g. de, en; two or three lowercase letters), found 'xx'"));
+             Contains("run.yaml:3:7: data.train[0]: src_lang: expected an ISO 639 language code: "
+                      "two letters of ISO 639-1 (e.g. de, en) or three of ISO 639-3 (e.g. deu, "
+                      "gsw), found 'xx'"));
+  // Three letters are looked up, not only their form: deo is no code (a slip for deu).
+  CHECK_THAT(file_error(dir, head + ", src_lang: en, tgt_lang: deo}\n"),
+             Contains("run.yaml:3:7: data.train[0]: tgt_lang: expected an ISO 639 language code"));
+  CHECK_NOTHROW(load_run_config({dir.write("deu.yaml", head + ", src_lang: eng, tgt_lang: deu}\n")}));
   CHECK_THAT(file_error(dir, head + ", src_lang: en}\n"),
              Contains("data.train entry a: src_lang is set but tgt_lang is not; give both or neither"));
   CHECK_THAT(file_error(dir, "data:\n  lang_tags: target\n" + head.substr(6) + "}\n"),
@@ -339,4 +344,51 @@ TEST_CASE("language keys: ISO codes, both or neither, required by lang_tags targ
              Contains("train.best_set: expected mean or the name of a data.valid set (none given), found 'other'"));
   CHECK_THAT(file_error(dir, std::string(kTrainData) + "  sampling_temperature: 0\n"),
              Contains("data.sampling_temperature"));
+}
+
+TEST_CASE("a pair of one language twice is refused, naming the file, line and entry", "[config]") {
+  nmt::test::TempDir dir;
+  const std::string head = "data:\n  train:\n    - {name: a, src: data/ddtp.en-de.valid.en, tgt: data/ddtp.en-de.valid.de";
+  // The line and column are those of the later language key's value.
+  CHECK_THAT(file_error(dir, head + ", src_lang: en, tgt_lang: en}\n"),
+             Contains("run.yaml:3:103: data.train[0] (a): src_lang and tgt_lang are both 'en'; a "
+                      "pair needs two different languages"));
+  CHECK_THAT(file_error(dir, "data:\n  train:\n    - {name: a, src: data/ddtp.en-de.valid.en,\n"
+                             "       tgt: data/ddtp.en-de.valid.de,\n       tgt_lang: deu,\n"
+                             "       src_lang: deu}\n"),
+             Contains("run.yaml:6:18: data.train[0] (a): src_lang and tgt_lang are both 'deu'"));
+  // data.valid entries are pairs too; a --set override names itself.
+  CHECK_THAT(file_error(dir, head + ", src_lang: en, tgt_lang: de}\n  valid:\n"
+                                    "    - {name: v, src: data/ddtp.en-de.valid.en, tgt: "
+                                    "data/ddtp.en-de.valid.de, src_lang: de, tgt_lang: de}\n"),
+             Contains("run.yaml:5:103: data.valid[0] (v): src_lang and tgt_lang are both 'de'"));
+  const std::string good = dir.write("good.yaml", head + ", src_lang: en, tgt_lang: de}\n");
+  CHECK_THAT(load_error({good, std::nullopt, "", {"data.train=[{name: b, src: data/ddtp.en-de.valid.en, "
+                                                 "tgt: data/ddtp.en-de.valid.de, src_lang: fr, tgt_lang: fr}]"}}),
+             Contains("--set data.train=[{name: b"));
+}
+
+TEST_CASE("sampling_temperature with one corpus is valid but warned about once, with its line",
+          "[config]") {
+  nmt::test::TempDir dir;
+  std::vector<std::string> warnings;
+  const std::string one = dir.write("one.yaml", std::string(kTrainData) + "  sampling_temperature: 5\n");
+  load_run_config({one}, &warnings);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains(one + ":4:25: data.sampling_temperature 5 has no effect with "
+                                   "one training corpus"));
+  // One data.train entry is one corpus too; a --set names itself.
+  warnings.clear();
+  const std::string entry = dir.write(
+      "entry.yaml", "data:\n  train:\n    - {name: a, src: data/ddtp.en-de.valid.en, tgt: "
+                    "data/ddtp.en-de.valid.de}\n");
+  load_run_config({entry, std::nullopt, "", {"data.sampling_temperature=0.5"}}, &warnings);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains("--set data.sampling_temperature=0.5: data.sampling_temperature 0.5"));
+  // T = 1, or several corpora: nothing to say.
+  warnings.clear();
+  load_run_config({dir.write("t1.yaml", std::string(kTrainData) + "  sampling_temperature: 1\n")},
+                  &warnings);
+  load_run_config({"configs/multilingual-tiny.yaml"}, &warnings);
+  CHECK(warnings.empty());
 }

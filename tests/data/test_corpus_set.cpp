@@ -147,3 +147,25 @@ TEST_CASE("a sampling temperature draws the tempered counts, deterministic per s
   CHECK(tempered.draw(2, 7) == ids);
   CHECK(tempered.draw(3, 7) != ids);
 }
+
+TEST_CASE("the lowest temperature still draws a whole epoch, and a weight past what an epoch "
+          "can count is refused naming its corpus",
+          "[data]") {
+  const CorpusSet& plain = three_corpora().prepared.train;
+  std::vector<nmt::data::CorpusPart> parts = plain.parts();
+  int64_t total = 0;
+  for (const auto& d : plain.draws()) total += d.drawn;
+  const CorpusSet lowest(parts, 0.01);  // the least data.sampling_temperature accepts
+  int64_t drawn = 0;
+  for (const auto& d : lowest.draws()) {
+    CHECK(d.drawn >= 0);
+    drawn += d.drawn;
+  }
+  CHECK(drawn == total);
+  CHECK(static_cast<int64_t>(lowest.draw(1, 7).size()) == total);
+  // weight x pairs past 2^32 - 1 (and past int64 when rounded): refused before any rounding.
+  parts[1].weight = 1e300;
+  CHECK_THROWS_WITH(CorpusSet(parts, 1.0),
+                    Catch::Matchers::Contains("corpus crawled: weight 1e+300 x ") &&
+                        Catch::Matchers::Contains("at most 2^32 - 1 are supported"));
+}

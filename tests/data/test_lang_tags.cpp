@@ -83,7 +83,7 @@ TEST_CASE("a given SentencePiece model without <BT> is refused naming the model 
   }
 }
 
-TEST_CASE("language codes: ISO 639-1 from the list, three letters by form", "[data]") {
+TEST_CASE("language codes: two and three letters from the ISO 639 lists, and their tags", "[data]") {
   for (const char* code : {"de", "en", "zh", "sw", "deu", "haw"}) CHECK(nmt::data::is_language_code(code));
   for (const char* code : {"", "xx", "EN", "e", "en-US", "de1", "<2de>"})
     CHECK_FALSE(nmt::data::is_language_code(code));

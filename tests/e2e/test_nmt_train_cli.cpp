@@ -87,13 +87,24 @@ TEST_CASE("config mistakes give one clear line naming file, line and key", "[e2e
 
 TEST_CASE("a run logs its plan to the console and to the rank's log file", "[e2e]") {
   nmt::test::TempDir dir;
+  // A sampling temperature with one corpus is valid, and warned about once.
   auto r = train("--config configs/tiny.yaml --set train.max_steps=2 --set data.vocab_size=500 "
-                 "--set run_dir=" + dir.path().string() + nmt::test::train_slice_flags());
+                 "--set data.sampling_temperature=3 --set run_dir=" + dir.path().string() +
+                 nmt::test::train_slice_flags());
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("[plan] LibTorch 2."));
   CHECK_THAT(r.err, Contains("[plan] model: 2+2 layers, d_model 128"));
+  const std::string warning = "[config] --set data.sampling_temperature=3: "
+                              "data.sampling_temperature 3 has no effect with one training corpus";
+  const auto count = [](const std::string& text, const std::string& part) {
+    size_t n = 0;
+    for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count(r.err, warning) == 1);
   const std::string log = nmt::test::read_file(dir.path() / "logs" / "rank0.log");
   CHECK_THAT(log, Contains("[plan] run directory " + dir.path().string()));
+  CHECK(count(log, warning) == 1);
 }
 
 TEST_CASE("ranks other than 0 log warnings and errors only, prefixed with the rank", "[e2e]") {
@@ -102,9 +113,10 @@ TEST_CASE("ranks other than 0 log warnings and errors only, prefixed with the ra
   auto r = run_command("RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
                        std::to_string(nmt::test::free_port()) + " " +
                        kBin + " --config configs/tiny.yaml --set dist.timeout_s=1 --set run_dir=" +
-                       dir.path().string());
+                       dir.path().string() + " --set data.sampling_temperature=3");
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("[plan] model") == std::string::npos);
+  CHECK(r.err.find("sampling_temperature") == std::string::npos);  // rank 0's to warn about
   CHECK_THAT(r.err, StartsWith("nmt-train: error (rank 1): rank 1: cannot connect to the rendezvous store"));
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // LibTorch's own retry logs hidden
   // The rank's own file has everything from info up.

@@ -6,11 +6,16 @@ step runs, in order, on the sizes asked for) and its result.json (every figure p
 the binaries' JSON, both forward runs at the same number of updates).
 
   test_backtranslation.py --build-dir BUILD --work-dir DIR [--no-tag]
+
+With --work-dir-only it checks in seconds, with stand-in binaries (no build needed), that
+--work-dir is emptied only when the script made it: a directory of someone else's files is
+refused and left as it was. Exits 77 (skipped) without PyYAML.
 """
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -22,12 +27,90 @@ def lines(path):
         return f.read().split("\n")[:-1]
 
 
+def check_work_dir(scratch):
+    """backtranslation.py on directories it did and did not make, with stand-in binaries."""
+    try:
+        import yaml  # noqa: F401  (backtranslation.py needs it before it looks at --work-dir)
+    except ImportError:
+        print("SKIPPED: no PyYAML in this python")
+        sys.exit(77)
+    if os.path.lexists(scratch):
+        shutil.rmtree(scratch)
+    build = os.path.join(scratch, "build")
+    os.makedirs(build)
+    for name in ("nmt-train", "nmt-translate", "nmt-score"):  # each fails at once if run
+        with open(os.path.join(build, name), "w", encoding="utf-8") as f:
+            f.write("#!/bin/sh\necho stand-in >&2\nexit 3\n")
+        os.chmod(os.path.join(build, name), 0o755)
+    script = os.path.join(REPO, "scripts", "backtranslation.py")
+    failures = []
+
+    def check(condition, what):
+        print(("ok   " if condition else "FAIL ") + what)
+        if not condition:
+            failures.append(what)
+
+    def run(work):
+        r = subprocess.run([sys.executable, script, "--build-dir", build, "--work-dir", work,
+                            "--mono-lines", "10", "--parallel-lines", "20", "--test-lines", "5"],
+                           cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return r.returncode, r.stderr
+
+    # Someone else's directory: refused by name, every file left.
+    theirs = os.path.join(scratch, "theirs")
+    os.makedirs(os.path.join(theirs, "sub"))
+    for name in ("notes.txt", os.path.join("sub", "thesis.tex")):
+        with open(os.path.join(theirs, name), "w", encoding="utf-8") as f:
+            f.write("keep me\n")
+    code, err = run(theirs)
+    check(code != 0 and f"--work-dir {theirs} is not empty and was not made by this script" in err,
+          f"a non-empty directory it did not make is refused, naming it (exit {code}): "
+          f"{err.strip()[-300:]}")
+    check(sorted(os.listdir(theirs)) == ["notes.txt", "sub"]
+          and os.listdir(os.path.join(theirs, "sub")) == ["thesis.tex"],
+          f"and left as it was: {sorted(os.listdir(theirs))}")
+    # A file where the directory would be: refused, kept.
+    a_file = os.path.join(scratch, "a-file")
+    with open(a_file, "w", encoding="utf-8") as f:
+        f.write("keep me\n")
+    code, err = run(a_file)
+    check(code != 0 and "exists and is not a directory" in err and os.path.isfile(a_file),
+          f"a file as --work-dir is refused and kept (exit {code})")
+    # A new directory: made, marked, the split written, then the stand-in nmt-train fails.
+    ours = os.path.join(scratch, "ours")
+    code, err = run(ours)
+    marker = os.path.join(ours, ".backtranslation-work-dir")
+    check(code != 0 and "stand-in" in err and os.path.isfile(marker)
+          and os.path.isfile(os.path.join(ours, "data", "parallel.en")),
+          f"a new directory is made and marked (exit {code}, {sorted(os.listdir(ours))})")
+    # Its own directory again: emptied (a stray file goes) and used.
+    with open(os.path.join(ours, "stale.txt"), "w", encoding="utf-8") as f:
+        f.write("from an earlier run\n")
+    code, err = run(ours)
+    check(code != 0 and "stand-in" in err and not os.path.exists(os.path.join(ours, "stale.txt"))
+          and os.path.isfile(marker) and os.path.isfile(os.path.join(ours, "data", "mono.de")),
+          f"its own directory is emptied and used again: {sorted(os.listdir(ours))}")
+    # An empty directory it did not make: taken.
+    empty = os.path.join(scratch, "empty")
+    os.makedirs(empty)
+    code, err = run(empty)
+    check("stand-in" in err and os.path.isfile(os.path.join(empty, ".backtranslation-work-dir")),
+          "an empty directory is taken and marked")
+    if failures:
+        sys.exit(f"{len(failures)} check(s) failed")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build-dir", required=True)
     p.add_argument("--work-dir", required=True)
     p.add_argument("--no-tag", action="store_true")
+    p.add_argument("--work-dir-only", action="store_true",
+                   help="only the --work-dir checks, in seconds, under WORK_DIR (no build used)")
     a = p.parse_args()
+    if a.work_dir_only:
+        check_work_dir(os.path.abspath(a.work_dir))
+        return
     command = [sys.executable, os.path.join(REPO, "scripts", "backtranslation.py"),
                "--config", "configs/tiny.yaml", "--build-dir", a.build_dir,
                "--work-dir", a.work_dir, "--mono-lines", "300", "--parallel-lines", "3000",
