@@ -6,10 +6,14 @@
 // reads `<2xx> <BT> text...`: the language tag first, so the decoder's one instruction about
 // what to produce always sits at position 0.
 //
-// Tags are SentencePiece user-defined symbols: one piece each, never split, and never
-// learned into other pieces by the vocabulary trainer. They are added to the encoded ids
-// (token cache, translator), not to the text, since SentencePiece would put its word-start
-// piece before a tag that begins the text.
+// Tags are SentencePiece control symbols: one piece each, never learned into other pieces by
+// the vocabulary trainer, and never produced from text. They are inserted by id into the
+// encoded sources (token cache, translator), so a corpus line or an input line that contains
+// the text `<BT>` or `<2de>` is encoded as those characters: an untagged corpus cannot carry
+// the back-translation signal, nor can input text switch a multilingual model's target.
+// Vocabularies trained before this declared the tags as user-defined symbols, which
+// SentencePiece matches inside text; Vocab (vocab.h) loads those with their tags as control
+// symbols, which keeps every id and the encoding of any text without the tag strings.
 
 #include <cstdint>
 #include <string>
@@ -29,6 +33,9 @@ inline constexpr std::string_view kBackTranslationTag = "<BT>";
 /// The tag of a target language: "<2de>" for "de".
 std::string language_tag(std::string_view code);
 
+/// True for the text of a tag nmt-train inserts: `<BT>`, or `<2xx>` for a language code xx.
+bool is_tag_piece(std::string_view piece);
+
 /// The languages the training corpora name (src_lang and tgt_lang of data.train), sorted and
 /// unique: what a checkpoint records and a resume must match. Empty when none are named.
 std::vector<std::string> run_languages(const DataOptions& options);
@@ -47,8 +54,10 @@ std::vector<std::string> required_tags(const DataOptions& options);
 /// with data.lang_tags: target, then `<BT>` for a back-translated corpus.
 std::vector<std::string> source_tags(const DataOptions& options, const CorpusOptions& corpus);
 
-/// The ids of `tags` in `vocab`. Throws DataError naming the vocabulary's model, the missing
-/// tag and `needed_by` (e.g. "data.train entry bt: tag bt") when the model lacks one.
+/// The ids of `tags` in `vocab`. Throws DataError naming the vocabulary's model, the tag and
+/// `needed_by` (e.g. "data.train entry bt") when the model lacks one, or has it as a piece
+/// that text can produce (neither a control symbol nor a user-defined one, which Vocab loads
+/// as control).
 std::vector<int32_t> tag_ids(const Vocab& vocab, const std::vector<std::string>& tags,
                              const std::string& needed_by);
 

@@ -208,8 +208,12 @@ uint64_t token_cache_key(const TokenCacheRequest& request, const Vocabularies& v
   key.update_value(kFormatVersion);
   key.update_value(hash_file(request.src));
   key.update_value(hash_file(request.tgt));
-  key.update(vocab.src.fingerprint());
-  key.update(vocab.tgt.fingerprint());
+  // The model as loaded, not as the file is: a model with user-defined tags, loaded with them
+  // as control symbols (vocab.h), encodes the text `<BT>` otherwise than it did, so a cache
+  // built before that must not be reused. Equal to the file's fingerprint for any other model,
+  // which keeps its key.
+  key.update(vocab.src.encoding_fingerprint());
+  key.update(vocab.tgt.encoding_fingerprint());
   key.update_value(options.max_len);
   key.update_value(options.max_len_ratio);
   key.update_value(static_cast<int>(options.invalid_utf8));

@@ -82,7 +82,8 @@ struct TokenCacheResult {
   double encode_seconds = 0;        ///< time spent reading and encoding when built
 };
 
-/// The cache key: a hash of both inputs' contents, the vocabularies and the filter settings.
+/// The cache key: a hash of both inputs' contents, the vocabularies (as loaded: their
+/// encoding_fingerprint) and the filter settings.
 uint64_t token_cache_key(const TokenCacheRequest& request, const Vocabularies& vocab,
                          const DataOptions& options);
 

@@ -8,10 +8,13 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/ranges.h>
+
 #include "data/corpus_reader.h"
 #include "data/corpus_set.h"
 #include "data/file_hash.h"
 #include "data/lang_tags.h"
+#include "data/spm_model_proto.h"
 #include "data/spm_training_log.h"
 #include "util/duration.h"
 #include "util/error.h"
@@ -27,6 +30,13 @@ void SetMinLogLevel(int v);
 
 namespace nmt::data {
 namespace {
+
+/// FNV-1a 64 of bytes as 16 hex digits.
+std::string hash_hex(const std::string& bytes) {
+  Fnv1a64 hash;
+  hash.update(bytes);
+  return fmt::format("{:016x}", hash.digest());
+}
 
 /// Writes `bytes` to `file` through a temporary file and a rename, so that it is never seen
 /// half written.
@@ -114,11 +124,13 @@ void train_model(const std::vector<std::filesystem::path>& inputs,
       "--pad_id={} --unk_id={} --bos_id={} --eos_id={} --num_threads={} --minloglevel=0",
       options.vocab_size, options.subword_model == SubwordModel::kBpe ? "bpe" : "unigram",
       options.spm_sample_lines, kPadId, kUnkId, kBosId, kEosId, kSentencePieceThreads);
-  // Tags as user-defined symbols: one piece each, never split. Only when some are needed, so
-  // a run without tags trains the same model (and fingerprint) as before they existed.
+  // Tags as control symbols: one piece each, inserted by id and never produced from text
+  // (user-defined symbols, as before, are matched inside text: a corpus line with `<BT>` got
+  // the tag). Only when some are needed, so a run without tags trains the same model (and
+  // fingerprint) as before they existed.
   std::string tags;
   for (const std::string& tag : required_tags(options)) tags += (tags.empty() ? "" : ",") + tag;
-  if (!tags.empty()) args += " --user_defined_symbols=" + tags;
+  if (!tags.empty()) args += " --control_symbols=" + tags;
   log::info("data", "training a {}-piece SentencePiece {} model on {}", options.vocab_size,
             options.subword_model == SubwordModel::kBpe ? "BPE" : "unigram", input_list);
   // The seed makes line sampling (corpora above spm_sample_lines) repeatable.
@@ -168,6 +180,26 @@ Vocab Vocab::from_serialized(const std::string& bytes, const std::string& name) 
   NMT_CHECK(status.ok(), DataError, "{}: cannot load SentencePiece model: {}", name,
             status.ToString());
   Vocab vocab;
+  vocab.fingerprint_ = hash_hex(bytes);
+  vocab.encoding_fingerprint_ = vocab.fingerprint_;
+  // A model from before tags were control symbols has them as user-defined symbols, which
+  // SentencePiece matches inside text. Retyped as control symbols they keep their ids (the
+  // checkpoint's embeddings stay right) and text without the tag strings encodes exactly as
+  // before (a user-defined piece only ever matches its own string), while the text `<BT>`
+  // becomes its characters' pieces. Chosen over encoding the text in segments cut around each
+  // tag string (each cut adds a word-start piece where the text has no space) or mapping the
+  // string to piece ids of our own choosing: retyping gives what SentencePiece itself makes of
+  // the text once the tags cannot match, as a model nmt-train trains now (tags declared
+  // control symbols) does.
+  RetypedModel retyped = retype_pieces(bytes, PieceType::kUserDefined, PieceType::kControl,
+                                       is_tag_piece, name);
+  if (!retyped.retyped.empty()) {
+    const auto again = processor->LoadFromSerializedProto(retyped.bytes);
+    NMT_CHECK(again.ok(), DataError, "{}: cannot load SentencePiece model with {} as control "
+              "symbols: {}", name, fmt::join(retyped.retyped, ", "), again.ToString());
+    vocab.encoding_fingerprint_ = hash_hex(retyped.bytes);
+    vocab.retyped_tags_ = std::move(retyped.retyped);
+  }
   vocab.pad_id_ = processor->pad_id();
   vocab.bos_id_ = processor->bos_id();
   vocab.eos_id_ = processor->eos_id();
@@ -178,9 +210,6 @@ Vocab Vocab::from_serialized(const std::string& bytes, const std::string& name) 
             name, vocab.pad_id_, vocab.bos_id_, vocab.eos_id_);
   vocab.processor_ = std::move(processor);
   vocab.model_path_ = name;
-  Fnv1a64 hash;
-  hash.update(bytes);
-  vocab.fingerprint_ = fmt::format("{:016x}", hash.digest());
   return vocab;
 }
 
@@ -201,6 +230,10 @@ std::string Vocab::decode(const std::vector<int32_t>& ids) const {
 }
 
 int64_t Vocab::size() const { return processor_->GetPieceSize(); }
+
+bool Vocab::is_control(int32_t id) const {
+  return id >= 0 && id < processor_->GetPieceSize() && processor_->IsControl(id);
+}
 
 std::optional<int32_t> Vocab::piece_id(std::string_view piece) const {
   const int id = processor_->PieceToId(absl::string_view(piece.data(), piece.size()));

@@ -24,7 +24,10 @@ constexpr int32_t kUnkId = 1;
 constexpr int32_t kBosId = 2;
 constexpr int32_t kEosId = 3;
 
-/// A loaded SentencePiece model.
+/// A loaded SentencePiece model. Its tags (data/lang_tags.h) are control symbols, which text
+/// never encodes to: a model that declares them user-defined symbols (trained by nmt-train
+/// before tags became control symbols) is loaded with them retyped as control symbols
+/// (data/spm_model_proto.h), keeping its ids and the encoding of text without tag strings.
 class Vocab {
  public:
   /// Loads a model; throws DataError when it cannot be read or lacks pad, bos or eos pieces.
@@ -33,25 +36,37 @@ class Vocab {
   /// where they came from, for messages and model_path(). Throws DataError like load().
   static Vocab from_serialized(const std::string& bytes, const std::string& name);
 
-  /// Pieces of text as ids, without bos/eos.
+  /// Pieces of text as ids, without bos/eos; never a tag's id (the text `<BT>` is its
+  /// characters' pieces).
   std::vector<int32_t> encode(std::string_view text) const;
   /// Detokenized text of ids; pad, bos and eos are dropped.
   std::string decode(const std::vector<int32_t>& ids) const;
   int64_t size() const;
   /// The id of a piece (e.g. a tag), or nullopt when the model does not have it.
   std::optional<int32_t> piece_id(std::string_view piece) const;
+  /// True when `id` is a control symbol (pad, bos, eos, a tag): inserted by id, never encoded
+  /// from text.
+  bool is_control(int32_t id) const;
   int32_t pad_id() const { return pad_id_; }
   int32_t bos_id() const { return bos_id_; }
   int32_t eos_id() const { return eos_id_; }
   int32_t unk_id() const { return unk_id_; }
   const std::filesystem::path& model_path() const { return model_path_; }
-  /// Content hash of the model file (16 hex digits), for cache keys and checkpoints.
+  /// Content hash of the model file (16 hex digits), as checkpoints record it.
   const std::string& fingerprint() const { return fingerprint_; }
+  /// Hash of the model as loaded (16 hex digits), for token cache keys: fingerprint() unless
+  /// loading retyped user-defined tags, since their text then encodes otherwise than before.
+  const std::string& encoding_fingerprint() const { return encoding_fingerprint_; }
+  /// The tags the model file declares user-defined symbols and this Vocab treats as control
+  /// symbols (empty for a model nmt-train trains now, or one without tags).
+  const std::vector<std::string>& retyped_tags() const { return retyped_tags_; }
 
  private:
   std::shared_ptr<const sentencepiece::SentencePieceProcessor> processor_;
   std::filesystem::path model_path_;
   std::string fingerprint_;
+  std::string encoding_fingerprint_;
+  std::vector<std::string> retyped_tags_;
   int32_t pad_id_ = kPadId, bos_id_ = kBosId, eos_id_ = kEosId, unk_id_ = kUnkId;
 };
 

@@ -222,6 +222,8 @@ struct Translator::Impl {
   }
 
   /// Source ids (+EOS) of a line, cut to what the encoder accepts; empty for a blank line.
+  /// The tag goes in by id: src_vocab.encode never yields one, even for the text `<2de>`
+  /// (a vocabulary with user-defined tags is loaded with them as control symbols, vocab.h).
   std::vector<int64_t> encode(const std::string& line, int64_t* truncated) const {
     std::vector<int32_t> pieces = src_vocab.encode(line);
     if (pieces.empty()) return {};
@@ -323,6 +325,11 @@ Translator::Translator(const TranslateOptions& options, const ModelConfigReader&
     : impl_(std::make_unique<Impl>(options, read_config)) {}
 
 Translator::~Translator() = default;
+
+std::vector<int64_t> Translator::source_ids(const std::string& line) const {
+  int64_t truncated = 0;
+  return impl_->encode(line, &truncated);
+}
 
 const std::vector<std::filesystem::path>& Translator::checkpoints() const { return impl_->files; }
 

@@ -62,6 +62,11 @@ class Translator {
   /// invalid UTF-8.
   TranslateStats translate_file(const std::string& input, const std::string& output);
 
+  /// The ids the encoder reads for `line`: --tgt-lang's tag (a multilingual model), the
+  /// line's pieces, EOS; cut to the model's positions; empty for a blank line. Text never
+  /// gives a tag's id: the text `<2en>` is its characters (data/lang_tags.h).
+  std::vector<int64_t> source_ids(const std::string& line) const;
+
   /// The checkpoint file(s) the model came from (several when averaged, oldest first).
   const std::vector<std::filesystem::path>& checkpoints() const;
   /// "cpu" or "cuda:0".

@@ -1,11 +1,14 @@
 // Source tags (data/lang_tags.h): which tags a config needs, that they are one piece of the
-// trained vocabulary, that they lead every source of a tagged corpus, and the error when a
-// given vocabulary lacks one.
+// trained vocabulary, that they lead every source of a tagged corpus and come from nowhere
+// else (not from text that reads like a tag, with a new vocabulary or one trained with the
+// tags as user-defined symbols), and the error when a given vocabulary lacks one.
 #include "catch_torch.h"  // first: see the header
 
 #include "data/lang_tags.h"
 #include "data/prepare.h"
+#include "data/spm_model_proto.h"
 #include "data_fixture.h"
+#include "spm_fixture.h"
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
@@ -51,9 +54,9 @@ TEST_CASE("a back-translated corpus starts every source with <BT>, one piece of 
   const std::optional<int32_t> bt = vocab.piece_id("<BT>");
   REQUIRE(bt.has_value());
   CHECK(*bt > nmt::data::kEosId);
-  // A user-defined symbol: the text "<BT>" is that one piece too, never split.
+  // A control symbol: inserted by id, never made from text (the text "<BT>" is its characters).
   const std::vector<int32_t> ids = vocab.encode("<BT> Hello");
-  CHECK(std::find(ids.begin(), ids.end(), *bt) != ids.end());
+  CHECK(std::find(ids.begin(), ids.end(), *bt) == ids.end());
   CHECK_FALSE(vocab.piece_id("<2xx>").has_value());
   const auto& real = data.train.parts()[0].cache;
   const auto& synthetic = data.train.parts()[1].cache;
@@ -81,6 +84,33 @@ TEST_CASE("a given SentencePiece model without <BT> is refused naming the model 
     CHECK_THAT(e.what(), Contains(o.spm_model + ": the SentencePiece model has no piece <BT> "
                                                 "(needed by data.train entry bt)"));
   }
+}
+
+TEST_CASE("a given SentencePiece model whose <BT> is an ordinary piece is refused", "[data]") {
+  // An ordinary piece comes out of text too: a tag must be unreachable from it.
+  nmt::test::TempDir dir;
+  const auto& corpus = nmt::test::small_corpus();
+  const auto legacy = nmt::test::train_user_defined_tag_vocab(corpus.options.train_src,
+                                                              dir.path() / "legacy", {"<BT>"}, 400);
+  const auto normal = nmt::data::retype_pieces(
+      nmt::test::read_file(legacy), nmt::data::PieceType::kUserDefined,
+      nmt::data::PieceType::kNormal, [](std::string_view) { return true; }, legacy.string());
+  REQUIRE(normal.retyped == std::vector<std::string>{"<BT>"});
+  DataOptions o = real_and_bt(dir);
+  o.spm_model = dir.write("normal.model", normal.bytes).string();
+  try {
+    nmt::data::prepare_data(o, dir.path() / "run", {2, 1});
+    FAIL("no error");
+  } catch (const nmt::DataError& e) {
+    CHECK_THAT(e.what(), Contains(o.spm_model + ": the SentencePiece model's piece <BT> (needed by "
+                                                "data.train entry bt) is an ordinary piece"));
+  }
+}
+
+TEST_CASE("tag pieces: <BT> and <2xx> of a language code", "[data]") {
+  for (const char* piece : {"<BT>", "<2de>", "<2haw>"}) CHECK(nmt::data::is_tag_piece(piece));
+  for (const char* piece : {"BT", "<bt>", "<2>", "<2xx>", "<2de", "2de>", "<3de>", "<2DE>", "<sep>"})
+    CHECK_FALSE(nmt::data::is_tag_piece(piece));
 }
 
 TEST_CASE("language codes: two and three letters from the ISO 639 lists, and their tags", "[data]") {
@@ -135,4 +165,92 @@ TEST_CASE("a two-direction corpus set: each source starts with its target's tag"
   REQUIRE(data.valid.size() == 1);
   CHECK(data.valid[0].pair == "en-de");
   CHECK(data.valid[0].cache.src_id(0, 0) == *to_de);
+}
+
+namespace {
+
+/// An en-de corpus whose sources and targets hold text that reads like the tags, written
+/// into dir as name.en / name.de: the first `lines` shipped pairs, every tenth with a tag
+/// string put in (first in the source, or glued to a word at its end).
+CorpusOptions corpus_with_tag_text(const nmt::test::TempDir& dir, const std::string& name,
+                                   int lines) {
+  nmt::data::LineReader en(std::string(NMT_SOURCE_DIR) + "/data/ddtp.en-de.train.en.gz");
+  nmt::data::LineReader de(std::string(NMT_SOURCE_DIR) + "/data/ddtp.en-de.train.de.gz");
+  const char* kTagTexts[] = {"<BT>", "<2de>", "<2en>"};
+  std::string src, tgt, s, t;
+  for (int i = 0; i < lines && en.next(&s) && de.next(&t); ++i) {
+    if (i % 10 == 0) {
+      const std::string tag = kTagTexts[(i / 10) % 3];
+      s = (i % 20 == 0 ? tag + " " + s : s + " " + tag + "x");
+      t = t + " " + tag;
+    }
+    src += s + "\n", tgt += t + "\n";
+  }
+  CorpusOptions c{name, dir.write(name + ".en", src).string(), dir.write(name + ".de", tgt).string()};
+  c.src_lang = "en", c.tgt_lang = "de";
+  return c;
+}
+
+/// Checks that `lead` starts every source of `cache` and that no other source or target id of
+/// it is one of `tags`.
+void check_tags_only_first(const nmt::data::TokenCache& cache, const std::vector<int32_t>& lead,
+                           const std::vector<int32_t>& tags) {
+  REQUIRE(cache.size() > 100);
+  const auto is_tag = [&tags](int32_t id) { return std::find(tags.begin(), tags.end(), id) != tags.end(); };
+  int64_t tagged_text = 0;
+  for (int64_t i = 0; i < cache.size(); ++i) {
+    REQUIRE(cache.src_length(i) > int64_t(lead.size()));
+    for (size_t k = 0; k < lead.size(); ++k) CHECK(cache.src_id(i, int64_t(k)) == lead[k]);
+    bool clean = true;
+    for (int64_t k = int64_t(lead.size()); k < cache.src_length(i); ++k) clean &= !is_tag(cache.src_id(i, k));
+    for (int64_t k = 0; k < cache.tgt_length(i); ++k) clean &= !is_tag(cache.tgt_id(i, k));
+    INFO("pair " << i << " (line " << cache.line_number(i) << ")");
+    CHECK(clean);
+    tagged_text += (cache.line_number(i) - 1) % 10 == 0;
+  }
+  CHECK(tagged_text > 10);  // the lines with tag text were kept, and checked
+}
+
+/// Runs prepare_data on a real (untagged) and a back-translated corpus with tag text in them,
+/// with data.lang_tags: target, and checks that the tags come only first.
+void check_tag_text_is_text(const DataOptions& o, const nmt::test::TempDir& dir) {
+  const nmt::data::PreparedData data = nmt::data::prepare_data(o, dir.path() / "run", {2, 1});
+  const nmt::data::Vocab& vocab = data.vocab.src;
+  const auto de = vocab.piece_id("<2de>"), en = vocab.piece_id("<2en>"), bt = vocab.piece_id("<BT>");
+  REQUIRE(de.has_value());
+  REQUIRE(en.has_value());
+  REQUIRE(bt.has_value());
+  const std::vector<int32_t> tags = {*de, *en, *bt};
+  for (const std::string text : {"<BT>", "<2de>", "<2en> Hello", "a<BT>b", "x <2de> <BT>"}) {
+    INFO(text);
+    const std::vector<int32_t> ids = vocab.encode(text);
+    CHECK_FALSE(ids.empty());
+    for (int32_t id : ids) CHECK(std::find(tags.begin(), tags.end(), id) == tags.end());
+  }
+  check_tags_only_first(data.train.parts()[0].cache, {*de}, tags);
+  check_tags_only_first(data.train.parts()[1].cache, {*de, *bt}, tags);
+}
+
+}  // namespace
+
+TEST_CASE("text that reads like a tag is encoded as text, never as the tag", "[data]") {
+  nmt::test::TempDir dir;
+  DataOptions o;
+  CorpusOptions real = corpus_with_tag_text(dir, "real", 600);
+  CorpusOptions bt = corpus_with_tag_text(dir, "bt", 400);
+  bt.tag = CorpusTag::kBackTranslation;
+  o.train = {real, bt};
+  o.lang_tags = nmt::data::LangTags::kTarget;
+  o.vocab_size = 400;
+  o.max_len = 100;
+  SECTION("with the vocabulary nmt-train trains") { check_tag_text_is_text(o, dir); }
+  SECTION("with a vocabulary trained with the tags as user-defined symbols") {
+    // As nmt-train trained them before: such a model (data.spm_model, or a run directory's
+    // vocab/) must still load, with the same tag ids, and must not turn text into a tag.
+    std::string both = nmt::test::read_file(real.src) + nmt::test::read_file(real.tgt);
+    const auto legacy = nmt::test::train_user_defined_tag_vocab(
+        dir.write("both.txt", both), dir.path() / "legacy", {"<2de>", "<2en>", "<BT>"}, 400);
+    o.spm_model = legacy.string();
+    check_tag_text_is_text(o, dir);
+  }
 }

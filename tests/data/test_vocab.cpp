@@ -3,8 +3,12 @@
 
 #include <zlib.h>
 
+#include <sentencepiece_processor.h>
+
+#include "data/file_hash.h"
 #include "data/vocab.h"
 #include "data_fixture.h"
+#include "spm_fixture.h"
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
@@ -91,4 +95,66 @@ TEST_CASE("a bad SentencePiece model is a clear error", "[data]") {
   } catch (const nmt::DataError& e) {
     CHECK_THAT(e.what(), Contains(bogus.string() + ": cannot load SentencePiece model"));
   }
+}
+
+TEST_CASE("a vocabulary trained for tags holds them as control symbols", "[data]") {
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  nmt::data::DataOptions o = corpus.options;
+  nmt::data::CorpusOptions tagged{"bt", o.train_src, o.train_tgt};
+  tagged.tag = nmt::data::CorpusTag::kBackTranslation;
+  o.train_src.clear(), o.train_tgt.clear();
+  o.train = {tagged};
+  const auto v = nmt::data::prepare_vocabularies(o, dir.path() / "run", {1, 1});
+  const auto bt = v.src.piece_id("<BT>");
+  REQUIRE(bt.has_value());
+  CHECK(v.src.is_control(*bt));
+  for (int32_t special : {v.src.pad_id(), v.src.bos_id(), v.src.eos_id()}) CHECK(v.src.is_control(special));
+  const auto ids = v.src.encode("the <BT> library");
+  REQUIRE_FALSE(ids.empty());
+  CHECK_FALSE(v.src.is_control(ids[0]));
+  CHECK(std::find(ids.begin(), ids.end(), *bt) == ids.end());
+  // Nothing retyped on load: the token cache key is the file's, as before.
+  CHECK(v.src.retyped_tags().empty());
+  CHECK(v.src.encoding_fingerprint() == v.src.fingerprint());
+  CHECK(corpus.prepared.vocab.src.encoding_fingerprint() == corpus.prepared.vocab.src.fingerprint());
+}
+
+TEST_CASE("a vocabulary with the tags as user-defined symbols keeps its ids and encodes text as before, except tag text",
+          "[data]") {
+  // nmt-train trained these before tags were control symbols; old run directories and
+  // checkpoints hold them.
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  const auto model = nmt::test::train_user_defined_tag_vocab(corpus.options.train_src,
+                                                             dir.path() / "legacy", {"<2de>", "<BT>"}, 500);
+  sentencepiece::SentencePieceProcessor raw;  // the model as SentencePiece loads it
+  REQUIRE(raw.Load(model.string()).ok());
+  const int raw_bt = raw.PieceToId("<BT>");
+  const std::vector<int> raw_tagged = raw.EncodeAsIds("the <BT> library");
+  // The fixture is what it claims: SentencePiece turns the text into the tag.
+  REQUIRE(std::find(raw_tagged.begin(), raw_tagged.end(), raw_bt) != raw_tagged.end());
+
+  const nmt::data::Vocab vocab = nmt::data::Vocab::load(model);
+  CHECK(vocab.size() == raw.GetPieceSize());
+  CHECK(vocab.piece_id("<BT>") == raw_bt);
+  CHECK(vocab.piece_id("<2de>") == raw.PieceToId("<2de>"));
+  CHECK(vocab.is_control(raw_bt));
+  CHECK(vocab.retyped_tags() == std::vector<std::string>{"<2de>", "<BT>"});
+  const auto ids = vocab.encode("the <BT> library");
+  CHECK(std::find(ids.begin(), ids.end(), raw_bt) == ids.end());
+  CHECK(std::find(ids.begin(), ids.end(), *vocab.piece_id("<2de>")) == ids.end());
+  // Text without tag strings: the ids SentencePiece gives, line for line.
+  for (const std::string& file : {corpus.options.train_src, corpus.options.train_tgt}) {
+    nmt::data::LineReader lines(file);
+    std::string line;
+    for (int i = 0; i < 500 && lines.next(&line); ++i) {
+      const std::vector<int> expected = raw.EncodeAsIds(line);
+      INFO(file << " line " << i + 1);
+      CHECK(vocab.encode(line) == std::vector<int32_t>(expected.begin(), expected.end()));
+    }
+  }
+  // The checkpoints' fingerprint is the file's; the token cache key follows the encoding.
+  CHECK(vocab.fingerprint() == nmt::data::hash_file_hex(model));
+  CHECK(vocab.encoding_fingerprint() != vocab.fingerprint());
 }

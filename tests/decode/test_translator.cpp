@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <sentencepiece_processor.h>
 
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/tensor_groups.h"
@@ -16,6 +17,7 @@
 #include "data/vocab.h"
 #include "decode/translator.h"
 #include "model/transformer.h"
+#include "spm_fixture.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -26,11 +28,15 @@ using nmt::test::TempDir;
 
 namespace {
 
+/// The vocabulary of a TinyRun: without tags, or a multilingual model's (tags <2de> and <2en>)
+/// as nmt-train trains it now (control symbols) or trained it before (user-defined symbols).
+enum class TinyVocab { kPlain, kControlTags, kUserDefinedTags };
+
 /// A run directory with checkpoints of a tiny random model and a small SentencePiece model
 /// trained on the first lines of the shipped corpus, laid out as nmt-train saves them.
 class TinyRun {
  public:
-  TinyRun() {
+  explicit TinyRun(TinyVocab kind = TinyVocab::kPlain) : kind_(kind) {
     const std::filesystem::path corpus = dir_.path() / "corpus.txt";
     {
       nmt::data::LineReader en(std::string(NMT_SOURCE_DIR) + "/data/ddtp.en-de.train.en.gz");
@@ -41,9 +47,21 @@ class TinyRun {
     nmt::data::DataOptions data;
     data.train_src = data.train_tgt = corpus.string();
     data.vocab_size = 300;
-    const auto vocab = nmt::data::prepare_vocabularies(data, dir_.path(), {});
-    vocab_size_ = vocab.src.size();
-    std::ifstream in(vocab.src.model_path(), std::ios::binary);
+    if (kind == TinyVocab::kControlTags) {
+      nmt::data::CorpusOptions en_de{"en-de", corpus.string(), corpus.string()};
+      en_de.src_lang = "en", en_de.tgt_lang = "de";
+      nmt::data::CorpusOptions de_en = en_de;
+      de_en.name = "de-en", de_en.src_lang = "de", de_en.tgt_lang = "en";
+      data.train = {en_de, de_en};
+      data.lang_tags = nmt::data::LangTags::kTarget;
+    }
+    vocab_model_ = kind == TinyVocab::kUserDefinedTags
+                       ? nmt::test::train_user_defined_tag_vocab(corpus, dir_.path() / "legacy",
+                                                                 {"<2de>", "<2en>"}, 300)
+                       : nmt::data::prepare_vocabularies(data, dir_.path(), {}).src.model_path();
+    const auto vocab = nmt::data::Vocab::load(vocab_model_);
+    vocab_size_ = vocab.size();
+    std::ifstream in(vocab_model_, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     vocab_bytes_ = at::empty({int64_t(bytes.size())}, at::kByte);
     std::memcpy(vocab_bytes_.data_ptr<uint8_t>(), bytes.data(), bytes.size());
@@ -70,6 +88,10 @@ class TinyRun {
     data.metadata = {{"step", std::to_string(step)},
                      {"config", nmt::config::to_yaml(config_)},
                      {"vocab_joint", "true"}};
+    if (kind_ != TinyVocab::kPlain) {
+      data.metadata["languages"] = "de,en";
+      data.metadata["lang_tags"] = "target";
+    }
     if (!valid_loss.empty()) data.metadata["selection"] = valid_loss;
     char name[64];
     std::snprintf(name, sizeof(name), "checkpoint-%08lld.safetensors",
@@ -80,9 +102,13 @@ class TinyRun {
   }
 
   const std::filesystem::path& path() const { return dir_.path(); }
+  /// The SentencePiece model file its checkpoints hold.
+  const std::filesystem::path& vocab_model() const { return vocab_model_; }
 
  private:
   TempDir dir_;
+  TinyVocab kind_;
+  std::filesystem::path vocab_model_;
   nmt::config::RunConfig config_;
   int64_t vocab_size_ = 0;
   at::Tensor vocab_bytes_;
@@ -272,4 +298,47 @@ TEST_CASE("a checkpoint from before the fused attention projections translates a
          {"dedeEEEEEde", -11.100574},
          {"l= library library library library library library", -10.420261},
          {"l= library library libraryatatat", -10.421431}});
+}
+
+TEST_CASE("input text that reads like a tag is translated as text, with either kind of tag vocabulary",
+          "[decode][translator]") {
+  // A multilingual model's target is --tgt-lang's tag, put in by id; the text "<2en>" in a
+  // line must not switch it. A vocabulary from before tags were control symbols (user-defined:
+  // SentencePiece matched them in text) must still translate, with the ids it always gave for
+  // text without tag strings.
+  const bool legacy = GENERATE(false, true);
+  INFO((legacy ? "tags as user-defined symbols" : "tags as control symbols"));
+  TinyRun run(legacy ? TinyVocab::kUserDefinedTags : TinyVocab::kControlTags);
+  const auto file = run.save(10, 1);
+  sentencepiece::SentencePieceProcessor raw;  // the vocabulary as SentencePiece loads it
+  REQUIRE(raw.Load(run.vocab_model().string()).ok());
+  const int64_t to_de = raw.PieceToId("<2de>"), to_en = raw.PieceToId("<2en>");
+  REQUIRE(to_de > 3);
+  REQUIRE(to_en > 3);
+  const std::vector<int> raw_tag_text = raw.EncodeAsIds("<2en> Install it.");
+  // What SentencePiece itself makes of tag text: the tag (user-defined), or not (control).
+  CHECK((std::find(raw_tag_text.begin(), raw_tag_text.end(), to_en) != raw_tag_text.end()) == legacy);
+
+  TranslateOptions o = options_for(file);
+  o.tgt_lang = "de";
+  Translator translator(o, nmt::config::stored_model_options);
+  for (const std::string line : {"<2en> Install it.", "Install <2en> it <2de>", "a<2en>b"}) {
+    INFO(line);
+    const std::vector<int64_t> ids = translator.source_ids(line);
+    REQUIRE(ids.size() > 3);
+    CHECK(ids.front() == to_de);
+    CHECK(ids.back() == 3);  // EOS
+    for (size_t k = 1; k + 1 < ids.size(); ++k) CHECK((ids[k] != to_de && ids[k] != to_en));
+  }
+  // Text without tag strings: the tag, then the ids SentencePiece gives, then EOS.
+  for (const std::string& line : kLines) {
+    if (line.find_first_not_of(' ') == std::string::npos) continue;
+    std::vector<int64_t> expected = {to_de};
+    for (int id : raw.EncodeAsIds(line)) expected.push_back(id);
+    expected.push_back(3);
+    CHECK(translator.source_ids(line) == expected);
+  }
+  const auto result = translator.translate({"<2en> Install it.", "Install it."});
+  REQUIRE(result.size() == 2);
+  CHECK(result[0].at(0).score < 0);
 }

@@ -5,9 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 #include <regex>
+#include <sstream>
 
 #include "train_support.h"
+#include "util/json.h"
 
 using Catch::Matchers::Contains;
 using nmt::test::checkpoint_path;
@@ -20,24 +23,31 @@ namespace {
 const std::string kTrain = nmt::test::kTrainBin;
 const std::string kTranslate = NMT_TRANSLATE_BIN;
 
-/// The first 2,000 shipped pairs as en-de and de-en corpora, the vocabulary trained once on
-/// them (with the tags <2de> and <2en>), and the flags that train on them.
+/// The first 2,000 shipped pairs as an en-de corpus and the first 500 as a de-en one, the
+/// vocabulary trained once on them (with the tags <2de> and <2en>, by a dry run whose
+/// batch_stats.json is kept), and the flags that train on them.
 struct TwoDirections {
   TempDir dir;
   std::string flags;
+  std::filesystem::path batch_stats;  ///< the dry run's batch_stats.json
   TwoDirections() {
     const std::string en = (dir.path() / "train.en").string(), de = (dir.path() / "train.de").string();
+    const std::string small_en = (dir.path() / "small.en").string();
+    const std::string small_de = (dir.path() / "small.de").string();
     REQUIRE(run_command("gzip -dc data/ddtp.en-de.train.en.gz | head -n 2000 > " + en +
-                        " && gzip -dc data/ddtp.en-de.train.de.gz | head -n 2000 > " + de)
+                        " && gzip -dc data/ddtp.en-de.train.de.gz | head -n 2000 > " + de +
+                        " && head -n 500 " + en + " > " + small_en + " && head -n 500 " + de +
+                        " > " + small_de)
                 .exit_code == 0);
     const std::string ven = (dir.path() / "valid.en").string(), vde = (dir.path() / "valid.de").string();
     REQUIRE(run_command("head -n 150 data/ddtp.en-de.valid.en > " + ven +
                         " && head -n 150 data/ddtp.en-de.valid.de > " + vde)
                 .exit_code == 0);
-    // The de-en corpus the smaller (weight 0.5), so the temperature has shares to reshape.
+    // The de-en corpus the smaller (a quarter of the pairs), so the temperature (5, the
+    // config's) has sizes to reshape: it works on the sizes, the weights multiply after.
     flags = " --config configs/multilingual-tiny.yaml --set 'data.train=[{name: en-de, src: " + en +
-            ", tgt: " + de + ", src_lang: en, tgt_lang: de}, {name: de-en, src: " + de + ", tgt: " +
-            en + ", src_lang: de, tgt_lang: en, weight: 0.5}]' --set data.vocab_size=1000"
+            ", tgt: " + de + ", src_lang: en, tgt_lang: de}, {name: de-en, src: " + small_de +
+            ", tgt: " + small_en + ", src_lang: de, tgt_lang: en}]' --set data.vocab_size=1000"
             " --set data.max_tokens=1024 --set train.threads=1 --set train.log_every=2"
             " --set train.valid_every=4 --set checkpoint.every_steps=4 --set checkpoint.keep_last=10"
             " --set train.valid_translate=true --set 'data.valid=[{name: valid-en-de, src: " + ven +
@@ -46,6 +56,7 @@ struct TwoDirections {
     const std::string vocab_run = (dir.path() / "vocab-run").string();
     const auto r = run_command(kTrain + flags + " --set run_dir=" + vocab_run + " --dry-run");
     if (r.exit_code != 0) FAIL("vocabulary dry run failed: " << r.err);
+    batch_stats = std::filesystem::path(vocab_run) / "batch_stats.json";
     flags += " --set data.spm_model=" + vocab_run + "/vocab/joint.model";
   }
 };
@@ -53,6 +64,14 @@ struct TwoDirections {
 const TwoDirections& two_directions() {
   static TwoDirections data;
   return data;
+}
+
+/// The numbers of a JSON text by path ("/corpora/1/drawn").
+std::map<std::string, double> json_numbers(const std::string& text) {
+  std::map<std::string, double> out;
+  for (const auto& [path, number] : nmt::json::number_texts(text))
+    out[path] = std::stod(std::string(number));
+  return out;
 }
 
 /// The first `lines` lines of a shipped file, written into dir.
@@ -72,8 +91,19 @@ TEST_CASE("a multilingual run validates each pair, translates each direction, an
                        " --set train.max_steps=8");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  // The temperature reshapes the draw: de-en (weight 0.5) gets more than half its share.
-  CHECK_THAT(r.err, Contains("temperature 5"));
+  // The temperature reshapes the draw (the dry run's batch_stats.json): de-en, a fifth of the
+  // pairs, draws more than a fifth of the epoch (its share at temperature 1) and less than half
+  // (equal shares, the limit of a large temperature), and the epoch keeps its size.
+  std::map<std::string, double> draw = json_numbers(read_text(data.batch_stats));
+  INFO(read_text(data.batch_stats));
+  CHECK(draw["/sampling_temperature"] == 5);
+  const double pairs_en_de = draw["/corpora/0/pairs"], pairs_de_en = draw["/corpora/1/pairs"];
+  const double drawn_en_de = draw["/corpora/0/drawn"], drawn_de_en = draw["/corpora/1/drawn"];
+  REQUIRE(pairs_de_en > 400);
+  REQUIRE(pairs_en_de > 3 * pairs_de_en);
+  CHECK(drawn_en_de + drawn_de_en == pairs_en_de + pairs_de_en);
+  CHECK(drawn_de_en > 1.5 * pairs_de_en);
+  CHECK(drawn_de_en < 0.5 * (pairs_en_de + pairs_de_en));
   // Each pair validated, BLEU and chrF per pair in metrics.jsonl.
   CHECK_THAT(r.err, Contains("| valid-en-de (en-de) | loss"));
   CHECK_THAT(r.err, Contains("| valid-de-en (de-en) | loss"));
@@ -101,10 +131,12 @@ TEST_CASE("a multilingual run validates each pair, translates each direction, an
   CHECK(nmt::test::checkpoint_diff(checkpoint_path(straight.path(), 8),
                                    checkpoint_path(resumed.path(), 8), "0") == 0);
 
-  // Each direction with --tgt-lang; the tag makes the outputs differ.
+  // Each direction with --tgt-lang; the tag makes the outputs differ. Each line with its score
+  // (--nbest 1), which after 8 updates differs with the tag even where the text does not;
+  // the same --tgt-lang twice gives the same lines, so the difference is the tag's.
   const std::string en = head(io, "data/ddtp.en-de.test.en", 5);
   const std::string translate = kTranslate + " -c " + straight.path().string() +
-                                " --device cpu --threads 1 --log-level warn -i " + en;
+                                " --device cpu --threads 1 --log-level warn --beam 2 --nbest 1 -i " + en;
   const auto to_de = run_command(translate + " --tgt-lang de");
   const auto to_en = run_command(translate + " --tgt-lang en");
   INFO(to_de.err << to_en.err);
@@ -112,6 +144,12 @@ TEST_CASE("a multilingual run validates each pair, translates each direction, an
   REQUIRE(to_en.exit_code == 0);
   CHECK(std::count(to_de.out.begin(), to_de.out.end(), '\n') == 5);
   CHECK(std::count(to_en.out.begin(), to_en.out.end(), '\n') == 5);
+  INFO("--tgt-lang de:\n" << to_de.out << "--tgt-lang en:\n" << to_en.out);
+  CHECK(run_command(translate + " --tgt-lang de").out == to_de.out);
+  std::istringstream de_lines(to_de.out), en_lines(to_en.out);
+  int differing = 0;
+  for (std::string a, b; std::getline(de_lines, a) && std::getline(en_lines, b);) differing += a != b;
+  CHECK(differing == 5);
   // Without --tgt-lang, or with a language the model does not know: one line listing them.
   const auto missing = run_command(translate);
   CHECK(missing.exit_code != 0);

@@ -130,6 +130,14 @@ TEST_CASE("nmt-translate translates with a checkpoint trained by nmt-train", "[e
   CHECK_THAT(json, Contains("\"sentences\": " + std::to_string(input.size())) &&
                        Contains("\"output_tokens_per_s\": ") && Contains("\"seconds\": "));
 
+  // --tgt-lang is for a multilingual model: refused for this one in one line naming the flag.
+  const auto tgt_lang = run_command(kTranslate + " --device cpu -c " + checkpoint + " -i " + in +
+                                    " --tgt-lang de");
+  CHECK(tgt_lang.exit_code == 1);
+  CHECK(lines_of(tgt_lang.err).size() == 1);
+  CHECK_THAT(tgt_lang.err, StartsWith("nmt-translate: error: --tgt-lang de: ") &&
+                               Contains("is not a multilingual model"));
+
   // Invalid UTF-8: one error line naming file:line, exit code 1.
   const auto bad = dir.write("bad.en", "fine\n\n\xff\xfe\n");
   const auto r = run_command(kTranslate + " --device cpu -c " + checkpoint + " -i " + bad.string());

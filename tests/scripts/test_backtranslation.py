@@ -2,8 +2,11 @@
 """A tiny end-to-end run of scripts/backtranslation.py (a few minutes on 2 cores).
 
 Tiny models and a few updates: BLEU is near 0 here; what is checked is the pipeline (every
-step runs, in order, on the sizes asked for) and its result.json (every figure present, from
-the binaries' JSON, both forward runs at the same number of updates).
+step runs, in order, on the sizes asked for), its result.json (every figure present, from
+the binaries' JSON, both forward runs at the same number of updates), and the tag: with it
+the synthetic corpus's data.train entry has `tag: bt` and the vocabulary of that run has the
+piece <BT>; with --no-tag neither (an untagged run trains the vocabulary it would without
+tags). Exits 77 (skipped) when PyYAML, which the script needs, is missing.
 
   test_backtranslation.py --build-dir BUILD --work-dir DIR [--no-tag]
 
@@ -111,6 +114,11 @@ def main():
     if a.work_dir_only:
         check_work_dir(os.path.abspath(a.work_dir))
         return
+    try:
+        import yaml  # noqa: F401  (backtranslation.py writes its configs with it)
+    except ImportError:
+        print("SKIPPED: no PyYAML in this python (scripts/setup.sh installs it in the venv)")
+        sys.exit(77)
     command = [sys.executable, os.path.join(REPO, "scripts", "backtranslation.py"),
                "--config", "configs/tiny.yaml", "--build-dir", a.build_dir,
                "--work-dir", a.work_dir, "--mono-lines", "300", "--parallel-lines", "3000",
@@ -161,6 +169,15 @@ def main():
     config = open(os.path.join(a.work_dir, "backtranslation.yaml"), encoding="utf-8").read()
     check(("tag: bt" in config) == (not a.no_tag) and "weight: 2" in config,
           "the synthetic corpus's data.train entry has its weight and tag")
+    # The vocabulary of the run with the synthetic data: <BT> only when its corpus is tagged
+    # (and none for the baseline, whose corpus never is).
+    def pieces(run):
+        with open(os.path.join(a.work_dir, run, "vocab", "joint.vocab"), encoding="utf-8") as f:
+            return {line.split("\t")[0] for line in f}
+
+    check(("<BT>" in pieces("backtranslation")) == (not a.no_tag)
+          and "<BT>" not in pieces("baseline"),
+          f"<BT> in the vocabulary of the run with the synthetic data: {not a.no_tag}")
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
 
