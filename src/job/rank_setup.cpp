@@ -134,7 +134,8 @@ dist::WorkerEnv with_host_ranks(dist::WorkerEnv worker, const dist::HostRanks& h
   if (worker.local_world_size == 0) {
     worker.local_world_size = host.local_world_size;
     log::info("dist", "{} rank(s) on this host ({}), counted at the rendezvous: {} does not say",
-              host.local_world_size, dist::host_identity(), dist::launcher_name(worker.launcher));
+              host.local_world_size, dist::this_host().describe(),
+              dist::launcher_name(worker.launcher));
   }
   if (!worker.local_rank_set) {
     worker.local_rank = host.local_rank;
