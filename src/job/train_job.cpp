@@ -185,8 +185,9 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
                        (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
                                                  : fmt::format("rank{}.log", worker.rank)));
   }
-  // The plan (and its config hash, the one checkpoints store) shows amp.mode resolved, unless
-  // it awaits timing; each rank resolves it again in set_up_rank (timing it there), where the
+  // The plan (and its config hash, the one checkpoints store) shows amp.mode resolved on this
+  // machine, unless it awaits timing. The run's own decision is rank 0's, made again in
+  // set_up_rank and taken by every rank there (job/amp_agreement.h), timing included; that
   // choice and its reason reach summary.json.
   config::RunConfig planned = cfg;
   const amp::AmpChoice amp = resolve_amp(planned, devices);
