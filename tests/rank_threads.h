@@ -21,8 +21,9 @@ namespace nmt::test {
 
 /// Runs body(rank) for each rank in its own thread; returns each rank's exception (or null).
 /// A rank still running after `limit` fails the test (its thread is left behind).
-inline std::vector<std::exception_ptr> run_ranks(int world, const std::function<void(int)>& body,
-                                                 std::chrono::seconds limit = std::chrono::seconds(60)) {
+inline std::vector<std::exception_ptr> run_ranks(
+    int world, const std::function<void(int)>& body,
+    std::chrono::seconds limit = std::chrono::seconds(60)) {
   std::vector<std::future<void>> done;
   for (int r = 0; r < world; ++r) {
     auto task = std::make_shared<std::packaged_task<void()>>([body, r] { body(r); });

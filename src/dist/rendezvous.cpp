@@ -231,7 +231,8 @@ void Rendezvous::Impl::join() {
   }
   // Parsed outside the try: a malformed announcement is reported as such, not as a store that
   // failed.
-  for (int r = 0; r < o.world_size; ++r) hosts.push_back(parse_announcement(values[r], o.rank, keys[r]));
+  for (int r = 0; r < o.world_size; ++r)
+    hosts.push_back(parse_announcement(values[r], o.rank, keys[r]));
 }
 
 Rendezvous::Rendezvous(const CommunicatorOptions& options) : impl_(std::make_unique<Impl>()) {

@@ -78,8 +78,8 @@ StoreSocket bind_first(const std::string& host, int port, Next next) {
     // interface instead: it is unauthenticated, and every interface may face the network.
     const bool not_ours = errno == EADDRNOTAVAIL;
     foreign = foreign || not_ours;
-    tried.push_back(fmt::format("{} ({})", address,
-                                not_ours ? "not an address of this machine" : std::strerror(errno)));
+    tried.push_back(fmt::format(
+        "{} ({})", address, not_ours ? "not an address of this machine" : std::strerror(errno)));
   }
   NMT_THROW(DistError, "rendezvous store: cannot listen on {}:{}: {}{}", host, port,
             tried.empty() ? std::string("no address") : fmt::format("{}", fmt::join(tried, "; ")),
@@ -128,9 +128,8 @@ StoreSocket listen_for_store_on(const std::string& host, const std::vector<std::
               ::gai_strerror(each.back()->status));
   }
   size_t i = 0;
-  return bind_first(host, port, [&]() -> const addrinfo* {
-    return i < each.size() ? each[i++]->list : nullptr;
-  });
+  return bind_first(
+      host, port, [&]() -> const addrinfo* { return i < each.size() ? each[i++]->list : nullptr; });
 }
 
 }  // namespace nmt::dist

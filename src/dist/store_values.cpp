@@ -11,7 +11,9 @@ namespace nmt::dist {
 
 namespace {
 
-std::string rank_prefix(int rank) { return rank < 0 ? std::string() : fmt::format("rank {}: ", rank); }
+std::string rank_prefix(int rank) {
+  return rank < 0 ? std::string() : fmt::format("rank {}: ", rank);
+}
 
 }  // namespace
 
@@ -35,9 +37,10 @@ std::string printable_prefix(const std::string& value, size_t n) {
 int64_t parse_store_integer(int rank, const std::string& key, const std::string& value,
                             const char* what) {
   const auto malformed = [&] {
-    NMT_THROW(DistError, "{}malformed value of '{}' in the rendezvous store: '{}' "
-              "(expected {}, a decimal integer)", rank_prefix(rank), key, printable_prefix(value),
-              what);
+    NMT_THROW(DistError,
+              "{}malformed value of '{}' in the rendezvous store: '{}' "
+              "(expected {}, a decimal integer)",
+              rank_prefix(rank), key, printable_prefix(value), what);
   };
   if (value.empty() || value.size() > kMaxIntegerBytes) malformed();
   const size_t digits = value[0] == '-' ? 1 : 0;

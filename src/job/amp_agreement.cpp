@@ -18,7 +18,8 @@ amp::AmpChoice decode_amp_choice(const std::string& text, int rank) {
   const size_t b = a == std::string::npos ? a : text.find('\n', a + 1);
   const size_t c = b == std::string::npos ? b : text.find('\n', b + 1);
   const auto malformed = [&] {
-    NMT_THROW(DistError, "rank {}: rank 0's amp.mode decision is malformed: '{}' (expected "
+    NMT_THROW(DistError,
+              "rank {}: rank 0's amp.mode decision is malformed: '{}' (expected "
               "'<mode>\\n<0|1>\\n<0|1>\\n<reason>'; do all ranks run the same nmt-train?)",
               rank, dist::printable_prefix(text));
   };
