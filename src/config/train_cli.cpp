@@ -74,7 +74,9 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--master-addr,--master_addr", master_addr,
-                 "rendezvous host (node 0); same as --set dist.master_addr=HOST")
+                 "rendezvous host (node 0): a name or address of node 0 that every node "
+                 "reaches; rank 0's store listens there only, never on every interface; same "
+                 "as --set dist.master_addr=HOST")
       ->type_name("HOST");
   app.add_option("--master-port,--master_port", master_port,
                  "rendezvous port; same as --set dist.master_port=PORT (0: a free port, one node "

@@ -193,6 +193,7 @@ DeviceInfo probe_devices() {
   DeviceInfo info;
   info.torch_version = TORCH_VERSION;
   info.cpu_cores = static_cast<int>(std::thread::hardware_concurrency());
+  info.cpu = detect_cpu_features();
 #ifdef NMT_WITH_CUDA
   info.cuda_compiled = true;
 #ifdef CUDA_VERSION

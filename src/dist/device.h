@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dist/dist_options.h"
+#include "util/cpu_features.h"
 
 namespace nmt::dist {
 
@@ -22,6 +23,7 @@ struct DeviceInfo {
   std::vector<int> cuda_capabilities;       ///< compute capability per device, major * 10 + minor
   std::string no_cuda_reason;               ///< why cuda_devices is 0, for the user
   int cpu_cores = 0;                        ///< hardware threads of this machine
+  CpuFeatures cpu;                          ///< the CPU's bf16 units (amp.mode auto's input)
 };
 
 /// Which collectives a rank uses, and why when it is not what was asked for.

@@ -33,6 +33,7 @@
 #include "dist/key_value_store.h"
 #include "dist/progress_marks.h"
 #include "dist/rendezvous.h"
+#include "dist/store_values.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -142,13 +143,17 @@ class C10dKeyValueStore final : public KeyValueStore {
   }
 
   std::optional<std::string> get_if_set(const std::string& key) override {
+    std::string value;
     try {
       if (!store_->check({key})) return std::nullopt;
       const std::vector<uint8_t> bytes = store_->get(key);
-      return std::string(bytes.begin(), bytes.end());
+      value.assign(bytes.begin(), bytes.end());
     } catch (const std::exception& e) {
       fail("get", key, e);
     }
+    // Each protocol checks its own, smaller bound (store_values.h).
+    check_value_size(rank_, key, value, kMaxGatherBytes, "any value the ranks exchange");
+    return value;
   }
 
   std::string set_once(const std::string& key, const std::string& value) override {
@@ -392,15 +397,21 @@ std::vector<std::string> Communicator::all_gather_strings(const std::string& min
   Impl& m = *impl_;
   const int64_t call = m.gather_calls++;
   std::vector<std::string> all(m.options.world_size);
+  const auto key = [call](int r) { return fmt::format("nmt/gather/{}/{}", call, r); };
+  check_value_size(m.options.rank, key(m.options.rank), mine, kMaxGatherBytes,
+                   "a string that all_gather_strings exchanges");
   try {
-    m.store->set(fmt::format("nmt/gather/{}/{}", call, m.options.rank), mine);
+    m.store->set(key(m.options.rank), mine);
     for (int r = 0; r < m.options.world_size; ++r) {
-      const std::vector<uint8_t> bytes = m.store->get(fmt::format("nmt/gather/{}/{}", call, r));
+      const std::vector<uint8_t> bytes = m.store->get(key(r));
       all[r].assign(bytes.begin(), bytes.end());
     }
   } catch (const std::exception& e) {
     m.fail(fmt::format("all_gather_strings #{} through the store at {}", call, m.where()), e);
   }
+  for (int r = 0; r < m.options.world_size; ++r)
+    check_value_size(m.options.rank, key(r), all[r], kMaxGatherBytes,
+                     "a string that all_gather_strings exchanges");
   return all;
 }
 

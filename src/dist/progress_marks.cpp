@@ -9,6 +9,8 @@
 
 #include "dist/hang_monitor.h"
 #include "dist/key_value_store.h"
+#include "dist/store_values.h"
+#include "util/error.h"
 #include "util/log.h"
 
 namespace nmt::dist {
@@ -17,13 +19,21 @@ namespace {
 std::string progress_key(int rank) { return fmt::format("nmt/progress/{}", rank); }
 
 /// Every rank's mark from the store; values are "<count>|<place>".
-std::vector<RankMark> read_marks(KeyValueStore& store, int world_size) {
+std::vector<RankMark> read_marks(KeyValueStore& store, int world_size, int this_rank) {
   std::vector<RankMark> marks(static_cast<size_t>(world_size));
   for (int r = 0; r < world_size; ++r) {
     const std::optional<std::string> value = store.get_if_set(progress_key(r));
     if (!value) continue;
+    const std::string key = progress_key(r);
+    check_value_size(this_rank, key, *value, kMaxProgressMarkBytes, "a progress mark");
     const size_t bar = value->find('|');
-    marks[static_cast<size_t>(r)] = {std::stoll(value->substr(0, bar)), value->substr(bar + 1)};
+    NMT_CHECK(bar != std::string::npos, DistError,
+              "rank {}: malformed value of '{}' in the rendezvous store: '{}' (expected a "
+              "progress mark, '<count>|<place>')",
+              this_rank, key, printable_prefix(*value));
+    marks[static_cast<size_t>(r)] = {
+        parse_store_integer(this_rank, key, value->substr(0, bar), "a progress mark's count"),
+        value->substr(bar + 1)};
   }
   return marks;
 }
@@ -71,7 +81,10 @@ std::string ProgressMarks::report() const {
   std::future<std::string> answer = result->get_future();
   std::thread([store = store_, world = world_size_, this_rank = rank_, result] {
     try {
-      result->set_value(describe_progress(read_marks(*store, world), this_rank));
+      result->set_value(describe_progress(read_marks(*store, world, this_rank), this_rank));
+    } catch (const DistError& e) {
+      // The store answered, with a value no rank of this job writes (store_values.h).
+      result->set_value(fmt::format("; the ranks' progress is unknown: {}", e.what()));
     } catch (const std::exception&) {
       result->set_value("; the ranks' progress is unknown: the store at rank 0 does not answer");
     }

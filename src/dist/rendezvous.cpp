@@ -1,8 +1,10 @@
 #include "dist/rendezvous.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
+#include <fstream>
 #include <optional>
 
 #include <c10/util/Exception.h>
@@ -13,6 +15,7 @@
 
 #include "dist/process_group.h"
 #include "dist/store_socket.h"
+#include "dist/store_values.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -23,7 +26,7 @@ std::string seconds(std::chrono::milliseconds t) {
   return fmt::format("{:g} s", static_cast<double>(t.count()) / 1000.0);
 }
 
-/// The key under which rank r announces itself; its value is "<pid> <host identity>".
+/// The key under which rank r announces itself; its value is announcement().
 std::string announce_key(int r) { return fmt::format("nmt/rdzv/{}", r); }
 
 }  // namespace
@@ -41,13 +44,82 @@ std::string one_line_reason(const std::exception& e) {
   return text;
 }
 
-std::string host_identity() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "(unnamed host)";
-  return name;
+namespace {
+
+/// The first line of a small file, without its newline; "" when it cannot be read.
+std::string first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  return line;
 }
 
-HostRanks host_ranks_of(const std::vector<std::string>& hosts, int rank) {
+/// The inode of a namespace link such as /proc/self/ns/net ("net:[4026531833]" -> its
+/// number); "" when it cannot be read.
+std::string namespace_inode(const char* path) {
+  struct stat st {};
+  if (::stat(path, &st) != 0) return "";
+  return std::to_string(static_cast<unsigned long long>(st.st_ino));
+}
+
+/// A field of an announcement: "-" for unknown, and never with a space.
+std::string field(const std::string& value) {
+  if (value.empty()) return "-";
+  std::string out = value;
+  for (char& c : out)
+    if (c == ' ' || c == '\n' || c == '\t') c = '_';
+  return out;
+}
+
+}  // namespace
+
+bool HostIdentity::operator==(const HostIdentity& other) const {
+  return hostname == other.hostname && boot_id == other.boot_id && netns == other.netns;
+}
+
+std::string HostIdentity::describe() const {
+  return fmt::format("{} (boot {}, netns {})", hostname,
+                     boot_id.empty() ? std::string("unknown") : boot_id.substr(0, 8),
+                     netns.empty() ? std::string("unknown") : netns);
+}
+
+HostIdentity this_host() {
+  HostIdentity host;
+  char name[HOST_NAME_MAX + 1] = {};
+  host.hostname = gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0'
+                      ? std::string("(unnamed host)")
+                      : std::string(name);
+  host.boot_id = first_line("/proc/sys/kernel/random/boot_id");
+  host.netns = namespace_inode("/proc/self/ns/net");
+  return host;
+}
+
+std::string announcement(int pid, const HostIdentity& host) {
+  return fmt::format("{} {} {} {}", pid, field(host.boot_id), field(host.netns), host.hostname);
+}
+
+HostIdentity parse_announcement(const std::string& value, int rank, const std::string& key) {
+  check_value_size(rank, key, value, kMaxAnnouncementBytes, "a rank's announcement");
+  // "<pid> <boot id> <netns> <hostname>"; the hostname may hold spaces ("(unnamed host)").
+  const size_t a = value.find(' ');
+  const size_t b = a == std::string::npos ? a : value.find(' ', a + 1);
+  const size_t c = b == std::string::npos ? b : value.find(' ', b + 1);
+  NMT_CHECK(c != std::string::npos && c + 1 < value.size() && a > 0 &&
+                value.find_first_not_of("0123456789") == a,
+            DistError,
+            "rank {}: malformed value of '{}' in the rendezvous store: '{}' (expected a rank's "
+            "announcement: '<pid> <boot id> <netns> <hostname>'; is another program or an "
+            "older nmt-train using this store?)",
+            rank, key, printable_prefix(value));
+  const auto unknown = [](std::string f) { return f == "-" ? std::string() : f; };
+  HostIdentity host;
+  host.boot_id = unknown(value.substr(a + 1, b - a - 1));
+  host.netns = unknown(value.substr(b + 1, c - b - 1));
+  host.hostname = value.substr(c + 1);
+  return host;
+}
+
+HostRanks host_ranks_of(const std::vector<HostIdentity>& hosts, int rank) {
   NMT_CHECK(rank >= 0 && rank < static_cast<int>(hosts.size()), DistError,
             "rank {}: not among the {} ranks that announced their host", rank, hosts.size());
   HostRanks here;
@@ -75,7 +147,7 @@ void validate_rendezvous_options(const CommunicatorOptions& o) {
 struct Rendezvous::Impl {
   CommunicatorOptions options;
   c10::intrusive_ptr<c10d::Store> store;
-  std::vector<std::string> hosts;  // host_identity() of each rank, by rank
+  std::vector<HostIdentity> hosts;  // this_host() of each rank, by rank
 
   std::string where() const {
     return fmt::format("{}:{}", options.master_addr, options.master_port);
@@ -106,7 +178,14 @@ void Rendezvous::Impl::open_store() {
     so.numWorkers = o.agent_store ? std::nullopt : std::optional<std::size_t>(o.world_size);
     so.waitWorkers = false;  // our own rendezvous says which ranks are missing
     so.timeout = o.timeout;
+    // The libuv server refuses a value over kStoreServerMaxValueBytes before allocating it
+    // (store_values.h); the older server would allocate whatever size a client claims.
+    so.useLibUV = true;
     auto tcp = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
+    NMT_CHECK(!so.isServer || tcp->isLibUvBackend(), DistError,
+              "rank 0: this LibTorch hosts the rendezvous store without its libuv backend, "
+              "which bounds the values clients send; nmt-train needs a LibTorch built with "
+              "libuv (the PyPI wheels are)");
     if (o.agent_store) {
       store = c10::make_intrusive<c10d::PrefixStore>(
           fmt::format("/worker/attempt_{}", o.restart_count), tcp);
@@ -125,14 +204,13 @@ void Rendezvous::Impl::join() {
   const CommunicatorOptions& o = options;
   std::vector<std::string> keys;
   for (int r = 0; r < o.world_size; ++r) keys.push_back(announce_key(r));
+  std::vector<std::string> values;
   try {
-    store->set(keys[o.rank], fmt::format("{} {}", getpid(), host_identity()));
+    store->set(keys[o.rank], announcement(getpid(), this_host()));
     store->wait(keys, o.timeout);
-    for (const std::string& key : keys) {
-      const std::vector<uint8_t> bytes = store->get(key);
-      const std::string value(bytes.begin(), bytes.end());
-      const auto space = value.find(' ');
-      hosts.push_back(space == std::string::npos ? value : value.substr(space + 1));
+    for (int r = 0; r < o.world_size; ++r) {
+      const std::vector<uint8_t> bytes = store->get(keys[r]);
+      values.emplace_back(bytes.begin(), bytes.end());
     }
   } catch (const std::exception& e) {
     std::vector<int> missing;
@@ -151,6 +229,10 @@ void Rendezvous::Impl::join() {
     NMT_THROW(DistError, "rank {}: rendezvous with {} failed: {}", o.rank, where(),
               one_line_reason(e));
   }
+  // Parsed outside the try: a malformed announcement is reported as such, not as a store that
+  // failed.
+  for (int r = 0; r < o.world_size; ++r)
+    hosts.push_back(parse_announcement(values[r], o.rank, keys[r]));
 }
 
 Rendezvous::Rendezvous(const CommunicatorOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -166,6 +248,7 @@ Rendezvous& Rendezvous::operator=(Rendezvous&&) noexcept = default;
 
 const CommunicatorOptions& Rendezvous::options() const { return impl_->options; }
 std::string Rendezvous::where() const { return impl_->where(); }
+const std::vector<HostIdentity>& Rendezvous::hosts() const { return impl_->hosts; }
 HostRanks Rendezvous::host_ranks() const {
   return host_ranks_of(impl_->hosts, impl_->options.rank);
 }

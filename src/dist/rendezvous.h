@@ -32,13 +32,34 @@ struct HostRanks {
   int local_world_size = 1;  ///< ranks on this host
 };
 
-/// The name by which ranks recognise a shared host: the hostname. Not the kernel's boot id:
-/// containers on one machine (Kubernetes pods, each with its own GPUs) share that, but each
-/// has a hostname of its own.
-std::string host_identity();
+/// What tells one host from another. Ranks share a host (its cores, memory and GPUs) when all
+/// three agree: the hostname alone does not tell (cloned machine images, network namespaces
+/// of one machine as in scripts/fault/two-hosts.sh, and the "(unnamed host)" fallback share
+/// one), and the boot id alone does not either (containers on one machine, such as Kubernetes
+/// pods with GPUs of their own, share it but have a hostname and a network namespace each).
+struct HostIdentity {
+  std::string hostname;  ///< gethostname(), "(unnamed host)" when unset: for people
+  std::string boot_id;   ///< /proc/sys/kernel/random/boot_id: one per machine and boot; "" unknown
+  std::string netns;     ///< inode of /proc/self/ns/net: one per network namespace; "" unknown
+
+  /// Same host: every field equal.
+  bool operator==(const HostIdentity& other) const;
+  bool operator!=(const HostIdentity& other) const { return !(*this == other); }
+  /// For log lines: the hostname, then the rest, e.g. "node7 (boot 1a2b3c4d, netns 4026531833)".
+  std::string describe() const;
+};
+
+/// This process's host.
+HostIdentity this_host();
+
+/// The announcement value of a rank: "<pid> <boot id or -> <netns or -> <hostname>".
+std::string announcement(int pid, const HostIdentity& host);
+/// The host of an announcement; throws DistError naming `rank` and the key when it is
+/// malformed or longer than kMaxAnnouncementBytes (dist/store_values.h).
+HostIdentity parse_announcement(const std::string& value, int rank, const std::string& key);
 
 /// The HostRanks of `rank` when rank r announced `hosts[r]`.
-HostRanks host_ranks_of(const std::vector<std::string>& hosts, int rank);
+HostRanks host_ranks_of(const std::vector<HostIdentity>& hosts, int rank);
 
 /// One rank's joined rendezvous. Movable, so the Communicator can take it over.
 class Rendezvous {
@@ -55,8 +76,10 @@ class Rendezvous {
   const CommunicatorOptions& options() const;
   /// "address:port" of the store, for messages.
   std::string where() const;
-  /// This rank's place on its host, from every rank's announced host_identity().
+  /// This rank's place on its host, from every rank's announced this_host().
   HostRanks host_ranks() const;
+  /// Every rank's announced host, by rank.
+  const std::vector<HostIdentity>& hosts() const;
   /// The store (with torchrun's agent prefix where there is one).
   c10::intrusive_ptr<c10d::Store> store() const;
 

@@ -7,8 +7,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "util/error.h"
 
@@ -37,6 +40,58 @@ int bind_and_listen(const sockaddr* addr, socklen_t length) {
   return fd;
 }
 
+/// getaddrinfo's answer, freed on scope exit.
+struct Resolved {
+  addrinfo* list = nullptr;
+  int status = 0;
+  Resolved(const std::string& host, int port, int flags) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = flags;
+    status = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list);
+  }
+  ~Resolved() {
+    if (list) ::freeaddrinfo(list);
+  }
+  Resolved(const Resolved&) = delete;
+  Resolved& operator=(const Resolved&) = delete;
+};
+
+/// Tries each address in turn; the first that binds wins. `tried` collects "address: why" of
+/// the others.
+template <class Next>
+StoreSocket bind_first(const std::string& host, int port, Next next) {
+  StoreSocket out;
+  std::vector<std::string> tried;
+  bool foreign = false;
+  while (const addrinfo* a = next()) {
+    const std::string address = numeric(a->ai_addr, a->ai_addrlen);
+    const int fd = bind_and_listen(a->ai_addr, a->ai_addrlen);
+    if (fd >= 0) {
+      out.fd = fd;
+      out.address = address;
+      out.port = bound_port(fd);
+      return out;
+    }
+    // EADDRNOTAVAIL: not an address of this machine. The store never listens on every
+    // interface instead: it is unauthenticated, and every interface may face the network.
+    const bool not_ours = errno == EADDRNOTAVAIL;
+    foreign = foreign || not_ours;
+    tried.push_back(fmt::format(
+        "{} ({})", address, not_ours ? "not an address of this machine" : std::strerror(errno)));
+  }
+  NMT_THROW(DistError, "rendezvous store: cannot listen on {}:{}: {}{}", host, port,
+            tried.empty() ? std::string("no address") : fmt::format("{}", fmt::join(tried, "; ")),
+            foreign ? fmt::format(". MASTER_ADDR (or --master-addr, dist.master_addr) names the "
+                                  "host of rank 0, and rank 0 listens only there, never on every "
+                                  "interface: set it to an address of rank 0's machine that the "
+                                  "other ranks reach (127.0.0.1 when all ranks run on one "
+                                  "machine), not to {}",
+                                  host)
+                    : std::string());
+}
+
 }  // namespace
 
 int bound_port(int fd) {
@@ -51,48 +106,30 @@ int bound_port(int fd) {
 }
 
 StoreSocket listen_for_store(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int status = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  NMT_CHECK(status == 0 && found, DistError, "rendezvous store: cannot resolve {}: {}", host,
-            ::gai_strerror(status));
-  std::string why;
-  StoreSocket out;
-  for (const addrinfo* a = found; a && out.fd < 0; a = a->ai_next) {
-    out.fd = bind_and_listen(a->ai_addr, a->ai_addrlen);
-    if (out.fd >= 0) {
-      out.address = numeric(a->ai_addr, a->ai_addrlen);
-      break;
-    }
-    why = std::strerror(errno);
-    if (errno != EADDRNOTAVAIL) continue;
-    // Not an address of this machine (behind NAT, say): the other ranks still reach it
-    // through some interface of ours, so listen on all of them.
-    sockaddr_storage any{};
-    socklen_t length = 0;
-    if (a->ai_family == AF_INET6) {
-      auto* v6 = reinterpret_cast<sockaddr_in6*>(&any);
-      v6->sin6_family = AF_INET6;
-      v6->sin6_port = htons(static_cast<uint16_t>(port));
-      v6->sin6_addr = in6addr_any;
-      length = sizeof *v6;
-    } else {
-      auto* v4 = reinterpret_cast<sockaddr_in*>(&any);
-      v4->sin_family = AF_INET;
-      v4->sin_port = htons(static_cast<uint16_t>(port));
-      v4->sin_addr.s_addr = htonl(INADDR_ANY);
-      length = sizeof *v4;
-    }
-    out.fd = bind_and_listen(reinterpret_cast<sockaddr*>(&any), length);
-    if (out.fd >= 0) out.address = a->ai_family == AF_INET6 ? "::" : "0.0.0.0";
-    else why = std::strerror(errno);
+  const Resolved found(host, port, 0);
+  NMT_CHECK(found.status == 0 && found.list, DistError,
+            "rendezvous store: cannot resolve MASTER_ADDR {}: {}", host,
+            ::gai_strerror(found.status));
+  const addrinfo* at = found.list;
+  return bind_first(host, port, [&at]() {
+    const addrinfo* a = at;
+    if (at) at = at->ai_next;
+    return a;
+  });
+}
+
+StoreSocket listen_for_store_on(const std::string& host, const std::vector<std::string>& addresses,
+                                int port) {
+  std::vector<std::unique_ptr<Resolved>> each;
+  for (const std::string& address : addresses) {
+    each.push_back(std::make_unique<Resolved>(address, port, AI_NUMERICHOST));
+    NMT_CHECK(each.back()->status == 0 && each.back()->list, DistError,
+              "rendezvous store: {} ({}) is not a numeric address: {}", address, host,
+              ::gai_strerror(each.back()->status));
   }
-  ::freeaddrinfo(found);
-  NMT_CHECK(out.fd >= 0, DistError, "rendezvous store: cannot listen on {}:{}: {}", host, port, why);
-  out.port = bound_port(out.fd);
-  return out;
+  size_t i = 0;
+  return bind_first(
+      host, port, [&]() -> const addrinfo* { return i < each.size() ? each[i++]->list : nullptr; });
 }
 
 }  // namespace nmt::dist

@@ -11,8 +11,8 @@
 #include "dist/host_allocator.h"
 #include "dist/process_group.h"
 #include "dist/rendezvous.h"
+#include "job/amp_agreement.h"
 #include "train/amp_timing.h"
-#include "util/cpu_features.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -43,8 +43,7 @@ c10::Device set_up_device(const config::RunConfig& cfg, const dist::DeviceInfo& 
           : c10::Device(c10::kCUDA,
                         static_cast<c10::DeviceIndex>(worker.local_rank % devices.cuda_devices));
   if (device.is_cuda()) dist::use_cuda_device(device.index());
-  log::info("train", "device {}, {} intra-op thread(s), amp {}", device.str(), threads,
-            amp::mode_name(cfg.amp.mode));
+  log::info("train", "device {}, {} intra-op thread(s)", device.str(), threads);
   if (cfg.amp.mode == amp::AmpMode::kFp16 && !device.is_cuda()) {
     // Measured on the tiny config, 2 threads: fp16 2.70 s a step, fp32 0.145 s, bf16 0.111 s.
     log::warn("train", "amp.mode fp16 on CPU: LibTorch has few fast half-precision CPU kernels, "
@@ -134,7 +133,8 @@ dist::WorkerEnv with_host_ranks(dist::WorkerEnv worker, const dist::HostRanks& h
   if (worker.local_world_size == 0) {
     worker.local_world_size = host.local_world_size;
     log::info("dist", "{} rank(s) on this host ({}), counted at the rendezvous: {} does not say",
-              host.local_world_size, dist::host_identity(), dist::launcher_name(worker.launcher));
+              host.local_world_size, dist::this_host().describe(),
+              dist::launcher_name(worker.launcher));
   }
   if (!worker.local_rank_set) {
     worker.local_rank = host.local_rank;
@@ -193,7 +193,7 @@ amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices) {
   if (hardware.cuda && !devices.cuda_capabilities.empty())
     hardware.min_cuda_capability =
         *std::min_element(devices.cuda_capabilities.begin(), devices.cuda_capabilities.end());
-  if (!hardware.cuda) hardware.cpu = detect_cpu_features();
+  if (!hardware.cuda) hardware.cpu = devices.cpu;
   return hardware;
 }
 
@@ -205,10 +205,24 @@ amp::AmpChoice resolve_amp(config::RunConfig& config, const dist::DeviceInfo& de
   return choice;
 }
 
+amp::AmpChoice agree_amp(config::RunConfig& config, const dist::DeviceInfo& devices,
+                         dist::Communicator* communicator) {
+  config::RunConfig mine = config;
+  const amp::AmpChoice choice = agree_amp_choice(communicator, resolve_amp(mine, devices));
+  if (!choice.needs_timing) {
+    config.amp.mode = choice.mode;
+    log::info("train", "precision: {} ({}{})", amp::mode_name(choice.mode),
+              choice.automatic ? "amp.mode auto: " : "", choice.reason);
+  }
+  return choice;
+}
+
 void time_amp(Rank& rank) {
   if (!rank.amp.needs_timing) return;
-  rank.amp_timing = train::time_amp_modes(rank.setup, rank.data);
-  rank.amp = amp::decide_by_timing(rank.amp, rank.amp_timing->fp32_s, rank.amp_timing->bf16_s);
+  rank.amp = settle_amp_choice(rank.setup.communicator.get(), rank.amp, [&rank] {
+    rank.amp_timing = train::time_amp_modes(rank.setup, rank.data);
+    return AmpTimes{rank.amp_timing->fp32_s, rank.amp_timing->bf16_s};
+  });
   log::info("train", "precision: {} (amp.mode auto: {}; timed in {:.1f} s)",
             amp::mode_name(rank.amp.mode), rank.amp.reason, rank.amp_timing->seconds);
   rank.config.amp.mode = rank.amp.mode;
@@ -232,7 +246,6 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   // The checkpoint resumed from contributes its config (below --set), so read it first.
   rank.resume = find_resume_checkpoint(cfg, resume);
   rank.config = resumed_config(command.sources, std::move(cfg), rank.resume);
-  rank.amp = resolve_amp(rank.config, devices);
   const config::RunConfig& c = rank.config;
   std::optional<dist::Rendezvous> joined = join(c, worker_env);
   const dist::WorkerEnv worker =
@@ -242,6 +255,8 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   const c10::Device device = set_up_device(c, devices, worker, threads);
   std::shared_ptr<dist::Communicator> communicator =
       connect(c, device, devices, worker, local, std::move(joined));
+  // The first collective: every rank takes rank 0's precision before anything depends on it.
+  rank.amp = agree_amp(rank.config, devices, communicator.get());
   // Fine-tuning starts from another run's model and vocabulary; a resumed run has its own.
   if (!rank.resume) rank.init = load_init_checkpoint(c);
   rank.data = prepare_rank_data(c, worker, communicator.get(), rank.init, threads);

@@ -47,7 +47,7 @@ config::RunConfig resumed_config(const config::ConfigSources& sources, config::R
                                  const std::optional<LoadedCheckpoint>& resume);
 
 /// What amp.mode auto decides from on this machine: its GPUs' compute capabilities, else the
-/// CPU's features.
+/// CPU's features (devices.cpu, as probe_devices read them).
 amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices);
 
 /// Resolves amp.mode of `config` (auto: amp/amp_choice.h's rule for this machine) and writes
@@ -55,6 +55,13 @@ amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices);
 /// that needs timing (a CPU with bf16 instructions) leaves amp.mode auto: set_up_rank times
 /// the model (time_amp) and writes the mode then.
 amp::AmpChoice resolve_amp(config::RunConfig& config, const dist::DeviceInfo& devices);
+
+/// amp.mode of the job, the same on every rank (job/amp_agreement.h): rank 0 resolves it
+/// (resolve_amp, from rank 0's devices) and every rank takes rank 0's choice, in the first
+/// gather on `communicator` (null: this process alone). A decided mode is written into
+/// `config`; one that awaits timing leaves amp.mode auto for time_amp.
+amp::AmpChoice agree_amp(config::RunConfig& config, const dist::DeviceInfo& devices,
+                         dist::Communicator* communicator);
 
 /// One rank, ready to train or benchmark.
 struct Rank {
@@ -70,8 +77,9 @@ struct Rank {
 };
 
 /// Settles a choice of amp.mode auto that needs timing, on a rank whose setup and data are
-/// ready (every rank must call it then; it all-gathers): times the model in fp32 and bf16
-/// (train/amp_timing.h) and writes the mode into rank.config and rank.setup (YAML and hash
+/// ready (every rank must call it then; it all-gathers): every rank times the model in fp32
+/// and bf16 (train/amp_timing.h), rank 0's times decide, every rank takes rank 0's decision
+/// (job/amp_agreement.h) and writes the mode into rank.config and rank.setup (YAML and hash
 /// included). Does nothing when rank.amp needs no timing.
 void time_amp(Rank& rank);
 

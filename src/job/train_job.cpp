@@ -186,8 +186,9 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
                        (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
                                                  : fmt::format("rank{}.log", worker.rank)));
   }
-  // The plan (and its config hash, the one checkpoints store) shows amp.mode resolved, unless
-  // it awaits timing; each rank resolves it again in set_up_rank (timing it there), where the
+  // The plan (and its config hash, the one checkpoints store) shows amp.mode resolved on this
+  // machine, unless it awaits timing. The run's own decision is rank 0's, made again in
+  // set_up_rank and taken by every rank there (job/amp_agreement.h), timing included; that
   // choice and its reason reach summary.json.
   // Once per run: by the process that plans it (the launcher, or rank 0 of an outside
   // launcher's workers), not by every worker that loads the config again.

@@ -1,17 +1,14 @@
 #include "train/amp_timing.h"
 
 #include <algorithm>
-#include <sstream>
 #include <string>
 
 #include <ATen/ATen.h>
 
 #include "data/batch_tensors.h"
 #include "data/prepare.h"
-#include "dist/process_group.h"
 #include "train/run_setup.h"
 #include "train/updater.h"
-#include "util/error.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -81,14 +78,6 @@ AmpTiming time_amp_modes(const RunSetup& setup, const data::PreparedData& data,
   }
   t.fp32_s = mean(t.fp32_steps);
   t.bf16_s = mean(t.bf16_steps);
-  if (setup.communicator) {
-    // Rank 0's means decide for every rank: the ranks must train in one precision.
-    const std::vector<std::string> all =
-        setup.communicator->all_gather_strings(fmt::format("{} {}", t.fp32_s, t.bf16_s));
-    std::istringstream first(all.at(0));
-    NMT_CHECK(static_cast<bool>(first >> t.fp32_s >> t.bf16_s), DistError,
-              "amp.mode auto: rank 0's timing is unreadable: '{}'", all.at(0));
-  }
   t.seconds = seconds_since(start);
   return t;
 }

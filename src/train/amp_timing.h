@@ -8,8 +8,10 @@
 // the corpus's batches, whose shapes change from batch to batch (docs/performance.md). The
 // first batches of each precision are untimed (first-call allocations, kernel creation).
 // Every rank times at once, so ranks that share a machine share it as in training; rank 0's
-// means decide for all. The Updaters seed the random generator from train.seed as the run's
-// own does after them, so timing leaves training as it would have been without it.
+// means decide for all (job/amp_agreement.h hands rank 0's decision to every rank). The Updaters seed the random generator from train.seed as the
+// run's own does after them, and the batches come from an iterator of their own, so timing
+// leaves training as it would have been without it: the same parameters, optimizer state and
+// random state after the same updates (tests/job/test_amp_agreement.cpp compares them).
 //
 //   const train::AmpTiming t = train::time_amp_modes(setup, data);
 //   const amp::AmpChoice choice = amp::decide_by_timing(pending, t.fp32_s, t.bf16_s);
@@ -40,16 +42,17 @@ struct AmpTiming {
   int64_t padded_tokens = 0;        ///< of this rank's timed batches (source + target)
   std::vector<double> fp32_steps;   ///< this rank's timed steps in fp32 (seconds)
   std::vector<double> bf16_steps;   ///< and in bf16, batch by batch the same
-  double fp32_s = 0;                ///< rank 0's mean fp32 step: what decides
-  double bf16_s = 0;                ///< rank 0's mean bf16 step
+  double fp32_s = 0;                ///< this rank's mean fp32 step (rank 0's decides)
+  double bf16_s = 0;                ///< this rank's mean bf16 step
   double seconds = 0;               ///< time the timing took on this rank
 
   /// For summary.json: every figure above.
   json::Object to_json() const;
 };
 
-/// Times a step of `setup`'s model in fp32 and bf16 on this rank; with several ranks every
-/// rank must call it (it all-gathers rank 0's means).
+/// Times a step of `setup`'s model in fp32 and bf16 on this rank. With several ranks every
+/// rank must call it: its two Updaters check that the ranks agree and take rank 0's
+/// parameters, as the run's own does (their gradients are not summed over ranks).
 AmpTiming time_amp_modes(const RunSetup& setup, const data::PreparedData& data,
                          const AmpTimingOptions& options = {});
 

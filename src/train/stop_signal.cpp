@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dist/key_value_store.h"
+#include "dist/store_values.h"
 
 namespace nmt::train {
 namespace {
@@ -34,7 +35,7 @@ std::optional<int64_t> agreed_stop(dist::KeyValueStore& store, int64_t updates_d
       requested ? std::optional<std::string>(store.set_once(kKey, std::to_string(updates_done + 1)))
                 : store.get_if_set(kKey);
   if (!value || value->empty()) return std::nullopt;
-  return std::stoll(*value);
+  return dist::parse_store_integer(-1, kKey, *value, "the update after which every rank stops");
 }
 
 }  // namespace nmt::train

@@ -22,7 +22,8 @@ bool stop_requested();
 /// update with the updates done so far, and `requested` when this rank saw a stop signal.
 /// The first rank that asks fixes the stop after its next update (updates_done + 1; every
 /// other rank is at most one update away, since each update ends in an all-reduce). Returns
-/// the update after which every rank stops, once any rank has asked; nullopt before.
+/// the update after which every rank stops, once any rank has asked; nullopt before. A value
+/// of the key that is no integer is a DistError saying it is malformed.
 std::optional<int64_t> agreed_stop(dist::KeyValueStore& store, int64_t updates_done,
                                    bool requested);
 

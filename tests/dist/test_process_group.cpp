@@ -24,12 +24,17 @@
 #include "dist/progress_marks.h"
 #include "dist/process_group.h"
 #include "dist/store_socket.h"
+#include "rank_threads.h"
 #include "test_support.h"
 #include "util/error.h"
 
 using namespace std::chrono_literals;
 using nmt::dist::Communicator;
 using nmt::dist::CommunicatorOptions;
+using nmt::test::listening_addresses;
+using nmt::test::message;
+using nmt::test::require_no_errors;
+using nmt::test::run_ranks;
 
 namespace {
 
@@ -41,48 +46,6 @@ CommunicatorOptions options(int port, int rank, int world, std::chrono::millisec
   o.world_size = world;
   o.timeout = timeout;
   return o;
-}
-
-/// Runs body(rank) for each rank in its own thread; returns each rank's exception (or null).
-/// A rank still running after `limit` fails the test (its thread is left behind).
-std::vector<std::exception_ptr> run_ranks(int world, const std::function<void(int)>& body,
-                                          std::chrono::seconds limit = 60s) {
-  std::vector<std::future<void>> done;
-  for (int r = 0; r < world; ++r) {
-    auto task = std::make_shared<std::packaged_task<void()>>([body, r] { body(r); });
-    done.push_back(task->get_future());
-    std::thread([task] { (*task)(); }).detach();
-  }
-  std::vector<std::exception_ptr> errors(world);
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (int r = 0; r < world; ++r) {
-    if (done[r].wait_until(deadline) != std::future_status::ready) {
-      FAIL("rank " << r << " still running after " << limit.count() << " s");
-    }
-    try {
-      done[r].get();
-    } catch (...) {
-      errors[r] = std::current_exception();
-    }
-  }
-  return errors;
-}
-
-std::string message(const std::exception_ptr& e) {
-  if (!e) return "";
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  }
-  return "?";
-}
-
-void require_no_errors(const std::vector<std::exception_ptr>& errors) {
-  for (size_t r = 0; r < errors.size(); ++r) {
-    INFO("rank " << r);
-    REQUIRE(message(errors[r]) == "");
-  }
 }
 
 }  // namespace
@@ -241,32 +204,6 @@ TEST_CASE("invalid options are rejected before any network use", "[dist]") {
   CHECK_THROWS_AS(Communicator(options(0, 0, 2)), nmt::DistError);  // port 0: one rank only
 }
 
-namespace {
-
-/// The local addresses of the TCP sockets listening on `port`, from /proc/net/tcp and tcp6
-/// (hex as the kernel writes them: "0100007F" is 127.0.0.1, "00000000" every interface).
-std::vector<std::string> listening_addresses(int port) {
-  std::vector<std::string> out;
-  char wanted[8];
-  std::snprintf(wanted, sizeof wanted, "%04X", port);
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(table);
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::string slot, local, remote, state;
-      fields >> slot >> local >> remote >> state;
-      const size_t colon = local.find(':');
-      if (state == "0A" && colon != std::string::npos && local.substr(colon + 1) == wanted)
-        out.push_back(local.substr(0, colon));
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("the rendezvous store listens only on the address MASTER_ADDR names, loopback here",
           "[dist][gloo]") {
   Communicator comm(options(0, 0, 1));  // one rank: the store picks a free port
@@ -322,20 +259,6 @@ TEST_CASE("the store keeps the first set_once value, and progress marks name who
                       "'step 2: backward done' (this is rank 0)");
   CHECK(reports[1] == "; behind: rank 1 is at 'step 1: backward done'; the others are at "
                       "'step 2: backward done' (this is rank 1)");
-}
-
-TEST_CASE("the rendezvous counts the ranks of each host", "[dist]") {
-  using nmt::dist::host_ranks_of;
-  const std::vector<std::string> hosts{"a", "b", "a", "a", "b"};
-  CHECK(host_ranks_of(hosts, 0).local_rank == 0);
-  CHECK(host_ranks_of(hosts, 0).local_world_size == 3);
-  CHECK(host_ranks_of(hosts, 2).local_rank == 1);
-  CHECK(host_ranks_of(hosts, 3).local_rank == 2);
-  CHECK(host_ranks_of(hosts, 1).local_rank == 0);
-  CHECK(host_ranks_of(hosts, 4).local_rank == 1);
-  CHECK(host_ranks_of(hosts, 4).local_world_size == 2);
-  CHECK(host_ranks_of({"only"}, 0).local_world_size == 1);
-  CHECK_THROWS_AS(host_ranks_of(hosts, 5), nmt::DistError);
 }
 
 TEST_CASE("3 ranks of one host find each other at the rendezvous, then form a group on it",

@@ -39,3 +39,22 @@ TEST_CASE("ProgressMarks report nothing before this rank marks, then every rank'
   CHECK(rank0.report() ==
         "; every rank got to 'step 2: backward done', so the hang is inside this collective");
 }
+
+TEST_CASE("a malformed or oversized progress mark is reported as such, not as a silent store",
+          "[dist]") {
+  auto store = std::make_shared<nmt::test::MemoryStore>();
+  ProgressMarks rank0(store, 0, 2, std::nullopt);
+  rank0.mark("step 1: backward done");
+  store->set("nmt/progress/1", "x|step 1");
+  std::string report = rank0.report();
+  INFO(report);
+  CHECK_THAT(report, Catch::Matchers::Contains("malformed value of 'nmt/progress/1'"));
+  CHECK_THAT(report, Catch::Matchers::Contains("'x'"));
+  CHECK(report.find("does not answer") == std::string::npos);
+  store->set("nmt/progress/1", "no bar at all");
+  CHECK_THAT(rank0.report(), Catch::Matchers::Contains("malformed value of 'nmt/progress/1'"));
+  store->set("nmt/progress/1", "1|" + std::string(5000, 'p'));
+  report = rank0.report();
+  CHECK_THAT(report, Catch::Matchers::Contains("holds 5002 bytes, more than the 1024"));
+  CHECK(report.find("does not answer") == std::string::npos);
+}

@@ -253,3 +253,28 @@ TEST_CASE("SIGTERM to the launcher or to one rank stops every rank after the nex
     CHECK(std::stod(m[1]) < 60);
   }
 }
+
+TEST_CASE("amp.mode auto with 2 CPU ranks: rank 0 decides, both train in its precision",
+          "[e2e][dist]") {
+  TempDir run;
+  auto r = run_command("timeout 300 " + kTrain + flags(run.path()) +
+                       " --nproc-per-node 2 --set train.max_steps=4 --set amp.mode=auto");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("all 2 worker(s) exited with code 0"));
+  const std::string summary = nmt::test::read_text(run.path() / "summary.json");
+  INFO(summary);
+  const std::optional<std::string> mode = nmt::test::json_string(summary, "mode");
+  REQUIRE(mode.has_value());
+  CHECK((*mode == "off" || *mode == "bf16"));
+  CHECK_THAT(summary, Contains("\"auto\": true"));
+  CHECK(nmt::test::json_number(summary, "final_step") == 4);
+  // A rank in another precision would hash another config, and the ranks' agreement check
+  // before the first update would have stopped the run ("ranks disagree"); the replicas end
+  // equal.
+  CHECK(r.err.find("ranks disagree") == std::string::npos);
+  CHECK(parameter_hash(run.path(), 0).size() == 16);
+  CHECK(parameter_hash(run.path(), 1) == parameter_hash(run.path(), 0));
+  // Rank 0 says what it decided, for both.
+  CHECK_THAT(r.err, Contains("[rank 0] ") && Contains("precision: " + *mode));
+}

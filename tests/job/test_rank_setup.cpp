@@ -7,10 +7,13 @@
 #include <string>
 
 #include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/checkpoint_file.h"
 #include "checkpoint/run_metadata.h"
 #include "config/run_config.h"
 #include "data/data_fixture.h"
 #include "job/rank_setup.h"
+#include "train/trainer.h"
+#include "util/cpu_features.h"
 #include "util/error.h"
 
 using nmt::config::ResumeFrom;
@@ -58,6 +61,7 @@ nmt::dist::DeviceInfo one_cpu() {
   nmt::dist::DeviceInfo devices;
   devices.cpu_cores = 2;
   devices.no_cuda_reason = "test";
+  devices.cpu = nmt::detect_cpu_features();  // this machine's, as probe_devices reads them
   return devices;
 }
 
@@ -264,4 +268,55 @@ TEST_CASE("rank setup: amp auto reads the GPUs' compute capability, the lowest",
   config.amp.mode = std::nullopt;
   CHECK(nmt::job::resolve_amp(config, gpus).mode == nmt::amp::AmpMode::kBf16);
   CHECK(config.amp.mode == nmt::amp::AmpMode::kBf16);
+}
+
+TEST_CASE("rank setup: amp.mode auto's timing leaves training as it would have been without it",
+          "[job]") {
+  // A CPU with AVX512-BF16 (mocked, whatever this machine has) makes auto time the model.
+  nmt::dist::DeviceInfo bf16_cpu = one_cpu();
+  bf16_cpu.cpu.known = true;
+  bf16_cpu.cpu.avx512f = true;
+  bf16_cpu.cpu.avx512_bf16 = true;
+  const std::vector<std::string> steps{"train.max_steps=4", "train.log_every=2",
+                                       "model.dropout=0.1"};
+  const TinyRun timed(steps);
+  Rank a = nmt::job::set_up_rank(timed.command, timed.config(), {ResumeFrom::Mode::kNone, {}},
+                                 bf16_cpu, nmt::dist::WorkerEnv{});
+  REQUIRE(a.amp_timing.has_value());
+  // The same run with the mode that the timing picked named in the config: nothing timed.
+  std::vector<std::string> named = steps;
+  named.push_back(std::string("amp.mode=") + nmt::amp::mode_name(a.amp.mode));
+  const TinyRun fixed(named);
+  Rank b = nmt::job::set_up_rank(fixed.command, fixed.config(), {ResumeFrom::Mode::kNone, {}},
+                                 bf16_cpu, nmt::dist::WorkerEnv{});
+  REQUIRE_FALSE(b.amp_timing.has_value());
+  CHECK(b.setup.amp.mode == a.setup.amp.mode);
+  CHECK(a.setup.max_tokens == b.setup.max_tokens);
+  const auto train = [](Rank& rank) {
+    nmt::train::Trainer trainer(rank.setup, rank.data);
+    return trainer.run();
+  };
+  const nmt::train::RunSummary with_timing = train(a);
+  const nmt::train::RunSummary without = train(b);
+  CHECK(with_timing.final_step == 4);
+  CHECK(with_timing.parameter_hashes == without.parameter_hashes);
+  CHECK(with_timing.last_train_loss == without.last_train_loss);
+  // The final checkpoints hold the whole state: parameters, the optimizer's moments and step,
+  // the loss scaler, the random generators' states and the vocabulary. Every tensor is equal.
+  REQUIRE_FALSE(with_timing.last_checkpoint.empty());
+  REQUIRE_FALSE(without.last_checkpoint.empty());
+  const auto saved_a = nmt::checkpoint::load_checkpoint(with_timing.last_checkpoint);
+  const auto saved_b = nmt::checkpoint::load_checkpoint(without.last_checkpoint);
+  REQUIRE(saved_a.tensors.size() == saved_b.tensors.size());
+  int rng = 0, optimizer = 0;
+  for (size_t i = 0; i < saved_a.tensors.size(); ++i) {
+    const auto& [name, tensor] = saved_a.tensors[i];
+    INFO(name);
+    REQUIRE(saved_b.tensors[i].first == name);
+    CHECK(at::equal(tensor, saved_b.tensors[i].second));
+    rng += name.rfind("rng.", 0) == 0;
+    optimizer += name.rfind("optim.", 0) == 0;
+  }
+  CHECK(rng > 0);
+  CHECK(optimizer > 0);
 }

@@ -22,3 +22,13 @@ TEST_CASE("agreed_stop without any signal never stops", "[train]") {
   nmt::test::MemoryStore store;
   for (int64_t done = 0; done < 50; ++done) CHECK_FALSE(agreed_stop(store, done, false));
 }
+
+TEST_CASE("agreed_stop: a value of the stop key that is no number is named malformed", "[train]") {
+  nmt::test::MemoryStore store;
+  store.set("nmt/stop_after", "soon");
+  CHECK_THROWS_WITH(agreed_stop(store, 3, false),
+                    Catch::Matchers::Contains("malformed value of 'nmt/stop_after'") &&
+                        Catch::Matchers::Contains("'soon'"));
+  store.set("nmt/stop_after", std::string(100, '9'));
+  CHECK_THROWS_WITH(agreed_stop(store, 3, false), Catch::Matchers::Contains("malformed"));
+}
