@@ -28,9 +28,7 @@ std::filesystem::path temp_path_for(const std::filesystem::path& target) {
   return temp;
 }
 
-bool is_temp_file_name(std::string_view file_name) {
-  return temp_file_pid(file_name).has_value();
-}
+bool is_temp_file_name(std::string_view file_name) { return temp_file_pid(file_name).has_value(); }
 
 std::optional<int64_t> temp_file_pid(std::string_view file_name) {
   const size_t marker = file_name.rfind(kTempMarker);

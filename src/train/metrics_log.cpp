@@ -52,8 +52,10 @@ size_t MetricsLog::drop_after(const std::filesystem::path& file, int64_t last_st
     }
     const std::string_view line(text.data() + begin, end - begin);
     const auto step = top_level_step(line);
-    if (step && *step > last_step) ++dropped;
-    else kept.append(line).push_back('\n');
+    if (step && *step > last_step)
+      ++dropped;
+    else
+      kept.append(line).push_back('\n');
     begin = end + 1;
   }
   if (dropped == 0) return 0;
@@ -74,17 +76,23 @@ MetricsLog::MetricsLog(const std::filesystem::path& file, bool enabled, bool ten
   if (std::filesystem::is_regular_file(file)) {
     const size_t dropped = drop_after(file, first_step);
     if (dropped > 0 && first_step == 0)
-      log::warn("train", "{}: this run starts at step 0, so the {} record(s) that earlier runs "
+      log::warn("train",
+                "{}: this run starts at step 0, so the {} record(s) that earlier runs "
                 "wrote are dropped (no checkpoint was resumed: --resume none, or none in the run "
-                "folder)", file.string(), dropped);
+                "folder)",
+                file.string(), dropped);
     else if (dropped > 0)
-      log::info("train", "{}: dropped {} line(s) that an earlier run wrote after step {} or cut "
-                "short", file.string(), dropped, first_step);
+      log::info("train",
+                "{}: dropped {} line(s) that an earlier run wrote after step {} or cut "
+                "short",
+                file.string(), dropped, first_step);
   }
   out_.emplace(file);
   const std::filesystem::path events = folder / "tensorboard";
-  if (tensorboard) tensorboard_.emplace(events, first_step);
-  else TensorBoardLog::drop_events_after(events, first_step);
+  if (tensorboard)
+    tensorboard_.emplace(events, first_step);
+  else
+    TensorBoardLog::drop_events_after(events, first_step);
 }
 
 void MetricsLog::write(const json::Object& record) {

@@ -16,8 +16,10 @@ MonitorFile::MonitorFile(std::filesystem::path file) : file_(std::move(file)) {
 
 MonitorFile::~MonitorFile() {
   if (lost_ > 0)
-    log::warn("train", "{}: {} record(s) of this run were not written (a write failed: see the "
-              "warning at the first)", file_.string(), lost_);
+    log::warn("train",
+              "{}: {} record(s) of this run were not written (a write failed: see the "
+              "warning at the first)",
+              file_.string(), lost_);
 }
 
 bool MonitorFile::append(std::string_view bytes) {
@@ -32,8 +34,10 @@ bool MonitorFile::append(std::string_view bytes) {
   const int error = errno;
   failed_ = true;
   lost_ = 1;
-  log::warn("train", "{}: write failed: {}; training continues, but this file gets no more "
-            "records in this run", file_.string(), error != 0 ? std::strerror(error) : "unknown error");
+  log::warn("train",
+            "{}: write failed: {}; training continues, but this file gets no more "
+            "records in this run",
+            file_.string(), error != 0 ? std::strerror(error) : "unknown error");
   return false;
 }
 

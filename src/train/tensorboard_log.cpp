@@ -58,8 +58,8 @@ std::filesystem::path start_in(const std::filesystem::path& folder, int64_t firs
     if (name.rfind(kPrefix, 0) == 0) seconds = std::max(seconds, name_seconds(entry.path()) + 1);
   }
   TensorBoardLog::drop_events_after(folder, first_step);
-  return folder / fmt::format("{}{:010d}.{}.{}{}", kPrefix, seconds, host_name(), ::getpid(),
-                              kOurSuffix);
+  return folder /
+         fmt::format("{}{:010d}.{}.{}{}", kPrefix, seconds, host_name(), ::getpid(), kOurSuffix);
 }
 
 }  // namespace
@@ -134,9 +134,11 @@ size_t TensorBoardLog::drop_events_after(const std::filesystem::path& folder, in
     files += dropped.changed;
   }
   if (last_step == 0 && events > 0)
-    log::warn("train", "{}: this run starts at step 0, so the {} event(s) that earlier runs "
+    log::warn("train",
+              "{}: this run starts at step 0, so the {} event(s) that earlier runs "
               "wrote are dropped (no checkpoint was resumed: --resume none, or none in the run "
-              "folder)", folder.string(), events);
+              "folder)",
+              folder.string(), events);
   else if (files > 0)
     log::info("train", "{}: dropped the {} event(s) after step {} from {} earlier file(s)",
               folder.string(), events, last_step, files);

@@ -100,9 +100,10 @@ TEST_CASE("metrics.jsonl: a failed write warns once naming the file, and the run
         1);
 }
 
-TEST_CASE("metrics.jsonl: a start at step 0 drops every earlier record with a warning saying "
-          "how many",
-          "[train][metrics]") {
+TEST_CASE(
+    "metrics.jsonl: a start at step 0 drops every earlier record with a warning saying "
+    "how many",
+    "[train][metrics]") {
   TempDir dir;
   const auto file = dir.path() / "metrics.jsonl";
   {
@@ -113,20 +114,20 @@ TEST_CASE("metrics.jsonl: a start at step 0 drops every earlier record with a wa
   { MetricsLog log(file, true, false, 0); }
   CHECK(read_file(file).empty());
   const std::string text = capture.text();
-  CHECK(nmt::test::count_lines_with(
-            text, "warning [train] " + file.string() + ": this run starts at step 0, so the 3 "
-                  "record(s) that earlier runs wrote are dropped") == 1);
+  CHECK(nmt::test::count_lines_with(text, "warning [train] " + file.string() +
+                                              ": this run starts at step 0, so the 3 "
+                                              "record(s) that earlier runs wrote are dropped") ==
+        1);
 }
 
 TEST_CASE("metrics.jsonl: a rewrite keeps the file's permissions", "[train][metrics]") {
   TempDir dir;
   const auto file = dir.path() / "metrics.jsonl";
   write_text(file, record("train", 2).str() + "\n" + record("train", 4).str() + "\n");
-  std::filesystem::permissions(file, std::filesystem::perms::owner_read |
-                                         std::filesystem::perms::owner_write |
-                                         std::filesystem::perms::group_read |
-                                         std::filesystem::perms::others_read |
-                                         std::filesystem::perms::others_write);
+  std::filesystem::permissions(
+      file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read | std::filesystem::perms::others_read |
+                std::filesystem::perms::others_write);
   const auto before = std::filesystem::status(file).permissions();
   REQUIRE(MetricsLog::drop_after(file, 2));
   CHECK(read_file(file) == record("train", 2).str() + "\n");

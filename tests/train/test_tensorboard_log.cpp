@@ -227,9 +227,10 @@ TEST_CASE("tensorboard_log: Progress writes metrics.jsonl's records when log.ten
   CHECK_FALSE(std::filesystem::exists(off.path() / "tensorboard"));
 }
 
-TEST_CASE("tensorboard_log: our files carry the nmt-train ending, rewrites a name without "
-          "tfevents",
-          "[tensorboard]") {
+TEST_CASE(
+    "tensorboard_log: our files carry the nmt-train ending, rewrites a name without "
+    "tfevents",
+    "[tensorboard]") {
   nmt::test::TempDir dir;
   TensorBoardLog log(dir.path(), 0);
   CHECK(TensorBoardLog::is_ours(log.file()));
