@@ -1,10 +1,12 @@
 #include "checkpoint/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -26,25 +28,56 @@ std::filesystem::path temp_path_for(const std::filesystem::path& target) {
   return temp;
 }
 
-bool is_temp_file_name(std::string_view file_name) {
+bool is_temp_file_name(std::string_view file_name) { return temp_file_pid(file_name).has_value(); }
+
+std::optional<int64_t> temp_file_pid(std::string_view file_name) {
   const size_t marker = file_name.rfind(kTempMarker);
-  if (marker == std::string_view::npos || marker == 0) return false;
+  if (marker == std::string_view::npos || marker == 0) return std::nullopt;
   const std::string_view pid = file_name.substr(marker + kTempMarker.size());
-  if (pid.empty()) return false;
+  if (pid.empty() || pid.size() > 18) return std::nullopt;
+  int64_t value = 0;
   for (const char c : pid) {
-    if (c < '0' || c > '9') return false;
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
   }
-  return true;
+  return value;
+}
+
+std::vector<std::filesystem::path> remove_dead_temps(
+    const std::filesystem::path& folder, const std::function<bool(std::string_view)>& is_ours) {
+  std::vector<std::filesystem::path> candidates, removed;  // listed first: removing changes it
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    const auto pid = temp_file_pid(name);
+    if (!pid || !is_ours(std::string_view(name).substr(0, name.rfind(kTempMarker)))) continue;
+    // kill(pid, 0) probes without signalling: EPERM is a live process of another user.
+    const bool alive = *pid != ::getpid() && *pid > 0 && *pid <= INT32_MAX &&
+                       (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno == EPERM);
+    if (!alive) candidates.push_back(entry.path());
+  }
+  for (const auto& path : candidates) {
+    std::error_code remove_error;
+    if (std::filesystem::remove(path, remove_error)) removed.push_back(path);
+  }
+  return removed;
 }
 
 AtomicFileWriter::AtomicFileWriter(std::filesystem::path target)
-    : target_(std::move(target)), temp_(temp_path_for(target_)) {
+    : AtomicFileWriter(target, temp_path_for(target)) {}
+
+AtomicFileWriter::AtomicFileWriter(std::filesystem::path target, std::filesystem::path temp)
+    : target_(std::move(target)), temp_(std::move(temp)) {
   // O_TRUNC: a temp file of this pid can only be a leftover of an earlier failed attempt.
   fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     NMT_THROW(CheckpointError, "{}: cannot create {}: {}", target_.string(), temp_.string(),
               std::strerror(errno));
   }
+  // The file it replaces keeps its permissions (a metrics file made group-readable stays so).
+  struct stat existing {};
+  if (::stat(target_.c_str(), &existing) == 0 && ::fchmod(fd_, existing.st_mode & 07777) != 0)
+    fail("cannot set the permissions of", errno);
   buffer_.reserve(kBufferBytes);
 }
 

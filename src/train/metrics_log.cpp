@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -37,7 +38,7 @@ std::optional<int64_t> top_level_step(std::string_view line) {
 
 }  // namespace
 
-bool MetricsLog::drop_after(const std::filesystem::path& file, int64_t last_step) {
+size_t MetricsLog::drop_after(const std::filesystem::path& file, int64_t last_step) {
   std::ifstream in(file, std::ios::binary);
   NMT_CHECK(in.good(), Error, "{}: cannot read: {}", file.string(), std::strerror(errno));
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -51,36 +52,51 @@ bool MetricsLog::drop_after(const std::filesystem::path& file, int64_t last_step
     }
     const std::string_view line(text.data() + begin, end - begin);
     const auto step = top_level_step(line);
-    if (step && *step > last_step) ++dropped;
-    else kept.append(line).push_back('\n');
+    if (step && *step > last_step)
+      ++dropped;
+    else
+      kept.append(line).push_back('\n');
     begin = end + 1;
   }
-  if (dropped == 0) return false;
+  if (dropped == 0) return 0;
   checkpoint::AtomicFileWriter writer(file);
   writer.write(kept.data(), kept.size());
   writer.commit();
-  log::info("train", "{}: dropped {} line(s) that an earlier run wrote after step {} or cut short",
-            file.string(), dropped, last_step);
-  return true;
+  return dropped;
 }
 
 MetricsLog::MetricsLog(const std::filesystem::path& file, bool enabled, bool tensorboard,
-                       int64_t first_step)
-    : file_(file) {
+                       int64_t first_step) {
   if (!enabled) return;
-  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
-  if (std::filesystem::is_regular_file(file)) drop_after(file, first_step);
-  out_.open(file, std::ios::app);
-  NMT_CHECK(out_.good(), Error, "{}: cannot open for appending: {}", file.string(),
-            std::strerror(errno));
-  if (tensorboard) tensorboard_.emplace(file.parent_path() / "tensorboard", first_step);
+  const std::filesystem::path folder = file.parent_path();
+  if (!folder.empty()) std::filesystem::create_directories(folder);
+  const std::string name = file.filename().string();
+  checkpoint::remove_dead_temps(folder.empty() ? "." : folder,
+                                [&](std::string_view base) { return base == name; });
+  if (std::filesystem::is_regular_file(file)) {
+    const size_t dropped = drop_after(file, first_step);
+    if (dropped > 0 && first_step == 0)
+      log::warn("train",
+                "{}: this run starts at step 0, so the {} record(s) that earlier runs "
+                "wrote are dropped (no checkpoint was resumed: --resume none, or none in the run "
+                "folder)",
+                file.string(), dropped);
+    else if (dropped > 0)
+      log::info("train",
+                "{}: dropped {} line(s) that an earlier run wrote after step {} or cut "
+                "short",
+                file.string(), dropped, first_step);
+  }
+  out_.emplace(file);
+  const std::filesystem::path events = folder / "tensorboard";
+  if (tensorboard)
+    tensorboard_.emplace(events, first_step);
+  else
+    TensorBoardLog::drop_events_after(events, first_step);
 }
 
 void MetricsLog::write(const json::Object& record) {
-  if (out_.is_open()) {
-    out_ << record.str() << '\n' << std::flush;
-    NMT_CHECK(out_.good(), Error, "{}: write failed: {}", file_.string(), std::strerror(errno));
-  }
+  if (out_) out_->append(record.str() + "\n");
   if (tensorboard_) tensorboard_->write(record);
 }
 

@@ -1,15 +1,21 @@
 #pragma once
 // metrics.jsonl: one JSON object per line, per log step and per validation, appended and
 // flushed as it happens so a crash loses nothing already reported. A run that starts from a
-// step drops the records of later steps first (what a crashed run logged after its last
-// checkpoint is logged again), so no step appears twice. With log.tensorboard the same
-// records also go to TensorBoard event files (tensorboard_log.h), which drop likewise.
+// step (its checkpoint's, or 0) drops the records of later steps first, and a last line that a
+// crash cut short (what a crashed run logged after its last checkpoint is logged again), so no
+// step appears twice: rewritten atomically, keeping the file's permissions. Dropping records
+// after a resumed checkpoint is routine (info); a start at step 0 drops them all, which is said
+// as a warning with their number. Temp files of such rewrites ("metrics.jsonl.tmp-<pid>") whose
+// process is gone are removed. The TensorBoard events in <file's folder>/tensorboard/ drop
+// their later events at the same time, whether or not this run writes events (with
+// log.tensorboard it does: tensorboard_log.h). A write that fails during the run follows
+// train/monitor_file.h: one warning, and training goes on.
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
+#include "train/monitor_file.h"
 #include "train/tensorboard_log.h"
 #include "util/json.h"
 
@@ -18,25 +24,23 @@ namespace nmt::train {
 /// Appends JSON records to a file (on the rank that writes it).
 class MetricsLog {
  public:
-  /// Opens file for appending when enabled (creating its folder); otherwise writes nothing.
-  /// Records already there of a step after first_step (the step this run starts from), and
-  /// a last line that a crash cut short, are dropped first. With tensorboard, also writes
-  /// each record to <file's folder>/tensorboard/, dropping what earlier runs wrote there
-  /// after first_step.
+  /// When enabled: creates file's folder, drops what earlier runs wrote after first_step (the
+  /// step this run starts from) from file and from <file's folder>/tensorboard/, and opens file
+  /// for appending; with tensorboard, also opens a new events file there. Otherwise writes
+  /// nothing and touches nothing.
   MetricsLog(const std::filesystem::path& file, bool enabled, bool tensorboard = false,
              int64_t first_step = 0);
-  /// Writes one record as one line (and as TensorBoard scalars); a failed write is an Error
-  /// naming the file, as it is for the TensorBoard files.
+  /// Writes one record as one line (and as TensorBoard scalars); a failed write is one warning
+  /// (monitor_file.h), not an error.
   void write(const json::Object& record);
 
-  /// Rewrites file (atomically) without its records of a step after last_step and without
-  /// an unterminated last line; false when nothing had to go. Lines without a top-level
-  /// integer "step" stay.
-  static bool drop_after(const std::filesystem::path& file, int64_t last_step);
+  /// Rewrites file (atomically, keeping its permissions) without its records of a step after
+  /// last_step and without an unterminated last line; returns how many lines it dropped (0:
+  /// the file is untouched). Lines without a top-level integer "step" stay.
+  static size_t drop_after(const std::filesystem::path& file, int64_t last_step);
 
  private:
-  std::filesystem::path file_;
-  std::ofstream out_;
+  std::optional<MonitorFile> out_;
   std::optional<TensorBoardLog> tensorboard_;
 };
 

@@ -3,26 +3,23 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <optional>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "checkpoint/atomic_file.h"
-#include "util/error.h"
 #include "util/log.h"
 
 namespace nmt::train {
 namespace {
 
 constexpr std::string_view kPrefix = "events.out.tfevents.";
-
-bool is_events_file(const std::filesystem::path& path) {
-  return path.filename().string().rfind(kPrefix, 0) == 0;
-}
+constexpr std::string_view kOurSuffix = ".nmt-train";
+// The base of a rewrite's temp file ("<base>.tmp-<pid>"): without "tfevents", so TensorBoard
+// does not read a file while it is being written.
+constexpr std::string_view kTempBase = "nmt-train-rewrite";
 
 /// The seconds in an events file's name (events.out.tfevents.<seconds>.<host>...), 0 if none.
 int64_t name_seconds(const std::filesystem::path& path) {
@@ -49,6 +46,22 @@ std::optional<std::string> string_member(const json::Object& record, std::string
   return json::parse(*text).string;
 }
 
+/// What a run does at its start: creates folder, drops the later events from it, and names the
+/// new events file: its seconds after those of every events file there, ours or not, since
+/// TensorBoard reads a folder's files in name order (counted before dropping: a file the drop
+/// removes could have had this process's name, in a test).
+std::filesystem::path start_in(const std::filesystem::path& folder, int64_t first_step) {
+  std::filesystem::create_directories(folder);
+  int64_t seconds = static_cast<int64_t>(now_seconds());
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kPrefix, 0) == 0) seconds = std::max(seconds, name_seconds(entry.path()) + 1);
+  }
+  TensorBoardLog::drop_events_after(folder, first_step);
+  return folder /
+         fmt::format("{}{:010d}.{}.{}{}", kPrefix, seconds, host_name(), ::getpid(), kOurSuffix);
+}
+
 }  // namespace
 
 std::vector<event_file::Scalar> TensorBoardLog::scalars(const json::Object& record, int64_t* step) {
@@ -68,55 +81,80 @@ std::vector<event_file::Scalar> TensorBoardLog::scalars(const json::Object& reco
   return out;
 }
 
-bool TensorBoardLog::drop_after(const std::filesystem::path& file, int64_t last_step) {
+bool TensorBoardLog::is_ours(const std::filesystem::path& file) {
+  const std::string name = file.filename().string();
+  return name.size() > kPrefix.size() + kOurSuffix.size() && name.rfind(kPrefix, 0) == 0 &&
+         name.compare(name.size() - kOurSuffix.size(), kOurSuffix.size(), kOurSuffix) == 0;
+}
+
+std::filesystem::path TensorBoardLog::temp_path(const std::filesystem::path& folder) {
+  return folder / fmt::format("{}.tmp-{}", kTempBase, ::getpid());
+}
+
+TensorBoardLog::Dropped TensorBoardLog::drop_after(const std::filesystem::path& file,
+                                                   int64_t last_step) {
   const event_file::RecordScan scan = event_file::read_records(file);
   std::string kept;
   size_t kept_records = 0, kept_scalars = 0;
+  Dropped dropped;
   for (const std::string& payload : scan.payloads) {
     const event_file::Event event = event_file::decode_event(payload);
-    if (!event.scalars.empty() && event.step > last_step) continue;
+    if (!event.scalars.empty() && event.step > last_step) {
+      ++dropped.events;
+      continue;
+    }
     kept += event_file::frame_record(payload);
     ++kept_records;
     kept_scalars += event.scalars.size();
   }
   if (kept_scalars == 0) {  // nothing to show: a run that logged no step before it ended
     std::filesystem::remove(file);
-    return true;
+    dropped.changed = true;
+    return dropped;
   }
-  if (kept_records == scan.payloads.size() && !scan.damaged_tail) return false;
-  checkpoint::AtomicFileWriter writer(file);
+  if (kept_records == scan.payloads.size() && !scan.damaged_tail) return dropped;
+  checkpoint::AtomicFileWriter writer(file, temp_path(file.parent_path()));
   writer.write(kept.data(), kept.size());
   writer.commit();
-  return true;
+  dropped.changed = true;
+  return dropped;
 }
 
-TensorBoardLog::TensorBoardLog(const std::filesystem::path& folder, int64_t first_step) {
-  std::filesystem::create_directories(folder);
-  // The files of earlier runs: a new name sorts after theirs, since TensorBoard reads a
-  // folder's files in name order.
-  int64_t seconds = static_cast<int64_t>(now_seconds());
-  std::vector<std::filesystem::path> earlier;  // listed first: rewriting adds and renames files
+size_t TensorBoardLog::drop_events_after(const std::filesystem::path& folder, int64_t last_step) {
+  if (!std::filesystem::is_directory(folder)) return 0;
+  checkpoint::remove_dead_temps(folder, [](std::string_view base) { return base == kTempBase; });
+  std::vector<std::filesystem::path> ours;  // listed first: rewriting adds and renames files
   for (const auto& entry : std::filesystem::directory_iterator(folder))
-    if (entry.is_regular_file() && is_events_file(entry.path())) earlier.push_back(entry.path());
-  std::sort(earlier.begin(), earlier.end());
-  size_t dropped_from = 0;
-  for (const std::filesystem::path& path : earlier) {
-    if (checkpoint::is_temp_file_name(path.filename().string())) {
-      std::filesystem::remove(path);  // a rewrite that a crash interrupted
-      continue;
-    }
-    if (drop_after(path, first_step)) ++dropped_from;
-    seconds = std::max(seconds, name_seconds(path) + 1);
+    if (entry.is_regular_file() && is_ours(entry.path())) ours.push_back(entry.path());
+  std::sort(ours.begin(), ours.end());
+  size_t events = 0, files = 0;
+  for (const std::filesystem::path& path : ours) {
+    const Dropped dropped = drop_after(path, last_step);
+    events += dropped.events;
+    files += dropped.changed;
   }
-  if (dropped_from > 0)
-    log::info("train", "tensorboard: dropped the events after step {} from {} earlier file(s)",
-              first_step, dropped_from);
-  file_ = folder / fmt::format("{}{:010d}.{}.{}", kPrefix, seconds, host_name(), ::getpid());
-  out_.open(file_, std::ios::binary | std::ios::app);
-  NMT_CHECK(out_.good(), Error, "{}: cannot open for writing: {}", file_.string(),
-            std::strerror(errno));
+  if (last_step == 0 && events > 0)
+    log::warn("train",
+              "{}: this run starts at step 0, so the {} event(s) that earlier runs "
+              "wrote are dropped (no checkpoint was resumed: --resume none, or none in the run "
+              "folder)",
+              folder.string(), events);
+  else if (files > 0)
+    log::info("train", "{}: dropped the {} event(s) after step {} from {} earlier file(s)",
+              folder.string(), events, last_step, files);
+  return events;
+}
+
+TensorBoardLog TensorBoardLog::append_to(const std::filesystem::path& file) {
+  return TensorBoardLog(file);
+}
+
+TensorBoardLog::TensorBoardLog(const std::filesystem::path& file) : out_(file) {
   append({now_seconds(), 0, "brain.Event:2", {}});
 }
+
+TensorBoardLog::TensorBoardLog(const std::filesystem::path& folder, int64_t first_step)
+    : TensorBoardLog(start_in(folder, first_step)) {}
 
 void TensorBoardLog::write(const json::Object& record) {
   int64_t step = 0;
@@ -125,8 +163,7 @@ void TensorBoardLog::write(const json::Object& record) {
 }
 
 void TensorBoardLog::append(const event_file::Event& event) {
-  out_ << event_file::frame_record(event_file::encode_event(event)) << std::flush;
-  NMT_CHECK(out_.good(), Error, "{}: write failed: {}", file_.string(), std::strerror(errno));
+  out_.append(event_file::frame_record(event_file::encode_event(event)));
 }
 
 }  // namespace nmt::train

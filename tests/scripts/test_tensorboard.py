@@ -9,7 +9,12 @@ DIR/run/tensorboard with tensorboard's EventAccumulator (its record reader check
 Every number of the metrics.jsonl records must be there as a scalar at its step, tagged
 type[/set]/path: the first run's records up to step 8, then the resumed run's; neither the
 events nor metrics.jsonl may keep the first run's records after step 8, and no tag may have a
-step twice in either. Without the tensorboard
+step twice in either. Before the resume the folder also gets another tool's events file (the
+tensorboard package's own writer: a file with no scalars) and a temp file named as our rewrites
+name theirs but of a live process (this script's): both must be there, unchanged, after it, and
+the temp name must be one TensorBoard's loader does not read. Then it loses the step-14
+checkpoint and resumes from step 12 with log.tensorboard off: the events and metrics.jsonl must
+end at step 12. Without the tensorboard
 package it prints "SKIPPED: <reason>" and exits 77, which CTest reports as skipped.
 """
 import argparse
@@ -131,6 +136,37 @@ def read_events(folder):
     return found, wall_times
 
 
+def plant_foreign_files(folder):
+    """Another tool's events file (tensorboard's own writer, no scalars) and a temp file named
+    as our rewrites name theirs, of a live process (this one); returns {path: bytes} of both."""
+    from tensorboard.backend.event_processing import io_wrapper
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(folder)
+    writer.close()
+    live_temp = os.path.join(folder, f"nmt-train-rewrite.tmp-{os.getpid()}")
+    with open(live_temp, "wb") as f:
+        f.write(b"being written")
+    if io_wrapper.IsTensorFlowEventsFile(live_temp):
+        fail(f"TensorBoard's loader would read the rewrite temp file {live_temp}")
+    if not io_wrapper.IsTensorFlowEventsFile(writer._file_name):
+        fail(f"{writer._file_name} is not an events file to TensorBoard's loader")
+    foreign = {}
+    for path in (writer._file_name, live_temp):
+        with open(path, "rb") as f:
+            foreign[path] = f.read()
+    return foreign
+
+
+def check_foreign_files(foreign):
+    for path, data in foreign.items():
+        if not os.path.exists(path):
+            fail(f"the resume removed {path}, which nmt-train did not write")
+        with open(path, "rb") as f:
+            if f.read() != data:
+                fail(f"the resume changed {path}, which nmt-train did not write")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--train", required=True, help="nmt-train binary")
@@ -153,15 +189,17 @@ def main():
         after_8 = sum(1 for line in f if json.loads(line)["step"] > 8)
     if after_8 == 0:
         fail("the first run logged nothing after step 8: the test does not exercise the resume")
+    folder = os.path.join(run_dir, "tensorboard")
+    foreign = plant_foreign_files(folder)
     os.remove(os.path.join(run_dir, "checkpoints", "checkpoint-00000010.safetensors"))
     resumed = run(train + ["--set", "train.max_steps=14"])
     if "resumed from" not in resumed.stderr or "checkpoint-00000008" not in resumed.stderr:
         fail(f"the second run did not resume from step 8:\n{resumed.stderr}")
 
-    folder = os.path.join(run_dir, "tensorboard")
-    files = sorted(os.listdir(folder))
+    check_foreign_files(foreign)
+    files = sorted(f for f in os.listdir(folder) if f.endswith(".nmt-train"))
     if len(files) != 2 or not all(f.startswith("events.out.tfevents.") for f in files):
-        fail(f"expected one events file per run in {folder}, found {files}")
+        fail(f"expected one events file per run in {folder}, found {sorted(os.listdir(folder))}")
     expected, repeated = expected_scalars(os.path.join(run_dir, "metrics.jsonl"))
     if repeated:
         fail(f"metrics.jsonl has {repeated} record(s) of a step twice after the resume")
@@ -187,9 +225,24 @@ def main():
         want = [2, 4, 6, 8, 10, 12, 14] if tag.startswith("train/") else [4, 8, 12, 14]
         if steps != want:
             fail(f"{tag}: steps {steps}, expected {want}")
+
+    # log.tensorboard off: the resume from step 12 still drops the events of steps 13 and 14.
+    os.remove(os.path.join(run_dir, "checkpoints", "checkpoint-00000014.safetensors"))
+    off = run(train + ["--set", "train.max_steps=12", "--set", "log.tensorboard=false"])
+    if "checkpoint-00000012" not in off.stderr:
+        fail(f"the third run did not resume from step 12:\n{off.stderr}")
+    check_foreign_files(foreign)
+    expected_off, _ = expected_scalars(os.path.join(run_dir, "metrics.jsonl"))
+    found_off, _ = read_events(folder)
+    if set(found_off) != set(expected_off) or max(step for _, step in found_off) != 12:
+        fail(f"after a resume from step 12 without log.tensorboard the events have steps "
+             f"{sorted({step for _, step in found_off})}, metrics.jsonl "
+             f"{sorted({step for _, step in expected_off})}: both should end at 12")
+
     print(f"{len(found)} scalars under {len({t for t, _ in found})} tags match metrics.jsonl "
           f"(the resume dropped {after_8} record(s) after step 8 from it), in {len(files)} "
-          f"events files")
+          f"events files; another tool's file and a live process's temp file stayed; without "
+          f"log.tensorboard a resume from step 12 left {len(found_off)} scalars, none after it")
 
 
 if __name__ == "__main__":

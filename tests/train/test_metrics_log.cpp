@@ -1,17 +1,24 @@
 // train/metrics_log: records are appended one per line; a run that starts from a step first
 // drops what earlier runs wrote after it (and a line a crash cut short), so no step appears
-// twice; a failed write is an error, not a silent loss.
+// twice, with a warning when that is every record (a start at step 0); a rewrite keeps the
+// file's permissions and clears dead writers' temp files; a failed write warns once and the
+// run goes on (train/monitor_file.h).
 #include "catch_torch.h"  // first: see the header
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "monitor_fixture.h"
 #include "skip.h"
 #include "test_support.h"
 #include "train/metrics_log.h"
 #include "util/error.h"
 
+using nmt::test::LogCapture;
 using nmt::test::read_file;
 using nmt::test::TempDir;
 using nmt::train::MetricsLog;
@@ -77,13 +84,68 @@ TEST_CASE("metrics.jsonl: only a top-level integer step decides, other lines sta
   CHECK(read_file(file) == kept);
 }
 
-TEST_CASE("metrics.jsonl: a write that fails is an error naming the file", "[train][metrics]") {
+TEST_CASE("metrics.jsonl: a failed write warns once naming the file, and the run goes on",
+          "[train][metrics]") {
   if (!std::filesystem::exists("/dev/full")) NMT_SKIP("no /dev/full on this system");
-  MetricsLog log("/dev/full", true);
-  try {
-    log.write(record("train", 1));
-    FAIL("the write to /dev/full did not fail");
-  } catch (const nmt::Error& e) {
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("/dev/full: write failed"));
+  LogCapture capture;
+  {
+    MetricsLog log("/dev/full", true);
+    CHECK_NOTHROW(log.write(record("train", 1)));
+    CHECK_NOTHROW(log.write(record("train", 2)));
+    CHECK_NOTHROW(log.write(record("valid", 2)));
   }
+  const std::string text = capture.text();
+  CHECK(nmt::test::count_lines_with(text, "warning [train] /dev/full: write failed") == 1);
+  CHECK(nmt::test::count_lines_with(text, "/dev/full: 3 record(s) of this run were not written") ==
+        1);
+}
+
+TEST_CASE(
+    "metrics.jsonl: a start at step 0 drops every earlier record with a warning saying "
+    "how many",
+    "[train][metrics]") {
+  TempDir dir;
+  const auto file = dir.path() / "metrics.jsonl";
+  {
+    MetricsLog log(file, true);
+    for (int64_t step : {2, 4, 6}) log.write(record("train", step));
+  }
+  LogCapture capture;
+  { MetricsLog log(file, true, false, 0); }
+  CHECK(read_file(file).empty());
+  const std::string text = capture.text();
+  CHECK(nmt::test::count_lines_with(text, "warning [train] " + file.string() +
+                                              ": this run starts at step 0, so the 3 "
+                                              "record(s) that earlier runs wrote are dropped") ==
+        1);
+}
+
+TEST_CASE("metrics.jsonl: a rewrite keeps the file's permissions", "[train][metrics]") {
+  TempDir dir;
+  const auto file = dir.path() / "metrics.jsonl";
+  write_text(file, record("train", 2).str() + "\n" + record("train", 4).str() + "\n");
+  std::filesystem::permissions(
+      file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read | std::filesystem::perms::others_read |
+                std::filesystem::perms::others_write);
+  const auto before = std::filesystem::status(file).permissions();
+  REQUIRE(MetricsLog::drop_after(file, 2));
+  CHECK(read_file(file) == record("train", 2).str() + "\n");
+  CHECK(std::filesystem::status(file).permissions() == before);
+}
+
+TEST_CASE("metrics.jsonl: temp files of dead writers go, a live writer's and others' stay",
+          "[train][metrics]") {
+  TempDir dir;
+  const auto dead = std::to_string(nmt::test::dead_pid());
+  const auto live = std::to_string(::getppid());  // whoever started this test: running
+  const auto gone = dir.write("metrics.jsonl.tmp-" + dead, "partial");
+  const auto mine = dir.write("metrics.jsonl.tmp-" + std::to_string(::getpid()), "partial");
+  const auto running = dir.write("metrics.jsonl.tmp-" + live, "partial");
+  const auto other = dir.write("notes.txt.tmp-" + dead, "not ours");
+  { MetricsLog log(dir.path() / "metrics.jsonl", true, false, 4); }
+  CHECK_FALSE(std::filesystem::exists(gone));
+  CHECK_FALSE(std::filesystem::exists(mine));  // this process is not writing it
+  CHECK(std::filesystem::exists(running));
+  CHECK(std::filesystem::exists(other));
 }

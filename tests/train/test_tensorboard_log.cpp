@@ -1,5 +1,7 @@
 // train/tensorboard_log: metrics records become tagged scalars; a resumed run drops the events
-// that earlier runs wrote after its starting step, so no step appears twice.
+// that earlier runs wrote after its starting step, so no step appears twice, whether or not it
+// writes events itself; it touches only the files nmt-train wrote, and removes only the temp
+// files of its own rewrites whose writer is gone.
 #include "catch_torch.h"  // first: see the header
 
 #include <algorithm>
@@ -9,8 +11,13 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "amp/loss_scaler.h"
+#include "monitor_fixture.h"
+#include "skip.h"
 #include "test_support.h"
+#include "train/metrics_log.h"
 #include "train/progress.h"
 #include "train/tensorboard_log.h"
 #include "util/event_file.h"
@@ -32,6 +39,14 @@ std::vector<std::filesystem::path> events_files(const std::filesystem::path& fol
   for (const auto& e : std::filesystem::directory_iterator(folder)) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
+}
+
+/// The bytes of an events file: a file_version event, then one event of scalars per step.
+std::string events_bytes(const std::vector<int64_t>& scalar_steps) {
+  std::string out = ef::frame_record(ef::encode_event({1.5, 0, "brain.Event:2", {}}));
+  for (int64_t step : scalar_steps)
+    out += ef::frame_record(ef::encode_event({2.5, step, "", {{"other/tag", 1.0f}}}));
+  return out;
 }
 
 /// Steps of the scalar events of the files, in reading order.
@@ -97,10 +112,85 @@ TEST_CASE("tensorboard_log: a resumed run drops later events of earlier runs, no
   CHECK(files[0] == first_file);
   CHECK_FALSE(ef::read_records(first_file).damaged_tail);
   CHECK(steps(files) == std::vector<int64_t>{2, 4, 6, 8, 10, 12});
-  // A run restarted from nothing drops them all; a leftover of an interrupted rewrite goes.
-  std::ofstream(folder / (first_file.filename().string() + ".tmp-123")) << "partial";
+  // A run restarted from nothing drops them all.
   TensorBoardLog restarted(folder, 0);
   CHECK(events_files(folder) == std::vector<std::filesystem::path>{restarted.file()});
+}
+
+TEST_CASE("tensorboard_log: a resume leaves the files of other tools alone", "[tensorboard]") {
+  nmt::test::TempDir dir;
+  const auto folder = dir.path() / "tensorboard";
+  std::filesystem::create_directories(folder);
+  // Names as PyTorch's SummaryWriter and TensorFlow give them: no scalars, and later steps.
+  const std::string empty = events_bytes({}), later = events_bytes({2, 20});
+  const auto no_scalars = folder / "events.out.tfevents.1700000000.otherhost.77.0";
+  const auto with_later = folder / "events.out.tfevents.1700000001.otherhost.78.1.v2";
+  const auto being_written = folder / ("events.out.tfevents.1700000002.otherhost.79.tmp-" +
+                                       std::to_string(nmt::test::dead_pid()));
+  std::ofstream(no_scalars, std::ios::binary) << empty;
+  std::ofstream(with_later, std::ios::binary) << later;
+  std::ofstream(being_written, std::ios::binary) << later;
+  std::filesystem::path ours;
+  {
+    TensorBoardLog first(folder, 0);
+    ours = first.file();
+    for (int64_t step = 2; step <= 8; step += 2) first.write(train_record(step));
+  }
+  { TensorBoardLog resumed(folder, 4); }
+  CHECK(nmt::test::read_file(no_scalars) == empty);
+  CHECK(nmt::test::read_file(with_later) == later);
+  CHECK(nmt::test::read_file(being_written) == later);
+  CHECK(steps({ours}) == std::vector<int64_t>{2, 4});
+  // And from step 0: everything of ours goes, nothing of theirs.
+  { TensorBoardLog restarted(folder, 0); }
+  CHECK_FALSE(std::filesystem::exists(ours));
+  CHECK(nmt::test::read_file(no_scalars) == empty);
+  CHECK(nmt::test::read_file(with_later) == later);
+}
+
+TEST_CASE("tensorboard_log: a dead rewrite's temp file goes, a live process's stays",
+          "[tensorboard]") {
+  nmt::test::TempDir dir;
+  const auto folder = dir.path() / "tensorboard";
+  std::filesystem::create_directories(folder);
+  const auto gone = folder / ("nmt-train-rewrite.tmp-" + std::to_string(nmt::test::dead_pid()));
+  const auto running = folder / ("nmt-train-rewrite.tmp-" + std::to_string(::getppid()));
+  std::ofstream(gone) << "partial";
+  std::ofstream(running) << "partial";
+  { TensorBoardLog log(folder, 0); }
+  CHECK_FALSE(std::filesystem::exists(gone));
+  CHECK(std::filesystem::exists(running));
+}
+
+TEST_CASE("tensorboard_log: a resume without log.tensorboard still drops the later events",
+          "[tensorboard]") {
+  nmt::test::TempDir dir;
+  const auto folder = dir.path() / "tensorboard";
+  std::filesystem::path ours;
+  {
+    TensorBoardLog first(folder, 0);
+    ours = first.file();
+    for (int64_t step = 2; step <= 8; step += 2) first.write(train_record(step));
+  }
+  { nmt::train::MetricsLog metrics(dir.path() / "metrics.jsonl", true, false, 4); }
+  CHECK(steps(events_files(folder)) == std::vector<int64_t>{2, 4});
+  { nmt::train::MetricsLog metrics(dir.path() / "metrics.jsonl", true, false, 0); }
+  CHECK(events_files(folder).empty());
+}
+
+TEST_CASE("tensorboard_log: a start at step 0 warns how many events it drops", "[tensorboard]") {
+  nmt::test::TempDir dir;
+  const auto folder = dir.path() / "tensorboard";
+  {
+    TensorBoardLog first(folder, 0);
+    for (int64_t step = 2; step <= 8; step += 2) first.write(train_record(step));
+  }
+  nmt::test::LogCapture capture;
+  { TensorBoardLog restarted(folder, 0); }
+  CHECK(nmt::test::count_lines_with(
+            capture.text(), "warning [train] " + folder.string() +
+                                ": this run starts at step 0, so the 4 event(s) that earlier "
+                                "runs wrote are dropped") == 1);
 }
 
 TEST_CASE("tensorboard_log: Progress writes metrics.jsonl's records when log.tensorboard is on",
@@ -135,4 +225,35 @@ TEST_CASE("tensorboard_log: Progress writes metrics.jsonl's records when log.ten
   options.tensorboard = false;
   { nmt::train::Progress progress(options, 0, off.path() / "metrics.jsonl", 0, 0.0); }
   CHECK_FALSE(std::filesystem::exists(off.path() / "tensorboard"));
+}
+
+TEST_CASE(
+    "tensorboard_log: our files carry the nmt-train ending, rewrites a name without "
+    "tfevents",
+    "[tensorboard]") {
+  nmt::test::TempDir dir;
+  TensorBoardLog log(dir.path(), 0);
+  CHECK(TensorBoardLog::is_ours(log.file()));
+  CHECK_THAT(log.file().filename().string(), Catch::Matchers::StartsWith("events.out.tfevents."));
+  CHECK_FALSE(TensorBoardLog::is_ours("events.out.tfevents.1700000000.host.12"));
+  CHECK_FALSE(TensorBoardLog::is_ours("events.out.tfevents.1700000000.host.12.nmt-train.tmp-3"));
+  // TensorBoard's loader reads every file whose name holds "tfevents" (io_wrapper.py).
+  const auto temp = TensorBoardLog::temp_path(dir.path()).filename().string();
+  CHECK(temp.find("tfevents") == std::string::npos);
+  CHECK(temp == "nmt-train-rewrite.tmp-" + std::to_string(::getpid()));
+}
+
+TEST_CASE("tensorboard_log: a failed write warns once naming the file, and the run goes on",
+          "[tensorboard]") {
+  if (!std::filesystem::exists("/dev/full")) NMT_SKIP("no /dev/full on this system");
+  nmt::test::LogCapture capture;
+  {
+    auto log = TensorBoardLog::append_to("/dev/full");  // its first event fails already
+    CHECK_NOTHROW(log.write(train_record(2)));
+    CHECK_NOTHROW(log.write(train_record(4)));
+  }
+  const std::string text = capture.text();
+  CHECK(nmt::test::count_lines_with(text, "warning [train] /dev/full: write failed") == 1);
+  CHECK(nmt::test::count_lines_with(text, "/dev/full: 3 record(s) of this run were not written") ==
+        1);
 }
