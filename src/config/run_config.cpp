@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "config/run_config_checks.h"
+#include "config/run_schema.h"
 #include "config/schema.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -40,6 +41,8 @@ std::vector<std::pair<std::string, log::Level>> level_names() {
   }
   return names;
 }
+
+}  // namespace
 
 /// Binds every configurable field of `c` to its key. The one list of keys, docs and bounds.
 Schema bind(RunConfig& c) {
@@ -239,6 +242,18 @@ Schema bind(RunConfig& c) {
   return s;
 }
 
+RunConfig default_run_config(const std::filesystem::path& config_file) {
+  RunConfig config;
+  // New configs leave the precision to the hardware; a file, checkpoint or --set that names a
+  // mode keeps it (a checkpoint stores the mode auto resolved to).
+  config.amp.mode = std::nullopt;
+  // Default run directory: runs/<config file name without extension>.
+  config.run_dir = (std::filesystem::path("runs") / config_file.stem()).string();
+  return config;
+}
+
+namespace {
+
 YAML::Node read_yaml_file(const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
@@ -258,12 +273,7 @@ YAML::Node read_yaml_file(const std::filesystem::path& file) {
 }  // namespace
 
 RunConfig load_run_config(const ConfigSources& sources, std::vector<std::string>* warnings) {
-  RunConfig config;
-  // New configs leave the precision to the hardware; a file, checkpoint or --set that names a
-  // mode keeps it (a checkpoint stores the mode auto resolved to).
-  config.amp.mode = std::nullopt;
-  // Default run directory: runs/<config file name without extension>.
-  config.run_dir = (std::filesystem::path("runs") / sources.file.stem()).string();
+  RunConfig config = default_run_config(sources.file);
   Schema schema = bind(config);
   schema.apply_document(read_yaml_file(sources.file), sources.file.string());
   if (sources.checkpoint_yaml) {

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "config/cli_exit.h"
+#include "config/config_reference.h"
 
 namespace nmt::config {
 
@@ -38,6 +39,16 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
       ->allow_extra_args(false);
   app.add_flag("--print-config", command.print_config,
                "print the effective config as YAML (with each key's doc) and exit");
+  // Runs while CLI11 parses, before it checks that --config was given: the reference needs no
+  // config file.
+  app.add_flag_callback(
+      "--config-reference",
+      [] {
+        std::fputs(config_reference_markdown().c_str(), stdout);
+        throw CLI::Success();
+      },
+      "print every config key with its default, expected form and doc as Markdown (the "
+      "reference in docs/configuration.md) and exit; needs no --config");
   app.add_flag("--dry-run", command.dry_run,
                "build the vocabulary, token cache and epoch-1 batch plan for every rank "
                "(--nproc-per-node N plans N ranks in this one process), print a table, write "

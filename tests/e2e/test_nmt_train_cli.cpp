@@ -43,6 +43,15 @@ TEST_CASE("nmt-train without --config is a usage error: exit code 2, as --help s
   CHECK(train("--config configs/tiny.yaml --nnodes 2 --node-rank 2").exit_code == 2);
 }
 
+TEST_CASE("nmt-train --config-reference prints the Markdown reference without a config", "[e2e]") {
+  auto r = train("--config-reference");
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, StartsWith("\n### Top level\n"));
+  CHECK_THAT(r.out, Contains("| `data.max_tokens` | `4096` |"));
+  CHECK_THAT(train("--help").out, Contains("--config-reference"));
+}
+
 TEST_CASE("printed config (--print-config) fed back prints the same config", "[e2e]") {
   nmt::test::TempDir dir;
   auto first = train("--config configs/tiny.yaml --set train.max_steps=77 --print-config");
