@@ -1,6 +1,9 @@
 #include "train/stop_signal.h"
 
+#include <time.h>
+
 #include <atomic>
+#include <cstdint>
 #include <csignal>
 #include <string>
 
@@ -11,11 +14,28 @@ namespace nmt::train {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<int64_t> g_first_signal_ns{0};  ///< CLOCK_MONOTONIC of the first signal; 0: none
+
+/// Monotonic nanoseconds, never 0; clock_gettime is async-signal-safe.
+int64_t monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec + 1;
+}
 
 extern "C" void on_stop_signal(int signal_number) {
-  g_stop.store(true);
-  // A second signal ends the process the default way.
+  const int64_t now = monotonic_ns();
+  int64_t first = 0;
+  if (g_first_signal_ns.compare_exchange_strong(first, now)) {
+    g_stop.store(true);
+    return;
+  }
+  // The same stop delivered twice (stop_signal.h): nothing more to do.
+  if (now - first < static_cast<int64_t>(kRepeatedStopSignalSeconds * 1e9)) return;
+  // A second stop, asked for: end the process the default way (the signal is blocked while
+  // its handler runs, so it is delivered, with the default action, on return).
   std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #pragma once
 // SIGINT and SIGTERM ask a running loop to stop after the current update (it then writes a
-// checkpoint and exits cleanly); a second signal ends the process at once. With several
+// checkpoint and exits cleanly); a second signal ends the process at once, if it comes more
+// than kRepeatedStopSignalSeconds after the first: closer, it is the same stop delivered twice
+// (GNU timeout signals the child and then its process group; Ctrl-C reaches every process of
+// the terminal's group, and the launcher forwards it as well). With several
 // ranks, a signal that reaches any of them stops them all after the same update: they agree
 // on it through the job's store (agreed_stop).
 
@@ -12,6 +15,10 @@ class KeyValueStore;
 }
 
 namespace nmt::train {
+
+/// A SIGINT/SIGTERM within this many seconds of the first asks for the same stop; a later one
+/// ends the process the default way.
+constexpr double kRepeatedStopSignalSeconds = 1.0;
 
 /// Installs the SIGINT/SIGTERM handlers.
 void install_stop_handlers();

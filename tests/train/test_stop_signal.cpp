@@ -1,7 +1,13 @@
-// agreed_stop: the ranks agree through the job's store on the update after which all stop.
+// The stop signals' handling, and agreed_stop: the ranks agree through the job's store on the update after which all stop.
 #include "catch_torch.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
 #include <optional>
+#include <thread>
 
 #include "memory_store.h"
 #include "train/stop_signal.h"
@@ -31,4 +37,51 @@ TEST_CASE("agreed_stop: a value of the stop key that is no number is named malfo
                         Catch::Matchers::Contains("'soon'"));
   store.set("nmt/stop_after", std::string(100, '9'));
   CHECK_THROWS_WITH(agreed_stop(store, 3, false), Catch::Matchers::Contains("malformed"));
+}
+
+namespace {
+
+/// Runs `body` in a child process and returns its wait status: signal handlers and a pending
+/// stop stay out of this test process.
+template <class Body>
+int in_child(Body body) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("stop signals: two at once ask for one stop, as timeout and a terminal send them",
+          "[train]") {
+  // GNU timeout signals the child and then its whole process group; Ctrl-C reaches every
+  // process of the foreground group and the launcher forwards it too. Either way a worker gets
+  // the same signal twice within microseconds: that must not be the "second signal" that ends
+  // it at once, or it dies without its checkpoint (seen as a flaky SIGTERM test under load).
+  const int status = in_child([] {
+    nmt::train::install_stop_handlers();
+    std::raise(SIGTERM);
+    std::raise(SIGTERM);
+    std::raise(SIGINT);
+    return nmt::train::stop_requested() ? 0 : 1;
+  });
+  INFO("wait status " << status);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("stop signals: a signal after the repeat window ends the process at once", "[train]") {
+  const int status = in_child([] {
+    nmt::train::install_stop_handlers();
+    std::raise(SIGTERM);
+    std::this_thread::sleep_for(std::chrono::duration<double>(
+        nmt::train::kRepeatedStopSignalSeconds + 0.2));
+    std::raise(SIGTERM);
+    return 3;  // not reached: the second SIGTERM ends the process
+  });
+  INFO("wait status " << status);
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
 }
