@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "checkpoint/atomic_file.h"
+#include "util/atomic_file.h"
 #include "checkpoint/run_metadata.h"
 #include "util/error.h"
 #include "util/log.h"

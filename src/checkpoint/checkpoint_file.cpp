@@ -21,7 +21,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "checkpoint/atomic_file.h"
+#include "util/atomic_file.h"
 #include "util/json.h"
 #include "checkpoint/xxhash64.h"
 #include "util/error.h"

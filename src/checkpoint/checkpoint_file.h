@@ -48,7 +48,8 @@ struct CheckpointData {
 };
 
 /// Writes data to file atomically (temp file, fsync, rename, fsync of the folder; see
-/// atomic_file.h): on any failure it throws CheckpointError and an existing file is unchanged.
+/// util/atomic_file.h): on any failure it throws CheckpointError and an existing file is
+/// unchanged.
 /// Tensors may live on any device and have any strides; they are written C-contiguous.
 /// Dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL. The folder must exist.
 void save_checkpoint(const std::filesystem::path& file, const CheckpointData& data);

@@ -14,14 +14,12 @@
 namespace nmt::data {
 namespace {
 
-uint64_t mix(uint64_t x) { return splitmix64(x); }
-
 /// Fisher-Yates with splitmix64, so every rank and every libstdc++ gives the same order
 /// (std::shuffle's distribution is implementation-defined).
 template <class T>
 void deterministic_shuffle(std::vector<T>& items, uint64_t stream) {
   for (size_t i = items.size(); i > 1; --i) {
-    stream = mix(stream);
+    stream = splitmix64(stream);
     std::swap(items[i - 1], items[stream % i]);
   }
 }
@@ -176,7 +174,7 @@ std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t str
   // sentences in each update.
   std::vector<std::pair<uint64_t, size_t>> keys(batches.size());
   for (size_t i = 0; i < batches.size(); ++i)
-    keys[i] = {mix(stream ^ (batches[i].pairs.empty() ? i : batches[i].pairs[0])), i};
+    keys[i] = {splitmix64(stream ^ (batches[i].pairs.empty() ? i : batches[i].pairs[0])), i};
   std::sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
     const int64_t ca = batches[a.second].padded_tokens(), cb = batches[b.second].padded_tokens();
     return ca != cb ? ca > cb : a < b;
@@ -185,9 +183,9 @@ std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t str
   for (size_t g = 0; g < groups.size(); ++g) {
     for (size_t k = 0; k < group; ++k) groups[g].push_back(std::move(batches[keys[g * group + k].second]));
     // Which rank gets the group's largest batch changes from update to update.
-    deterministic_shuffle(groups[g], mix(stream + g));
+    deterministic_shuffle(groups[g], splitmix64(stream + g));
   }
-  deterministic_shuffle(groups, mix(stream ^ 0x5bd1e995u));
+  deterministic_shuffle(groups, splitmix64(stream ^ 0x5bd1e995u));
   std::vector<Step> steps;
   steps.reserve(groups.size() * f);
   for (auto& members : groups) {
@@ -212,7 +210,7 @@ std::vector<uint32_t> BatchPlanner::length_order(uint64_t stream, const Slots& s
   for (uint32_t i = 0; i < n; ++i) {
     keys[i] = {hilbert_index(static_cast<uint32_t>(slots.src[i]), static_cast<uint32_t>(slots.tgt[i]),
                              order_bits),
-               (mix(stream ^ i) & ~uint64_t{0xffffffff}) | i};
+               (splitmix64(stream ^ i) & ~uint64_t{0xffffffff}) | i};
   }
   std::sort(keys.begin(), keys.end());
   std::vector<uint32_t> order(n);
@@ -221,7 +219,7 @@ std::vector<uint32_t> BatchPlanner::length_order(uint64_t stream, const Slots& s
 }
 
 EpochPlan BatchPlanner::plan_epoch(int64_t epoch, const std::vector<ConsumedUpdates>& consumed) const {
-  const uint64_t stream = mix(mix(options_.seed) ^ static_cast<uint64_t>(epoch));
+  const uint64_t stream = splitmix64(splitmix64(options_.seed) ^ static_cast<uint64_t>(epoch));
   NMT_CHECK(consumed.empty() || options_.batching == Batching::kTokens, DataError,
             "epoch {}: data.batching sentences (a comparison mode) cannot continue an epoch "
             "under another global batch; resume with the ranks x update_freq it was saved with",

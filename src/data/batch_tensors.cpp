@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "util/timer.h"
+
 namespace nmt::data {
 
 BatchTensors random_batch(int64_t sentences, int64_t length, int64_t src_vocab_size,
@@ -123,7 +125,7 @@ BatchTensors BatchPrefetcher::next() {
   const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [this] { return !ready_.empty() || failure_; });
-  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  wait_seconds_ += seconds_since(start);
   if (ready_.empty()) std::rethrow_exception(failure_);
   BatchTensors t = std::move(ready_.front());
   ready_.pop_front();

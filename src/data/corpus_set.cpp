@@ -12,11 +12,6 @@
 #include "util/hash.h"
 
 namespace nmt::data {
-namespace {
-
-uint64_t mix(uint64_t x) { return splitmix64(x); }
-
-}  // namespace
 
 CorpusSet::CorpusSet(std::vector<CorpusPart> parts, double temperature)
     : parts_(std::move(parts)), temperature_(temperature) {
@@ -69,10 +64,12 @@ std::vector<uint32_t> CorpusSet::draw(int64_t epoch, uint64_t seed) const {
     const int64_t rest = count - whole * n;
     if (rest == 0) continue;
     // The rest: the pairs with the smallest hashes of (seed, epoch, corpus, pair).
-    const uint64_t stream = mix(mix(mix(seed) ^ static_cast<uint64_t>(epoch)) ^ (p + 1));
+    const uint64_t stream =
+        splitmix64(splitmix64(splitmix64(seed) ^ static_cast<uint64_t>(epoch)) ^ (p + 1));
     std::vector<std::pair<uint64_t, uint32_t>> keys(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
-      keys[static_cast<size_t>(i)] = {mix(stream ^ static_cast<uint64_t>(i)), static_cast<uint32_t>(i)};
+      keys[static_cast<size_t>(i)] = {splitmix64(stream ^ static_cast<uint64_t>(i)),
+                                      static_cast<uint32_t>(i)};
     std::nth_element(keys.begin(), keys.begin() + rest, keys.end());
     std::vector<uint32_t> chosen;
     chosen.reserve(static_cast<size_t>(rest));

@@ -10,6 +10,7 @@
 #include "util/duration.h"
 #include "util/log.h"
 #include "util/phase_progress.h"
+#include "util/timer.h"
 
 namespace nmt::data {
 
@@ -59,9 +60,7 @@ struct SpmTrainingProgress::State {
   std::optional<log::PhaseProgress> merges;  // BPE: pieces added
   int64_t done = 0, total = 0;
 
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  double seconds() const { return seconds_since(start); }
 };
 
 SpmTrainingProgress::SpmTrainingProgress(int64_t vocab_size)

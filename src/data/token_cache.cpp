@@ -15,6 +15,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/phase_progress.h"
+#include "util/timer.h"
 
 namespace nmt::data {
 namespace {
@@ -271,8 +272,7 @@ TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
             encoded.counts.invalid_utf8, encoded.counts.too_long, encoded.counts.length_ratio);
   const int id_bytes = std::max(vocab.src.size(), vocab.tgt.size()) <= 65536 ? 2 : 4;
   write_cache(encoded, key, id_bytes, file);
-  result.encode_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.encode_seconds = seconds_since(start);
   // Caches of this corpus made with other inputs or settings are stale now.
   for (const auto& entry : std::filesystem::directory_iterator(request.dir)) {
     const std::string name = entry.path().filename().string();

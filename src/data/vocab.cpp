@@ -20,6 +20,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/phase_progress.h"
+#include "util/timer.h"
 
 // SentencePiece (0.1.97, Debian 12) logs "Running command: ..." at INFO before it reads
 // --minloglevel from those arguments. Its setter is exported by libsentencepiece but missing
@@ -149,8 +150,7 @@ void train_model(const std::vector<std::filesystem::path>& inputs,
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &serialized);
   sentencepiece::logging::SetMinLogLevel(2);  // errors only again, for encoding
   log::info("data", "vocabulary: SentencePiece done in {} (reading and training)",
-            format_duration(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+            format_duration(seconds_since(start)));
   NMT_CHECK(status.ok() && !serialized.empty(), DataError,
             "training SentencePiece on {} failed: {}", input_list, status.ToString());
   // The piece list for people, as SentencePiece writes it: piece, tab, score.

@@ -7,18 +7,10 @@
 #include <fmt/format.h>
 
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace nmt::decode {
 namespace {
-
-/// SplitMix64's finalizer (Steele et al. 2014): a bijection of 64-bit words whose output bits
-/// each depend on every input bit.
-uint64_t mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 /// Inverse-CDF draw per row of probs [R, N] (rows sum to 1, zeros allowed) with uniform
 /// [R, 1]: the first position whose cumulative sum (in float64, so that a vocabulary of
@@ -39,9 +31,9 @@ at::Tensor draw_position(const at::Tensor& probs, const at::Tensor& uniform) {
 }  // namespace
 
 float sample_uniform(uint64_t seed, int64_t sentence, int64_t step) {
-  uint64_t h = mix(seed);
-  h = mix(h ^ static_cast<uint64_t>(sentence));
-  h = mix(h ^ static_cast<uint64_t>(step));
+  uint64_t h = splitmix64(seed);
+  h = splitmix64(h ^ static_cast<uint64_t>(sentence));
+  h = splitmix64(h ^ static_cast<uint64_t>(step));
   return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);  // top 24 bits / 2^24
 }
 

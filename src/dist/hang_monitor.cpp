@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "util/timer.h"
+
 namespace nmt::dist {
 
 HangMonitor::HangMonitor(std::chrono::milliseconds warn_after, std::function<std::string()> report,
@@ -50,8 +52,7 @@ void HangMonitor::run() {
     }
     reported_ = true;
     ++reports_;
-    const double stalled =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - last_mark_).count();
+    const double stalled = seconds_since(last_mark_);
     lock.unlock();  // the report asks the store, which may take seconds
     emit_(fmt::format("no progress for {:.0f} s: a collective may hang{}", stalled, report_()));
     lock.lock();

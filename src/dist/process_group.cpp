@@ -34,6 +34,7 @@
 #include "dist/progress_marks.h"
 #include "dist/rendezvous.h"
 #include "dist/store_values.h"
+#include "util/duration.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -41,10 +42,6 @@ namespace nmt::dist {
 namespace {
 
 std::string reason(const std::exception& e) { return one_line_reason(e); }
-
-std::string seconds(std::chrono::milliseconds t) {
-  return fmt::format("{:g} s", static_cast<double>(t.count()) / 1000.0);
-}
 
 /// The local IPv4/IPv6 address the kernel would use to reach host:port, or "" if unknown.
 /// A UDP connect sends nothing; it only picks the route.
@@ -171,7 +168,7 @@ class C10dKeyValueStore final : public KeyValueStore {
  private:
   [[noreturn]] void fail(const char* op, const std::string& key, const std::exception& e) const {
     NMT_THROW(DistError, "rank {}: {} of '{}' in the store at {} failed (timeout {}): {}", rank_,
-              op, key, where_, seconds(timeout_), reason(e));
+              op, key, where_, format_seconds(timeout_), reason(e));
   }
 
   c10::intrusive_ptr<c10d::Store> store_;
@@ -208,8 +205,8 @@ void PendingOp::wait() {
     else impl_->work->wait(impl_->timeout);
   } catch (const std::exception& e) {
     impl_->waited = true;
-    NMT_THROW(DistError, "{} failed (timeout {}): {}{}", impl_->what, seconds(impl_->timeout),
-              reason(e), impl_->progress ? impl_->progress() : "");
+    NMT_THROW(DistError, "{} failed (timeout {}): {}{}", impl_->what,
+              format_seconds(impl_->timeout), reason(e), impl_->progress ? impl_->progress() : "");
   }
   impl_->waited = true;
 }
@@ -228,7 +225,7 @@ struct Communicator::Impl {
   }
   [[noreturn]] void fail(const std::string& op, const std::exception& e) const {
     NMT_THROW(DistError, "rank {}: {} failed (timeout {}): {}{}", options.rank, op,
-              seconds(options.timeout), reason(e), progress_report());
+              format_seconds(options.timeout), reason(e), progress_report());
   }
   /// The store as the ranks' protocols see it (key_value_store.h).
   std::shared_ptr<KeyValueStore> key_value_store;

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
 #include <fstream>
 #include <optional>
 
@@ -16,15 +15,13 @@
 #include "dist/process_group.h"
 #include "dist/store_socket.h"
 #include "dist/store_values.h"
+#include "util/duration.h"
 #include "util/error.h"
+#include "util/host_name.h"
 #include "util/log.h"
 
 namespace nmt::dist {
 namespace {
-
-std::string seconds(std::chrono::milliseconds t) {
-  return fmt::format("{:g} s", static_cast<double>(t.count()) / 1000.0);
-}
 
 /// The key under which rank r announces itself; its value is announcement().
 std::string announce_key(int r) { return fmt::format("nmt/rdzv/{}", r); }
@@ -85,10 +82,7 @@ std::string HostIdentity::describe() const {
 
 HostIdentity this_host() {
   HostIdentity host;
-  char name[HOST_NAME_MAX + 1] = {};
-  host.hostname = gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0'
-                      ? std::string("(unnamed host)")
-                      : std::string(name);
+  host.hostname = host_name().value_or("(unnamed host)");
   host.boot_id = first_line("/proc/sys/kernel/random/boot_id");
   host.netns = namespace_inode("/proc/self/ns/net");
   return host;
@@ -195,7 +189,7 @@ void Rendezvous::Impl::open_store() {
   } catch (const std::exception& e) {
     NMT_THROW(DistError, "rank {}: cannot {} the rendezvous store at {} (timeout {}): {}",
               o.rank, !o.agent_store && o.rank == 0 ? "host" : "connect to", where(),
-              seconds(o.timeout), one_line_reason(e));
+              format_seconds(o.timeout), one_line_reason(e));
   }
 }
 
@@ -222,7 +216,7 @@ void Rendezvous::Impl::join() {
     }
     if (!missing.empty()) {
       NMT_THROW(DistError, "rank {}: rendezvous with {} timed out after {}: {} of {} ranks "
-                "joined (missing: {})", o.rank, where(), seconds(o.timeout),
+                "joined (missing: {})", o.rank, where(), format_seconds(o.timeout),
                 o.world_size - static_cast<int>(missing.size()), o.world_size,
                 fmt::join(missing, ", "));
     }

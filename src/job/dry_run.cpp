@@ -13,6 +13,7 @@
 #include "train/max_tokens_fit.h"
 #include "train/run_summary.h"
 #include "util/log.h"
+#include "util/timer.h"
 
 namespace nmt::job {
 
@@ -31,8 +32,7 @@ int dry_run(config::RunConfig c, const amp::AmpChoice& amp, const dist::DeviceIn
       prepared.train,
       data::plan_options(c.data, max_tokens, world, static_cast<uint64_t>(c.train.seed)));
   const data::EpochPlan plan = planner.plan_epoch(1);
-  const double plan_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count();
+  const double plan_seconds = seconds_since(plan_start);
   const data::PlanStats ours = plan.stats(max_tokens);
   const data::PlanStats naive = planner.plan_naive(plan).stats(max_tokens);
   const int64_t update_freq = data::resolve_update_freq(c.data, max_tokens, world);
@@ -60,7 +60,7 @@ int dry_run(config::RunConfig c, const amp::AmpChoice& amp, const dist::DeviceIn
   summary.amp_mode = amp.needs_timing ? amp::mode_name(std::nullopt) : amp::mode_name(amp.mode);
   summary.amp_auto = amp.automatic;
   summary.amp_reason = amp.reason;
-  summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.wall_s = seconds_since(start);
   summary.details.add("batch_stats", stats_file.string())
       .add("plan_seconds", plan_seconds)
       .add("update_freq", update_freq)

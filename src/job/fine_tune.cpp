@@ -7,7 +7,7 @@
 
 #include <ATen/ATen.h>
 
-#include "checkpoint/atomic_file.h"
+#include "util/atomic_file.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/run_metadata.h"
 #include "checkpoint/tensor_groups.h"
@@ -43,7 +43,7 @@ void install_file(const std::filesystem::path& file, const std::string& bytes,
     return;
   }
   std::filesystem::create_directories(file.parent_path());
-  checkpoint::AtomicFileWriter writer(file);
+  AtomicFileWriter writer(file);
   writer.write(bytes.data(), bytes.size());
   writer.commit();
 }

@@ -17,6 +17,7 @@
 #include "train/stop_signal.h"
 #include "train/trainer.h"
 #include "util/log.h"
+#include "util/timer.h"
 
 namespace nmt::job {
 namespace {
@@ -154,7 +155,7 @@ int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
   summary.amp_auto = rank.amp.automatic;
   summary.amp_reason = rank.amp.reason;
   if (rank.amp_timing) summary.amp_timing = rank.amp_timing->to_json();
-  summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.wall_s = seconds_since(start);
   train::write_run_summary(rank.setup.run_dir, summary);
   return code;
 }

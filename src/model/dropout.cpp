@@ -10,21 +10,15 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "util/hash.h"
+
 namespace nmt::model {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-/// SplitMix64's finalizer: 64 well-mixed bits from a counter.
-inline uint64_t mix(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-/// out[i] = in[i] * scale where the i-th 16-bit lane of mix(seed + i / 4) is at least
+/// out[i] = in[i] * scale where the i-th 16-bit lane of splitmix64(seed + i / 4) is at least
 /// `threshold`, else 0. The mask depends on the seed and i only, not on the thread count.
 template <typename scalar_t>
 void apply_mask(const scalar_t* in, scalar_t* out, int64_t n, uint64_t seed, uint32_t threshold,
@@ -32,7 +26,7 @@ void apply_mask(const scalar_t* in, scalar_t* out, int64_t n, uint64_t seed, uin
   constexpr int64_t kGrain = 1 << 14;  // a multiple of 4: each word serves 4 elements
   at::parallel_for(0, (n + 3) / 4, kGrain / 4, [&](int64_t begin, int64_t end) {
     for (int64_t word = begin; word < end; ++word) {
-      uint64_t bits = mix(seed + static_cast<uint64_t>(word));
+      uint64_t bits = splitmix64(seed + static_cast<uint64_t>(word));
       const int64_t first = word * 4;
       const int64_t last = std::min<int64_t>(first + 4, n);
       for (int64_t i = first; i < last; ++i, bits >>= 16) {

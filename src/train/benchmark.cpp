@@ -13,6 +13,7 @@
 #include "dist/device.h"
 #include "util/json.h"
 #include "util/error.h"
+#include "util/timer.h"
 
 namespace nmt::train {
 
@@ -59,12 +60,11 @@ double measure_peak_tflops(c10::Device device, amp::AmpMode mode, double seconds
   const auto sync = [&] {
     if (device.is_cuda()) dist::synchronize_cuda(device.index());
   };
-  using Clock = std::chrono::steady_clock;
   const auto time_one = [&](const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
     const auto t0 = Clock::now();
     at::mm_out(c, a, b);
     sync();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+    return seconds_since(t0);
   };
   at::Tensor a, b, c;
   const int64_t n = matmul_peak_size(
@@ -88,7 +88,7 @@ double measure_peak_tflops(c10::Device device, amp::AmpMode mode, double seconds
   double best = INFINITY;
   int runs = 0;
   // At least 3 runs, then until the time is spent: the best run is the peak.
-  while (runs < 3 || std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+  while (runs < 3 || seconds_since(start) < seconds) {
     best = std::min(best, time_one(a, b, c));
     ++runs;
   }

@@ -17,6 +17,7 @@
 #include "train/updater.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/timer.h"
 
 namespace nmt::train {
 namespace {
@@ -134,7 +135,7 @@ MaxTokensFit fit_max_tokens(const RunSetup& setup, const data::PreparedData& dat
   std::string failure;  // why this rank found no fit: every rank must hear it, or they hang
   if (fit.fallback.empty()) measure(setup, data, memory, fit, failure);
   agree(comm, fit, failure);
-  fit.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fit.seconds = seconds_since(start);
   return fit;
 }
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "checkpoint/atomic_file.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -59,7 +59,7 @@ size_t MetricsLog::drop_after(const std::filesystem::path& file, int64_t last_st
     begin = end + 1;
   }
   if (dropped == 0) return 0;
-  checkpoint::AtomicFileWriter writer(file);
+  AtomicFileWriter writer(file);
   writer.write(kept.data(), kept.size());
   writer.commit();
   return dropped;
@@ -71,7 +71,7 @@ MetricsLog::MetricsLog(const std::filesystem::path& file, bool enabled, bool ten
   const std::filesystem::path folder = file.parent_path();
   if (!folder.empty()) std::filesystem::create_directories(folder);
   const std::string name = file.filename().string();
-  checkpoint::remove_dead_temps(folder.empty() ? "." : folder,
+  remove_dead_temps(folder.empty() ? "." : folder,
                                 [&](std::string_view base) { return base == name; });
   if (std::filesystem::is_regular_file(file)) {
     const size_t dropped = drop_after(file, first_step);

@@ -7,7 +7,7 @@
 //     the file and the error, and training continues; that file gets no further writes in this
 //     run, and when the run ends a second warning says how many records it lost.
 // Why not stop: on a multi-day job the checkpoints are what must not be lost, and their writes
-// stop the run on failure anyway (checkpoint/atomic_file.h); killing days of training because a
+// stop the run on failure anyway (util/atomic_file.h); killing days of training because a
 // log file could not be appended to trades the run for its monitoring. Why no further writes:
 // a record cut short followed by whole ones would be damage in the middle of the file, where
 // neither TensorBoard's reader (it stops at the first bad record) nor a resume's cleanup (it

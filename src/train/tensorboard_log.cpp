@@ -9,7 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "checkpoint/atomic_file.h"
+#include "util/atomic_file.h"
+#include "util/host_name.h"
 #include "util/log.h"
 
 namespace nmt::train {
@@ -33,12 +34,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
-}
-
 /// A JSON string member as text (nullopt when absent or not a string).
 std::optional<std::string> string_member(const json::Object& record, std::string_view key) {
   const auto text = record.member(key);
@@ -58,8 +53,8 @@ std::filesystem::path start_in(const std::filesystem::path& folder, int64_t firs
     if (name.rfind(kPrefix, 0) == 0) seconds = std::max(seconds, name_seconds(entry.path()) + 1);
   }
   TensorBoardLog::drop_events_after(folder, first_step);
-  return folder /
-         fmt::format("{}{:010d}.{}.{}{}", kPrefix, seconds, host_name(), ::getpid(), kOurSuffix);
+  return folder / fmt::format("{}{:010d}.{}.{}{}", kPrefix, seconds,
+                              host_name().value_or("localhost"), ::getpid(), kOurSuffix);
 }
 
 }  // namespace
@@ -113,7 +108,7 @@ TensorBoardLog::Dropped TensorBoardLog::drop_after(const std::filesystem::path& 
     return dropped;
   }
   if (kept_records == scan.payloads.size() && !scan.damaged_tail) return dropped;
-  checkpoint::AtomicFileWriter writer(file, temp_path(file.parent_path()));
+  AtomicFileWriter writer(file, temp_path(file.parent_path()));
   writer.write(kept.data(), kept.size());
   writer.commit();
   dropped.changed = true;
@@ -122,7 +117,7 @@ TensorBoardLog::Dropped TensorBoardLog::drop_after(const std::filesystem::path& 
 
 size_t TensorBoardLog::drop_events_after(const std::filesystem::path& folder, int64_t last_step) {
   if (!std::filesystem::is_directory(folder)) return 0;
-  checkpoint::remove_dead_temps(folder, [](std::string_view base) { return base == kTempBase; });
+  remove_dead_temps(folder, [](std::string_view base) { return base == kTempBase; });
   std::vector<std::filesystem::path> ours;  // listed first: rewriting adds and renames files
   for (const auto& entry : std::filesystem::directory_iterator(folder))
     if (entry.is_regular_file() && is_ours(entry.path())) ours.push_back(entry.path());

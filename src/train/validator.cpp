@@ -17,6 +17,7 @@
 #include "model/transformer.h"
 #include "train/loss.h"
 #include "util/error.h"
+#include "util/timer.h"
 
 namespace nmt::train {
 namespace {
@@ -159,7 +160,7 @@ ValidationResult Validator::validate(model::Transformer& model) {
     ++record_.without_improvement;
   }
   v.without_improvement = record_.without_improvement;
-  v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  v.seconds = seconds_since(start);
   return v;
 }
 

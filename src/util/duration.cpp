@@ -15,4 +15,8 @@ std::string format_duration(double seconds) {
   return fmt::format("{}s", s);
 }
 
+std::string format_seconds(std::chrono::milliseconds t) {
+  return fmt::format("{:g} s", static_cast<double>(t.count()) / 1000.0);
+}
+
 }  // namespace nmt

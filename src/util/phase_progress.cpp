@@ -9,6 +9,7 @@
 
 #include "util/duration.h"
 #include "util/log.h"
+#include "util/timer.h"
 
 namespace nmt::log {
 
@@ -66,7 +67,7 @@ void PhaseProgress::finish(double done) {
 }
 
 double PhaseProgress::seconds() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return seconds_since(start_);
 }
 
 }  // namespace nmt::log

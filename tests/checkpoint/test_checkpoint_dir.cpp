@@ -1,7 +1,7 @@
 // A run's checkpoint folder: names, listing, retention, resuming and choosing the best.
 #include "catch_torch.h"
 
-#include "checkpoint/atomic_file.h"
+#include "util/atomic_file.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint_fixture.h"
 #include "test_support.h"
@@ -64,8 +64,8 @@ TEST_CASE("list: checkpoint files only, newest step first", "[checkpoint]") {
         std::vector<std::string>{
             "checkpoint-00000020.safetensors", "checkpoint-00000100.safetensors",
             "checkpoint-00003000.safetensors", "checkpoint-00003001.safetensors", "notes.txt"});
-  CHECK(nmt::checkpoint::is_temp_file_name("checkpoint-00000001.safetensors.tmp-1"));
-  CHECK_FALSE(nmt::checkpoint::is_temp_file_name("checkpoint-00000001.safetensors.tmp-"));
+  CHECK(nmt::is_temp_file_name("checkpoint-00000001.safetensors.tmp-1"));
+  CHECK_FALSE(nmt::is_temp_file_name("checkpoint-00000001.safetensors.tmp-"));
 }
 
 TEST_CASE("retention keeps the newest keep_last and the keep_best lowest valid_loss",

@@ -1,6 +1,7 @@
 // util/duration: the one format of elapsed times and ETAs (training, translation, data).
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -21,4 +22,13 @@ TEST_CASE("format_duration: an unknown duration is a question mark", "[duration]
   CHECK(format_duration(std::nan("")) == "?");
   CHECK(format_duration(std::numeric_limits<double>::infinity()) == "?");
   CHECK(format_duration(-1) == "?");
+}
+
+TEST_CASE("format_seconds states a timeout in seconds, shortest form", "[duration]") {
+  // rendezvous and process-group errors once had a copy each.
+  using std::chrono::milliseconds;
+  CHECK(nmt::format_seconds(milliseconds(1500)) == "1.5 s");
+  CHECK(nmt::format_seconds(milliseconds(1800000)) == "1800 s");
+  CHECK(nmt::format_seconds(milliseconds(200)) == "0.2 s");
+  CHECK(nmt::format_seconds(milliseconds(0)) == "0 s");
 }

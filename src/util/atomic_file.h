@@ -2,7 +2,8 @@
 // Atomic file replacement: write "<target>.tmp-<pid>" (or a temp name the caller picks) in the
 // target's folder, fsync it, rename it over the target, fsync the folder. A reader (or a crash,
 // or a full disk) therefore sees either the old file or the complete new one, never a mix. A
-// replaced file keeps its permission bits.
+// replaced file keeps its permission bits. Checkpoints, metrics files and TensorBoard events
+// all write through it, so it lives in util/ (failures are CheckpointError, as before the move).
 
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace nmt::checkpoint {
+namespace nmt {
 
 /// "<target>.tmp-<pid>": where AtomicFileWriter writes before renaming.
 std::filesystem::path temp_path_for(const std::filesystem::path& target);
@@ -63,4 +64,4 @@ class AtomicFileWriter {
   std::vector<char> buffer_;
 };
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt

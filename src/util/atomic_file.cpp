@@ -1,4 +1,4 @@
-#include "checkpoint/atomic_file.h"
+#include "util/atomic_file.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 
 #include "util/error.h"
 
-namespace nmt::checkpoint {
+namespace nmt {
 namespace {
 
 constexpr std::string_view kTempMarker = ".tmp-";
@@ -157,4 +157,4 @@ void AtomicFileWriter::commit() {
   }
 }
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt
