@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 /// An expectation inside a thread that runs beside others (a rank of a multi-rank test):
 /// Catch2's assertions are not thread-safe (two ranks checking at once crashed a test binary
@@ -100,10 +101,18 @@ inline CommandResult run_command(const std::string& command) {
   return result;
 }
 
-/// Reads a whole file.
+/// Reads a whole file ("" when it cannot be read).
 inline std::string read_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// The lines of text, without their newlines (a last line without one counts).
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
 }
 
 /// Lines of text that contain `needle`.

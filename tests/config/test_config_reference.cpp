@@ -5,6 +5,7 @@
 
 #include "config/config_reference.h"
 #include "config/run_schema.h"
+#include "test_support.h"
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
@@ -12,13 +13,6 @@ using nmt::config::config_reference_markdown;
 using nmt::config::generated_reference_block;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 /// The first line where the two texts differ, as "line N: 'a' vs 'b'".
 std::string first_difference(const std::string& a, const std::string& b) {
@@ -46,7 +40,7 @@ int unescaped_pipes(const std::string& row) {
 
 TEST_CASE("config reference: docs/configuration.md holds the generated reference", "[config]") {
   const std::string path = NMT_SOURCE_DIR "/docs/configuration.md";
-  const std::string page = read_text(path);
+  const std::string page = nmt::test::read_file(path);
   REQUIRE_FALSE(page.empty());
   const std::string in_page = generated_reference_block(page, path);
   const std::string generated = config_reference_markdown();

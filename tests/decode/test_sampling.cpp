@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include "decode/decode_fixture.h"
 #include "decode/sampling.h"
 #include "decode/search.h"
 #include "model/transformer.h"
@@ -22,6 +23,11 @@ using nmt::decode::SamplingOptions;
 using nmt::decode::search;
 using nmt::decode::SearchIds;
 using nmt::decode::SearchOptions;
+using nmt::test::kBos;
+using nmt::test::kEos;
+using nmt::test::kPad;
+using nmt::test::kVocab;
+using nmt::test::tiny_model;
 
 namespace {
 
@@ -44,21 +50,8 @@ std::vector<double> frequencies(const std::vector<int64_t>& tokens, size_t vocab
   return f;
 }
 
-constexpr int64_t kPad = 0, kBos = 2, kEos = 3, kVocab = 40;
-
-nmt::model::Transformer tiny_model(uint64_t seed) {
-  at::manual_seed(seed);
-  nmt::model::ModelOptions o;
-  o.encoder_layers = 1;
-  o.decoder_layers = 1;
-  o.d_model = 32;
-  o.heads = 4;
-  o.ffn_dim = 64;
-  o.max_positions = 64;
-  nmt::model::Transformer model(o, kVocab, kVocab, kPad);
-  model->eval();
-  return model;
-}
+/// The models sampled from: one layer each, the EOS row untouched.
+const nmt::test::TinyModelOptions kSampledModel{1, false, 1.0};
 
 /// `count` random sentences (ids 4..V-1 then EOS), right-padded into one batch.
 at::Tensor random_batch(int64_t count, uint64_t seed) {
@@ -162,7 +155,7 @@ TEST_CASE("the same seed gives the same draws, another seed others", "[decode][s
 
 TEST_CASE("sampled translations are reproducible and independent of the batch",
           "[decode][sampling]") {
-  nmt::model::Transformer model = tiny_model(21);
+  nmt::model::Transformer model = tiny_model(21, kSampledModel);
   const SearchIds ids{kBos, kEos, kPad};
   const at::Tensor src = random_batch(8, 22);
   SamplingOptions s;
@@ -242,7 +235,7 @@ TEST_CASE("a sentence's draws change with its batch's padding only where a draw 
   // Each sentence is drawn in one padded batch of 8 (lengths 2..11, padded to 12) and alone
   // without padding; where the tokens differ, the first differing step must be a draw that
   // close to a boundary of the distribution.
-  nmt::model::Transformer model = tiny_model(31);
+  nmt::model::Transformer model = tiny_model(31, kSampledModel);
   const SearchIds ids{kBos, kEos, kPad};
   const at::Tensor batch = random_batch(8, 32);
   SamplingOptions s;
@@ -299,7 +292,7 @@ TEST_CASE("a tiny temperature draws the most probable token, never NaN", "[decod
 
 TEST_CASE("sampling scores are the model's log-probabilities of the drawn tokens",
           "[decode][sampling]") {
-  nmt::model::Transformer model = tiny_model(23);
+  nmt::model::Transformer model = tiny_model(23, kSampledModel);
   const SearchIds ids{kBos, kEos, kPad};
   const at::Tensor src = random_batch(3, 24);
   SamplingOptions s;

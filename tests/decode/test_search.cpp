@@ -10,6 +10,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "amp/autocast.h"
+#include "decode/decode_fixture.h"
 #include "decode/search.h"
 #include "model/transformer.h"
 #include "util/error.h"
@@ -20,33 +21,16 @@ using nmt::decode::Hypothesis;
 using nmt::decode::search;
 using nmt::decode::SearchIds;
 using nmt::decode::SearchOptions;
-using nmt::model::ModelOptions;
 using nmt::model::Transformer;
+using nmt::test::kBos;
+using nmt::test::kEos;
+using nmt::test::kPad;
+using nmt::test::kVocab;
+using nmt::test::tiny_model;
 
 namespace {
 
-constexpr int64_t kPad = 0, kBos = 2, kEos = 3;
-constexpr int64_t kVocab = 40;
 const SearchIds kIds{kBos, kEos, kPad};
-
-/// A small random model in eval mode whose EOS row is scaled up, so that random sources end
-/// at varied lengths instead of always at the length limit.
-Transformer tiny_model(uint64_t seed, bool pre_norm = false) {
-  at::manual_seed(seed);
-  ModelOptions o;
-  o.encoder_layers = 2;
-  o.decoder_layers = 2;
-  o.d_model = 32;
-  o.heads = 4;
-  o.ffn_dim = 64;
-  o.max_positions = 64;
-  if (pre_norm) o.norm = nmt::model::NormPosition::kPre;
-  Transformer model(o, kVocab, kVocab, kPad);
-  model->eval();
-  at::NoGradGuard no_grad;
-  model->output_weight()[kEos].mul_(3.0);
-  return model;
-}
 
 /// Random sentences (ids 4..V-1, then EOS), right-padded into one batch.
 at::Tensor batch_of(const std::vector<std::vector<int64_t>>& sentences) {
@@ -167,7 +151,7 @@ TEST_CASE("beam size 1 equals greedy search", "[decode][search]") {
 TEST_CASE("cached incremental decoding gives the same output as re-running the prefix",
           "[decode][search]") {
   for (bool pre_norm : {false, true}) {
-    Transformer model = tiny_model(3, pre_norm);
+    Transformer model = tiny_model(3, {2, pre_norm});
     const at::Tensor src = batch_of(random_sentences(7, 13));
     for (int64_t beam : {1, 4}) {
       SearchOptions cached;

@@ -24,6 +24,7 @@
 
 using nmt::dist::launch_workers;
 using nmt::dist::LaunchOptions;
+using nmt::test::lines_of;
 using nmt::test::TempDir;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
@@ -75,13 +76,6 @@ LaunchOptions sh_workers(const TempDir& dir, const std::string& script, int npro
   options.stop_grace = 5s;
   options.argv = {"/bin/sh", dir.write("worker.sh", script).string(), dir.path().string()};
   return options;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
 }
 
 bool wait_for_file(const std::filesystem::path& file, std::chrono::seconds limit = 10s) {

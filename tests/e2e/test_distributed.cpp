@@ -16,23 +16,14 @@ namespace {
 
 using nmt::test::checkpoint_diff;
 using nmt::test::checkpoint_path;
-using nmt::test::shared_vocab;
+using nmt::test::exact_run_flags;
 const std::string kTrain = nmt::test::kTrainBin;
 const std::string kPython = NMT_PYTHON;
-
-/// Tiny-config flags: shared vocabulary, no dropout (ranks draw different dropout masks), one
-/// thread per process (thread count changes float summation order), small batches.
-std::string flags(const std::filesystem::path& run_dir) {
-  return " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
-         " --set data.spm_model=" + shared_vocab() +
-         " --set model.dropout=0 --set train.threads=1 --set data.max_tokens=1024"
-         " --set train.valid_every=0 --set train.log_every=2 --set checkpoint.every_steps=2";
-}
 
 /// The final parameter hash of a rank, from the run's summary.json ("" when absent).
 std::string parameter_hash(const std::filesystem::path& run_dir, int rank) {
   const std::vector<std::string> hashes =
-      nmt::test::json_strings(nmt::test::read_text(run_dir / "summary.json"), "parameter_hashes");
+      nmt::test::json_strings(nmt::test::read_file(run_dir / "summary.json"), "parameter_hashes");
   return static_cast<size_t>(rank) < hashes.size() ? hashes[static_cast<size_t>(rank)] : "";
 }
 
@@ -40,7 +31,7 @@ std::string parameter_hash(const std::filesystem::path& run_dir, int rank) {
 
 TEST_CASE("2 ranks under the built-in launcher equal 1 rank with update_freq 2", "[e2e][dist]") {
   TempDir two, one, after_backward;
-  auto r = run_command("timeout 300 " + kTrain + flags(two.path()) +
+  auto r = run_command("timeout 300 " + kTrain + exact_run_flags(two.path()) +
                        " --nproc-per-node 2 --set train.max_steps=6");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -51,13 +42,13 @@ TEST_CASE("2 ranks under the built-in launcher equal 1 rank with update_freq 2",
   CHECK(hash.size() == 16);
   CHECK(parameter_hash(two.path(), 1) == hash);
   // The same global batch in one process, accumulated over two steps.
-  REQUIRE(
-      run_command(kTrain + flags(one.path()) + " --set data.update_freq=2 --set train.max_steps=6")
-          .exit_code == 0);
+  REQUIRE(run_command(kTrain + exact_run_flags(one.path()) +
+                      " --set data.update_freq=2 --set train.max_steps=6")
+              .exit_code == 0);
   CHECK(checkpoint_diff(checkpoint_path(one.path(), 6), checkpoint_path(two.path(), 6), "1e-5") ==
         0);
   // All-reduce after backward instead of overlapped: the same sums.
-  REQUIRE(run_command("timeout 300 " + kTrain + flags(after_backward.path()) +
+  REQUIRE(run_command("timeout 300 " + kTrain + exact_run_flags(after_backward.path()) +
                       " --nproc-per-node 2 --set train.max_steps=6 --set dist.overlap=false")
               .exit_code == 0);
   CHECK(checkpoint_diff(checkpoint_path(after_backward.path(), 6), checkpoint_path(two.path(), 6),
@@ -72,7 +63,7 @@ TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
   } else {
     TempDir run;
     auto r = run_command("timeout 300 " + torchrun + " --nproc-per-node=2 --no-python " + kTrain +
-                         flags(run.path()) + " --set train.max_steps=4");
+                         exact_run_flags(run.path()) + " --set train.max_steps=4");
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, Contains("started by torchrun as rank 0 of 2"));
@@ -86,10 +77,10 @@ TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
         "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(nmt::test::free_port()) +
         " WORLD_SIZE=2 ";
     auto r = run_command("export " + env + "; (RANK=1 LOCAL_RANK=1 timeout 300 " + kTrain +
-                         flags(run.path()) +
+                         exact_run_flags(run.path()) +
                          " --set train.max_steps=4 > /dev/null 2>&1 &) ; RANK=0 "
                          "LOCAL_RANK=0 timeout 300 " +
-                         kTrain + flags(run.path()) + " --set train.max_steps=4; wait");
+                         kTrain + exact_run_flags(run.path()) + " --set train.max_steps=4; wait");
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, Contains("started by torchrun as rank 0 of 2"));
@@ -103,7 +94,7 @@ TEST_CASE("torchrun and mpirun start workers without flags", "[e2e][dist]") {
   auto r = run_command(
       "timeout 300 mpirun -np 2 --allow-run-as-root --oversubscribe -x "
       "MASTER_PORT=" + std::to_string(nmt::test::free_port()) + " " +
-      kTrain + flags(run.path()) + " --set train.max_steps=4");
+      kTrain + exact_run_flags(run.path()) + " --set train.max_steps=4");
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("started by mpirun as rank 0 of 2"));
@@ -115,7 +106,7 @@ TEST_CASE("a killed worker stops the launcher naming the rank, and a rerun resum
   TempDir run;
   // Train in the background, kill -9 rank 1 once a checkpoint exists, time the launcher's exit.
   const std::string script =
-      "(timeout 300 " + kTrain + flags(run.path()) +
+      "(timeout 300 " + kTrain + exact_run_flags(run.path()) +
       " --nproc-per-node 2 --set train.max_steps=100000 > " + (run.path() / "out").string() +
       " 2>&1; echo $? > " + (run.path() / "rc").string() +
       ") & launcher=$!\n"
@@ -137,7 +128,7 @@ TEST_CASE("a killed worker stops the launcher naming the rank, and a rerun resum
   REQUIRE(std::regex_search(r.out, m, std::regex("milliseconds=([0-9]+)")));
   CHECK(std::stol(m[1]) < 60000);
   // The rerun resumes from the last checkpoint and finishes.
-  auto again = run_command("timeout 300 " + kTrain + flags(run.path()) +
+  auto again = run_command("timeout 300 " + kTrain + exact_run_flags(run.path()) +
                            " --nproc-per-node 2 --set train.max_steps=6");
   INFO(again.err);
   CHECK(again.exit_code == 0);
@@ -149,10 +140,10 @@ TEST_CASE("ranks with different configs refuse to train together", "[e2e][dist]"
   auto r = run_command(
       "export MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(nmt::test::free_port()) + " "
       "WORLD_SIZE=2; (RANK=1 timeout 120 " +
-      kTrain + flags(run.path()) +
+      kTrain + exact_run_flags(run.path()) +
       " --set train.max_steps=2 --set train.lr=0.5 > /dev/null 2>&1 &); RANK=0 "
       "timeout 120 " +
-      kTrain + flags(run.path()) +
+      kTrain + exact_run_flags(run.path()) +
       " --set train.max_steps=2; "
       "echo rank0=$?; wait");
   INFO(r.err);
@@ -176,7 +167,7 @@ TEST_CASE("the built-in launcher, torchrun and mpirun train the same vocabulary 
                        " --nproc-per-node 2");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const std::string vocab = nmt::test::read_text(builtin.path() / "vocab" / "joint.model");
+  const std::string vocab = nmt::test::read_file(builtin.path() / "vocab" / "joint.model");
   REQUIRE_FALSE(vocab.empty());
   const std::string hash = parameter_hash(builtin.path(), 0);
   REQUIRE(hash.size() == 16);
@@ -186,7 +177,7 @@ TEST_CASE("the built-in launcher, torchrun and mpirun train the same vocabulary 
     auto other = run_command(command);
     INFO(launcher << ": " << other.err);
     REQUIRE(other.exit_code == 0);
-    CHECK(nmt::test::read_text(run_dir / "vocab" / "joint.model") == vocab);
+    CHECK(nmt::test::read_file(run_dir / "vocab" / "joint.model") == vocab);
     CHECK(parameter_hash(run_dir, 0) == hash);
     CHECK(parameter_hash(run_dir, 1) == hash);
   };
@@ -217,7 +208,7 @@ TEST_CASE("SIGTERM to the launcher or to one rank stops every rank after the nex
   for (const std::string target : {"launcher", "rank 1"}) {
     INFO("SIGTERM to the " << target);
     TempDir run;
-    const std::string args = flags(run.path()) +
+    const std::string args = exact_run_flags(run.path()) +
                              " --nproc-per-node 2 --set train.log_every=100000"
                              " --set checkpoint.every_steps=100000 --set train.max_steps=100000";
     // The signal goes out once the ranks have built their trainers and batches (the "steps
@@ -234,10 +225,10 @@ TEST_CASE("SIGTERM to the launcher or to one rank stops every rank after the nex
         (run.path() / "out.log").string() + " 2>/dev/null && break; sleep 0.1; done; sleep 2; " +
         pick + "; start=$(date +%s.%N); kill -TERM $pid; wait $launcher; code=$?; "
         "echo exit=$code seconds=$(awk -v a=$start -v b=$(date +%s.%N) 'BEGIN { print b - a }'))");
-    const std::string log = nmt::test::read_text(run.path() / "out.log");
+    const std::string log = nmt::test::read_file(run.path() / "out.log");
     INFO(r.out << log);
     CHECK_THAT(r.out, Contains("exit=0"));
-    const std::string summary = nmt::test::read_text(run.path() / "summary.json");
+    const std::string summary = nmt::test::read_file(run.path() / "summary.json");
     REQUIRE_FALSE(summary.empty());
     CHECK(nmt::test::json_string(summary, "stop_reason") == "signal");
     const auto step = nmt::test::json_number(summary, "final_step");
@@ -257,12 +248,12 @@ TEST_CASE("SIGTERM to the launcher or to one rank stops every rank after the nex
 TEST_CASE("amp.mode auto with 2 CPU ranks: rank 0 decides, both train in its precision",
           "[e2e][dist]") {
   TempDir run;
-  auto r = run_command("timeout 300 " + kTrain + flags(run.path()) +
+  auto r = run_command("timeout 300 " + kTrain + exact_run_flags(run.path()) +
                        " --nproc-per-node 2 --set train.max_steps=4 --set amp.mode=auto");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("all 2 worker(s) exited with code 0"));
-  const std::string summary = nmt::test::read_text(run.path() / "summary.json");
+  const std::string summary = nmt::test::read_file(run.path() / "summary.json");
   INFO(summary);
   const std::optional<std::string> mode = nmt::test::json_string(summary, "mode");
   REQUIRE(mode.has_value());

@@ -18,7 +18,7 @@ using nmt::test::checkpoint_path;
 using nmt::test::count_lines_with;
 using nmt::test::read_file;
 using nmt::test::run_command;
-using nmt::test::shared_vocab;
+using nmt::test::small_run_flags;
 using nmt::test::TempDir;
 
 namespace {
@@ -27,16 +27,8 @@ const std::string kTrain = nmt::test::kTrainBin;
 const std::string kCkpt = nmt::test::kCkptBin;
 const std::string kPython = NMT_PYTHON;
 
-/// Tiny-config flags with small, fast settings: checkpoints every 4 steps.
-std::string flags(const std::filesystem::path& run_dir) {
-  return " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
-         " --set data.spm_model=" + shared_vocab() +
-         " --set data.max_tokens=1024 --set train.log_every=4 --set train.valid_every=0"
-         " --set checkpoint.every_steps=4 --set train.threads=1";
-}
-
 nmt::test::CommandResult train(const std::filesystem::path& run_dir, const std::string& extra) {
-  return run_command("timeout 300 " + kTrain + flags(run_dir) + " " + extra);
+  return run_command("timeout 300 " + kTrain + small_run_flags(run_dir) + " " + extra);
 }
 
 /// Flips one byte of a file at `offset` (from the end when negative).
@@ -124,7 +116,7 @@ TEST_CASE("a checkpoint write that fails (file-size limit) keeps the previous ch
   REQUIRE(train(run.path(), "--set train.max_steps=4").exit_code == 0);
   const auto before = snapshot(run.path() / "checkpoints");
   // ulimit -f is in KiB: the tiny model's checkpoint is several MiB, the logs far smaller.
-  auto full = run_command("ulimit -f 2048; timeout 300 " + kTrain + flags(run.path()) +
+  auto full = run_command("ulimit -f 2048; timeout 300 " + kTrain + small_run_flags(run.path()) +
                           " --set train.max_steps=8");
   INFO(full.err);
   CHECK(full.exit_code == 1);
@@ -146,7 +138,7 @@ TEST_CASE("a stalled rank (SIGSTOP) makes the others fail within dist.timeout_s,
   TempDir run;
   // Two ranks; once step 8 is logged, stop rank 1 and time the launcher's exit.
   const std::string script =
-      "timeout 300 " + kTrain + flags(run.path()) +
+      "timeout 300 " + kTrain + small_run_flags(run.path()) +
       " --nproc-per-node 2 --set train.max_steps=100000 --set dist.timeout_s=5 > " +
       (run.path() / "out").string() +
       " 2>&1 & launcher=$!\n"
@@ -185,11 +177,11 @@ TEST_CASE("a killed rank under --max-restarts 1 restarts from the last checkpoin
       TempDir run;
       const std::string command =
           launcher == "nmt-train"
-              ? kTrain + flags(run.path()) + " --nproc-per-node 2 --max-restarts 1"
+              ? kTrain + small_run_flags(run.path()) + " --nproc-per-node 2 --max-restarts 1"
               : torchrun + " --nproc-per-node 2 --max-restarts 1 --no-python --rdzv-backend "
                            "c10d --rdzv-endpoint 127.0.0.1:" +
                     std::to_string(nmt::test::free_port()) + " " +
-                    kTrain + flags(run.path());
+                    kTrain + small_run_flags(run.path());
       // Kill rank 1 once the step-8 checkpoint exists.
       const std::string script =
           "timeout 300 " + command + " --set train.max_steps=24 > " +
@@ -224,7 +216,7 @@ TEST_CASE("every malformed input gives one clear error line and leaves existing 
   files.write("bad-utf8.txt", "one\ntw\xff\xfeo\nthree\n");
   files.write("three.txt", "eins\nzwei\ndrei\n");
   files.write("garbage.safetensors", "not a checkpoint");
-  const std::string base = kTrain + flags(run.path()) + " --set train.max_steps=8 ";
+  const std::string base = kTrain + small_run_flags(run.path()) + " --set train.max_steps=8 ";
   // Replaces the --config of `base` (the one on the tiny config) with another file.
   const auto with_config = [&](const std::string& file) {
     return kTrain + " --config " + file + " --set run_dir=" + run.path().string() +

@@ -14,7 +14,7 @@
 
 using Catch::Matchers::Contains;
 using nmt::test::checkpoint_path;
-using nmt::test::read_text;
+using nmt::test::read_file;
 using nmt::test::run_command;
 using nmt::test::TempDir;
 
@@ -94,8 +94,8 @@ TEST_CASE("a multilingual run validates each pair, translates each direction, an
   // The temperature reshapes the draw (the dry run's batch_stats.json): de-en, a fifth of the
   // pairs, draws more than a fifth of the epoch (its share at temperature 1) and less than half
   // (equal shares, the limit of a large temperature), and the epoch keeps its size.
-  std::map<std::string, double> draw = json_numbers(read_text(data.batch_stats));
-  INFO(read_text(data.batch_stats));
+  std::map<std::string, double> draw = json_numbers(read_file(data.batch_stats));
+  INFO(read_file(data.batch_stats));
   CHECK(draw["/sampling_temperature"] == 5);
   const double pairs_en_de = draw["/corpora/0/pairs"], pairs_de_en = draw["/corpora/1/pairs"];
   const double drawn_en_de = draw["/corpora/0/drawn"], drawn_de_en = draw["/corpora/1/drawn"];
@@ -107,12 +107,12 @@ TEST_CASE("a multilingual run validates each pair, translates each direction, an
   // Each pair validated, BLEU and chrF per pair in metrics.jsonl.
   CHECK_THAT(r.err, Contains("| valid-en-de (en-de) | loss"));
   CHECK_THAT(r.err, Contains("| valid-de-en (de-en) | loss"));
-  const std::string metrics = read_text(straight.path() / "metrics.jsonl");
+  const std::string metrics = read_file(straight.path() / "metrics.jsonl");
   for (const std::string pair : {"en-de", "de-en"})
     CHECK(std::regex_search(metrics, std::regex("\"set\": \"valid-" + pair + "\", \"pair\": \"" +
                                                  pair + "\"[^\\n]*\"bleu\": [0-9.]+, \"chrf\": ")));
   // The checkpoint records the language list and the tags (its safetensors header's metadata).
-  const std::string file = read_text(checkpoint_path(straight.path(), 8));
+  const std::string file = read_file(checkpoint_path(straight.path(), 8));
   const auto has = [&file](const std::string& key, const std::string& value) {
     return file.find("\"" + key + "\":\"" + value + "\"") != std::string::npos ||
            file.find("\"" + key + "\": \"" + value + "\"") != std::string::npos;

@@ -8,11 +8,13 @@
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/checkpoint_tools.h"
 #include "checkpoint/xxhash64.h"
+#include "e2e_fixture.h"
 #include "test_support.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using nmt::checkpoint::CheckpointData;
+using nmt::test::check_one_error_line;
 using nmt::test::run_command;
 using nmt::test::TempDir;
 
@@ -39,12 +41,6 @@ std::filesystem::path save(const TempDir& dir, const std::string& name,
   const auto file = dir.path() / name;
   nmt::checkpoint::save_checkpoint(file, data);
   return file;
-}
-
-void check_one_error_line(const nmt::test::CommandResult& r, const std::string& message) {
-  CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, StartsWith("nmt-ckpt: error: ") && Contains(message));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
 }  // namespace
@@ -187,17 +183,20 @@ TEST_CASE("nmt-ckpt errors are one line naming the file and what is wrong", "[e2
   const auto shape = save(dir, "shape.safetensors", reshaped);
   const auto out = dir.path() / "out.safetensors";
 
-  check_one_error_line(ckpt("average " + out.string() + " " + a.string() + " " + ids.string()),
+  check_one_error_line("nmt-ckpt",
+                       ckpt("average " + out.string() + " " + a.string() + " " + ids.string()),
                        ids.string() + ": integer tensor \"model.position_ids\" differs");
-  check_one_error_line(ckpt("average " + out.string() + " " + a.string() + " " + shape.string()),
-                       shape.string() +
-                           ": tensor \"model.decoder.bias\" has shape [2, 2], but [4] in " +
-                           a.string());
+  check_one_error_line(
+      "nmt-ckpt", ckpt("average " + out.string() + " " + a.string() + " " + shape.string()),
+      shape.string() + ": tensor \"model.decoder.bias\" has shape [2, 2], but [4] in " +
+          a.string());
   CHECK_FALSE(std::filesystem::exists(out));
 
   const auto corrupt = save(dir, "corrupt.safetensors", state(0));
   std::filesystem::resize_file(corrupt, std::filesystem::file_size(corrupt) - 1);
-  check_one_error_line(ckpt("info " + corrupt.string()), corrupt.string() + ": truncated: ");
-  check_one_error_line(ckpt("diff " + a.string() + " " + (dir.path() / "none").string()),
+  check_one_error_line("nmt-ckpt", ckpt("info " + corrupt.string()),
+                       corrupt.string() + ": truncated: ");
+  check_one_error_line("nmt-ckpt",
+                       ckpt("diff " + a.string() + " " + (dir.path() / "none").string()),
                        (dir.path() / "none").string() + ": cannot open: No such file or directory");
 }

@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <string>
 
+#include "e2e_fixture.h"
 #include "test_support.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using nmt::test::check_one_error_line;
 using nmt::test::run_command;
 using nmt::test::TempDir;
 
@@ -28,13 +30,6 @@ bool have_sacrebleu() {
 
 nmt::test::CommandResult sacrebleu(const std::string& args) {
   return run_command(std::string("'") + NMT_PYTHON + "' -m sacrebleu " + args);
-}
-
-void check_one_error_line(const nmt::test::CommandResult& r, const std::string& message) {
-  INFO(r.err);
-  CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, StartsWith("nmt-score: error: ") && Contains(message));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
 const char* kHyp =
@@ -120,13 +115,14 @@ TEST_CASE("nmt-score reports bad input in one line naming the file", "[e2e]") {
   const auto hyp = dir.write("hyp.txt", "one\ntwo\nthree\n").string();
   const auto ref = dir.write("ref.txt", "one\ntwo\n").string();
   check_one_error_line(
-      score("-r " + ref + " -i " + hyp),
+      "nmt-score", score("-r " + ref + " -i " + hyp),
       "line counts differ: hypotheses " + hyp + " has 3 lines, references " + ref + " has 2");
   const auto good = dir.write("good.txt", "one\ntwo\nthree\n").string();
-  check_one_error_line(score("-r " + good + " " + ref + " -i " + hyp), ref + " has 2");
+  check_one_error_line("nmt-score", score("-r " + good + " " + ref + " -i " + hyp), ref + " has 2");
   const auto bad = dir.write("bad.txt", "fine\nbro\xc3\x28ken\nthree\n").string();
-  check_one_error_line(score("-r " + good + " -i " + bad), bad + ":2: invalid UTF-8 at byte 4");
-  check_one_error_line(score("-r " + bad + " -i " + good), bad + ":2: invalid UTF-8");
+  check_one_error_line("nmt-score", score("-r " + good + " -i " + bad),
+                       bad + ":2: invalid UTF-8 at byte 4");
+  check_one_error_line("nmt-score", score("-r " + bad + " -i " + good), bad + ":2: invalid UTF-8");
   const auto empty = dir.write("empty.txt", "").string();
-  check_one_error_line(score("-r " + empty + " -i " + empty), "no lines to score");
+  check_one_error_line("nmt-score", score("-r " + empty + " -i " + empty), "no lines to score");
 }

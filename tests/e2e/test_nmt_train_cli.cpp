@@ -3,10 +3,12 @@
 
 #include <algorithm>
 
+#include "e2e_fixture.h"
 #include "test_support.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using nmt::test::check_one_error_line;
 using nmt::test::run_command;
 
 namespace {
@@ -14,13 +16,6 @@ namespace {
 const std::string kBin = NMT_TRAIN_BIN;
 
 nmt::test::CommandResult train(const std::string& args) { return run_command(kBin + " " + args); }
-
-/// A user's mistake is reported as exactly one line on stderr, with no stack dump.
-void check_one_error_line(const nmt::test::CommandResult& r, const std::string& message) {
-  CHECK(r.exit_code == 1);
-  CHECK(r.err == "nmt-train: error: " + message + "\n");
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-}
 
 }  // namespace
 
@@ -76,21 +71,21 @@ TEST_CASE("overrides (--set, and flags that name keys) win over the YAML", "[e2e
 TEST_CASE("config mistakes give one clear line naming file, line and key", "[e2e]") {
   nmt::test::TempDir dir;
   const auto bad_key = dir.write("bad_key.yaml", "data:\n  train_src: x\n  max_tokns: 5\n");
-  check_one_error_line(train("--config " + bad_key.string()),
-                       bad_key.string() +
-                           ":3:3: unknown key 'data.max_tokns'; did you mean 'data.max_tokens'?");
+  check_one_error_line(
+      "nmt-train", train("--config " + bad_key.string()),
+      bad_key.string() + ":3:3: unknown key 'data.max_tokns'; did you mean 'data.max_tokens'?");
   const auto malformed = dir.write("malformed.yaml", "model: {d_model: 512\n");
   auto r = train("--config " + malformed.string());
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, StartsWith("nmt-train: error: " + malformed.string() + ":"));
   CHECK_THAT(r.err, Contains("malformed YAML"));
-  check_one_error_line(train("--config configs/tiny.yaml --set data.max_tokens=lots"),
+  check_one_error_line("nmt-train", train("--config configs/tiny.yaml --set data.max_tokens=lots"),
                        "--set data.max_tokens=lots: data.max_tokens: expected an integer >= 1 "
                        "or auto, found 'lots'");
-  check_one_error_line(train("--config configs/tiny.yaml --nproc-per-node -3"),
+  check_one_error_line("nmt-train", train("--config configs/tiny.yaml --nproc-per-node -3"),
                        "--set dist.nproc_per_node=-3: dist.nproc_per_node: expected an integer "
                        "in [0, 1024], found '-3' (out of range)");
-  check_one_error_line(train("--config " + (dir.path() / "none.yaml").string()),
+  check_one_error_line("nmt-train", train("--config " + (dir.path() / "none.yaml").string()),
                        "config file not found: " + (dir.path() / "none.yaml").string());
 }
 
@@ -131,7 +126,7 @@ TEST_CASE("ranks other than 0 log warnings and errors only, prefixed with the ra
   // The rank's own file has everything from info up.
   CHECK_THAT(nmt::test::read_file(dir.path() / "logs" / "rank1.log"), Contains("[plan] model"));
   auto bad = run_command("RANK=x WORLD_SIZE=2 " + kBin + " --config configs/tiny.yaml");
-  check_one_error_line(bad, "environment variable RANK=x: expected an integer >= 0");
+  check_one_error_line("nmt-train", bad, "environment variable RANK=x: expected an integer >= 0");
 }
 
 TEST_CASE("dry run prepares the data and plans balanced batches for every rank", "[e2e]") {

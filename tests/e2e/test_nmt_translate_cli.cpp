@@ -15,6 +15,7 @@
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using nmt::test::lines_of;
 using nmt::test::read_file;
 using nmt::test::run_command;
 using nmt::test::TempDir;
@@ -23,13 +24,6 @@ namespace {
 
 const std::string kTrain = NMT_TRAIN_BIN;
 const std::string kTranslate = NMT_TRANSLATE_BIN;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 /// Runs nmt-translate with `args`; fails the test with its stderr when it fails.
 std::string translate(const std::string& args) {
@@ -125,8 +119,7 @@ TEST_CASE("nmt-translate translates with a checkpoint trained by nmt-train", "[e
   // --stats-json: the run's figures for scripts.
   const auto stats = dir.path() / "stats.json";
   translate("-c " + checkpoint + " -i " + in + " --beam 1 --stats-json " + stats.string());
-  std::ifstream stats_in(stats);
-  const std::string json((std::istreambuf_iterator<char>(stats_in)), std::istreambuf_iterator<char>());
+  const std::string json = read_file(stats);
   CHECK_THAT(json, Contains("\"sentences\": " + std::to_string(input.size())) &&
                        Contains("\"output_tokens_per_s\": ") && Contains("\"seconds\": "));
 

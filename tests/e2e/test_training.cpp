@@ -27,12 +27,7 @@ const std::string kCkpt = nmt::test::kCkptBin;
 
 /// nmt-train on the tiny config with small, fast settings, then `extra` flags.
 nmt::test::CommandResult train(const std::filesystem::path& run_dir, const std::string& extra) {
-  return run_command(kTrain + " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
-                     " --set data.spm_model=" + shared_vocab() +
-                     " --set data.max_tokens=1024 --set train.log_every=4"
-                     " --set train.valid_every=0 --set checkpoint.every_steps=4"
-                     " --set train.threads=1 " +
-                     extra);
+  return run_command(kTrain + nmt::test::small_run_flags(run_dir) + " " + extra);
 }
 
 /// nmt-ckpt diff --atol 0 of two checkpoints: exit code 0 when bitwise equal.
@@ -75,7 +70,7 @@ TEST_CASE("tiny config trains with falling validation loss and logs metrics", "[
     CHECK(metric(run.path(), "train", key).size() == 12);
   }
   // On a CPU the phases run as the host calls them: the split is wall time, and says so.
-  CHECK_THAT(nmt::test::read_text(run.path() / "metrics.jsonl"),
+  CHECK_THAT(nmt::test::read_file(run.path() / "metrics.jsonl"),
              Contains("\"time_split\": \"wall\""));
   CHECK(std::filesystem::exists(checkpoint_path(run.path(), 48)));
 }
@@ -256,7 +251,7 @@ struct AutoFit {
 };
 
 std::optional<AutoFit> auto_fit(const std::filesystem::path& run_dir) {
-  const std::string json = nmt::test::read_text(run_dir / "summary.json");
+  const std::string json = nmt::test::read_file(run_dir / "summary.json");
   REQUIRE_FALSE(json.empty());
   const size_t fit = json.find("\"max_tokens_fit\": {");
   if (fit == std::string::npos) return std::nullopt;
@@ -270,8 +265,7 @@ std::optional<AutoFit> auto_fit(const std::filesystem::path& run_dir) {
 
 /// configs/tiny.yaml with data.max_tokens: auto, written into `dir`.
 std::string tiny_auto_config(const TempDir& dir) {
-  std::ifstream in("configs/tiny.yaml");
-  std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string yaml = nmt::test::read_file("configs/tiny.yaml");
   const std::regex budget("max_tokens: \\d+");
   REQUIRE(std::regex_search(yaml, budget));
   return dir.write("tiny-auto.yaml", std::regex_replace(yaml, budget, "max_tokens: auto")).string();
@@ -362,12 +356,12 @@ TEST_CASE("every kind of run writes summary.json for scripts: training, resume, 
           "[e2e][train][summary]") {
   using nmt::test::json_number;
   using nmt::test::json_string;
-  using nmt::test::read_text;
+  using nmt::test::read_file;
   TempDir run, dry, bench;
   auto r = train(run.path(), "--set train.max_steps=4 --set train.valid_every=2");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  std::string json = read_text(run.path() / "summary.json");
+  std::string json = read_file(run.path() / "summary.json");
   INFO(json);
   CHECK(json_string(json, "kind") == "train");
   // Throughput counts training time only; validation and checkpoints are reported beside it.
@@ -391,7 +385,7 @@ TEST_CASE("every kind of run writes summary.json for scripts: training, resume, 
 
   r = train(run.path(), "--set train.max_steps=6");
   REQUIRE(r.exit_code == 0);
-  json = read_text(run.path() / "summary.json");
+  json = read_file(run.path() / "summary.json");
   CHECK(json_number(json, "final_step") == 6);
   CHECK(json_string(json, "path") == checkpoint_path(run.path(), 4));  // resumed_from.path
   CHECK(json_number(json, "step") == 4);                              // resumed_from.step
@@ -401,7 +395,7 @@ TEST_CASE("every kind of run writes summary.json for scripts: training, resume, 
                   " --set amp.mode=auto");
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("[data] train: 41931 pairs read"));  // the shipped set, gzipped
-  json = read_text(dry.path() / "summary.json");
+  json = read_file(dry.path() / "summary.json");
   CHECK(json_string(json, "kind") == "dry_run");
   // amp.mode auto: the plan's choice and its reason (a dry run times nothing: "auto" where
   // the CPU's choice awaits timing).
@@ -413,7 +407,7 @@ TEST_CASE("every kind of run writes summary.json for scripts: training, resume, 
   r = train(bench.path(), "--benchmark 1 --benchmark-warmup 0");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  json = read_text(bench.path() / "summary.json");
+  json = read_file(bench.path() / "summary.json");
   CHECK(json_string(json, "kind") == "benchmark");
   CHECK(json_string(json, "benchmark_json") == (bench.path() / "benchmark.json").string());
   CHECK(json_number(json, "tokens_per_s").value_or(0) > 0);

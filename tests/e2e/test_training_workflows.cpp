@@ -11,7 +11,7 @@ using Catch::Matchers::Contains;
 using nmt::test::checkpoint_diff;
 using nmt::test::checkpoint_path;
 using nmt::test::json_number;
-using nmt::test::read_text;
+using nmt::test::read_file;
 using nmt::test::run_command;
 using nmt::test::TempDir;
 
@@ -30,15 +30,12 @@ std::pair<std::string, std::string> corpus_slice(const TempDir& dir, int lines) 
   return {src, tgt};
 }
 
-/// Tiny-config flags on a corpus: no dropout (ranks draw different masks), one thread per
-/// process (thread count changes float summation order), every checkpoint kept.
-std::string flags(const std::filesystem::path& run_dir, const std::pair<std::string, std::string>& corpus) {
-  return " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
-         " --set data.spm_model=" + nmt::test::shared_vocab() + " --set data.train_src=" +
-         corpus.first + " --set data.train_tgt=" + corpus.second +
-         " --set model.dropout=0 --set train.threads=1 --set data.max_tokens=1024"
-         " --set train.valid_every=0 --set train.log_every=2 --set checkpoint.every_steps=2"
-         " --set checkpoint.keep_last=100";
+/// Tiny-config flags on a corpus for runs that must agree bit for bit (train_support.h),
+/// every checkpoint kept.
+std::string flags(const std::filesystem::path& run_dir,
+                  const std::pair<std::string, std::string>& corpus) {
+  return nmt::test::exact_run_flags(run_dir) + " --set data.train_src=" + corpus.first +
+         " --set data.train_tgt=" + corpus.second + " --set checkpoint.keep_last=100";
 }
 
 /// A run directory holding copies of `from`'s checkpoints up to `step`: a job interrupted there.
@@ -49,7 +46,7 @@ void copy_checkpoints(const std::filesystem::path& from, const std::filesystem::
 }
 
 double summary_number(const std::filesystem::path& run_dir, const std::string& key) {
-  const auto v = json_number(read_text(run_dir / "summary.json"), key);
+  const auto v = json_number(read_file(run_dir / "summary.json"), key);
   REQUIRE(v.has_value());
   return *v;
 }
@@ -143,7 +140,7 @@ TEST_CASE("a job resumed with another global batch trains the rest of the epoch 
   // last one, at the epoch's end, is the start of epoch 2, whole again.
   const auto inside = run_command(nmt::test::kCkptBin + " info " + checkpoint_path(resumed.path(), 6));
   CHECK_THAT(inside.out, Contains("\"iterator_consumed\": \"1:4\""));
-  const std::string last = read_text(resumed.path() / "summary.json");
+  const std::string last = read_file(resumed.path() / "summary.json");
   const auto info = run_command(nmt::test::kCkptBin + " info " +
                                 nmt::test::json_string(last, "last_checkpoint").value_or(""));
   CHECK_THAT(info.out, Contains("\"iterator_consumed\": \"\""));
@@ -243,7 +240,7 @@ TEST_CASE("several weighted corpora: each drawn by its weight, each with its own
   auto r = run_command(kTrain + base + " --dry-run");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const std::string stats = read_text(run.path() / "batch_stats.json");
+  const std::string stats = read_file(run.path() / "batch_stats.json");
   auto drawn = [&stats](const std::string& name) {
     std::smatch m;
     REQUIRE(std::regex_search(stats, m, std::regex("\"name\": \"" + name +
@@ -281,7 +278,7 @@ TEST_CASE("several validation sets are each reported, the first picks the best",
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("| indomain | loss"));
   CHECK_THAT(r.err, Contains("| trainslice | loss"));
-  const std::string metrics = read_text(run.path() / "metrics.jsonl");
+  const std::string metrics = read_file(run.path() / "metrics.jsonl");
   CHECK_THAT(metrics, Contains("\"type\": \"valid\", \"set\": \"indomain\""));
   CHECK_THAT(metrics, Contains("\"type\": \"valid\", \"set\": \"trainslice\""));
   // The checkpoint's validation loss is the first set's.

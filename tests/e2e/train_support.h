@@ -1,6 +1,7 @@
 #pragma once
 // Helpers of the end-to-end tests that run nmt-train and nmt-ckpt (NMT_TRAIN_BIN and
-// NMT_CKPT_BIN are compile definitions of those test binaries).
+// NMT_CKPT_BIN are compile definitions of those test binaries). Checks of every binary's
+// output are in e2e_fixture.h, file and command helpers in ../test_support.h.
 
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "e2e_fixture.h"
 #include "test_support.h"
 
 namespace nmt::test {
@@ -35,6 +37,24 @@ inline const std::string& shared_vocab() {
   return model;
 }
 
+/// Flags of a small, fast nmt-train run of configs/tiny.yaml in run_dir: the shared vocabulary,
+/// batches of 1024 padded tokens, one thread, no validation, a log line and a checkpoint every
+/// `every` steps.
+inline std::string small_run_flags(const std::filesystem::path& run_dir, int every = 4) {
+  const std::string n = std::to_string(every);
+  return " --config configs/tiny.yaml --set run_dir=" + run_dir.string() +
+         " --set data.spm_model=" + shared_vocab() +
+         " --set data.max_tokens=1024 --set train.log_every=" + n +
+         " --set train.valid_every=0 --set checkpoint.every_steps=" + n + " --set train.threads=1";
+}
+
+/// small_run_flags for runs that must agree bit for bit with another: no dropout (ranks draw
+/// different masks; one thread per process already, since the thread count changes float
+/// summation order), a checkpoint every 2 steps.
+inline std::string exact_run_flags(const std::filesystem::path& run_dir) {
+  return small_run_flags(run_dir, 2) + " --set model.dropout=0";
+}
+
 /// Path of the checkpoint of `step` in a run directory.
 inline std::string checkpoint_path(const std::filesystem::path& run_dir, int step) {
   char name[64];
@@ -47,12 +67,6 @@ inline int checkpoint_diff(const std::string& a, const std::string& b, const std
   auto r = run_command(kCkptBin + " diff --atol " + atol + " " + a + " " + b);
   if (r.exit_code != 0) UNSCOPED_INFO("nmt-ckpt diff: " << r.out << r.err);
   return r.exit_code;
-}
-
-/// The text of a file ("" when it cannot be read).
-inline std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 /// The first number written as `"key": N` in JSON text, or nullopt. (Our JSON reader,

@@ -6,8 +6,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "test_support.h"
@@ -15,16 +13,10 @@
 #include "util/error.h"
 
 using nmt::AtomicFileWriter;
+using nmt::test::read_file;
 using nmt::test::TempDir;
 
 namespace {
-
-std::string contents(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 int file_count(const std::filesystem::path& folder) {
   int n = 0;
@@ -42,9 +34,9 @@ TEST_CASE("a committed write replaces the target and leaves no temp file", "[ato
   writer.write("new ", 4);
   const std::string large(512 << 10, 'x');  // past the buffer's direct-write size
   writer.write(large.data(), large.size());
-  CHECK(contents(target) == "old\n");  // nothing visible before commit
+  CHECK(read_file(target) == "old\n");  // nothing visible before commit
   writer.commit();
-  CHECK(contents(target) == "new " + large);
+  CHECK(read_file(target) == "new " + large);
   CHECK(file_count(tmp.path()) == 1);
 }
 
@@ -55,7 +47,7 @@ TEST_CASE("a write that is not committed leaves the target as it was", "[atomic_
     AtomicFileWriter writer(target);
     writer.write("half", 4);
   }
-  CHECK(contents(target) == "old\n");
+  CHECK(read_file(target) == "old\n");
   CHECK(file_count(tmp.path()) == 1);
 }
 
