@@ -1,0 +1,190 @@
+#include "decode/search.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+#include <utility>
+
+#include <ATen/ATen.h>
+
+#include "decode/search_steps.h"
+
+namespace nmt::decode {
+namespace {
+
+/// beam_search's state between steps. Rows are sentence-major: row i * beam + k is beam k of
+/// the i-th live sentence.
+struct Beams {
+  std::vector<int64_t> live;                  ///< sentence of each block of beam rows
+  std::vector<std::vector<int32_t>> history;  ///< tokens of each row so far
+  at::Tensor scores;                          ///< [rows] float32 score of each row
+  at::Tensor last;                            ///< [rows] int64 token each row feeds next
+};
+
+/// The first beams: `beam` rows of BOS per sentence, of which only beam 0 is live, so that the
+/// first step's candidates are distinct; the stepper's rows are expanded to match.
+Beams start_beams(Stepper& stepper, int64_t batch, int64_t beam, int64_t bos,
+                  const at::Device& device) {
+  Beams beams;
+  beams.live.resize(batch);
+  std::vector<int64_t> expand;
+  std::vector<float> beam_score;
+  for (int64_t i = 0; i < batch; ++i) {
+    beams.live[i] = i;
+    for (int64_t k = 0; k < beam; ++k) {
+      expand.push_back(i);
+      beam_score.push_back(k == 0 ? 0.0f : -std::numeric_limits<float>::infinity());
+    }
+  }
+  stepper.reorder(long_tensor(expand, device));
+  beams.history.resize(batch * beam);
+  beams.scores = at::tensor(beam_score).to(device);
+  beams.last = at::full({batch * beam}, bos, at::TensorOptions().dtype(at::kLong).device(device));
+  return beams;
+}
+
+/// The 2 x beam best candidates of each live sentence over its beam rows and the vocabulary,
+/// best first, on the CPU.
+struct Candidates {
+  at::Tensor values;  ///< [n, width] float32: row score + the token's log-probability
+  at::Tensor index;   ///< [n, width] int64: beam * vocab + token (beam within the sentence)
+  int64_t width = 0;  ///< candidates per sentence
+  int64_t vocab = 0;  ///< vocabulary size
+};
+
+/// Candidates of the n live sentences from their rows' scores [n * beam] and next-token
+/// log-probabilities [n * beam, V].
+Candidates best_candidates(const at::Tensor& scores, const at::Tensor& lprobs, int64_t n,
+                           int64_t beam) {
+  Candidates c;
+  c.vocab = lprobs.size(1);
+  const at::Tensor candidates = (scores.unsqueeze(1) + lprobs).view({n, beam * c.vocab});
+  auto [top_values, top_index] = candidates.topk(std::min(2 * beam, beam * c.vocab), 1);
+  c.values = top_values.to(at::kCPU).contiguous();
+  c.index = top_index.to(at::kCPU).contiguous();
+  c.width = c.values.size(1);
+  return c;
+}
+
+/// A beam of the next step: the row it extends, the token it adds, its score.
+struct Extension {
+  int64_t row = 0;
+  int64_t token = 0;
+  float score = 0.0f;
+};
+
+/// Goes through the candidates of the i-th live sentence, best first: an EOS among the beam
+/// best ends a hypothesis (into finished, while it holds fewer than beam), as in fairseq; the
+/// first beam other candidates are the sentence's extensions (fewer when they run out).
+std::vector<Extension> sort_candidates(const Candidates& c, int64_t i, int64_t beam, int64_t eos,
+                                       double alpha,
+                                       const std::vector<std::vector<int32_t>>& history,
+                                       std::vector<Hypothesis>& finished) {
+  const float* value = c.values.data_ptr<float>() + i * c.width;
+  const int64_t* index = c.index.data_ptr<int64_t>() + i * c.width;
+  std::vector<Extension> extensions;
+  for (int64_t j = 0; j < c.width; ++j) {
+    const int64_t row = i * beam + index[j] / c.vocab;
+    const int64_t token = index[j] % c.vocab;
+    if (token == eos) {
+      if (j < beam && std::isfinite(value[j]) && static_cast<int64_t>(finished.size()) < beam) {
+        Hypothesis h;
+        h.tokens = history[row];
+        h.score = value[j];
+        h.normalized_score =
+            h.score / length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, alpha);
+        finished.push_back(std::move(h));
+      }
+    } else if (static_cast<int64_t>(extensions.size()) < beam) {
+      extensions.push_back({row, token, value[j]});
+    }
+  }
+  return extensions;
+}
+
+/// The beams of the next step, gathered sentence by sentence.
+struct NextBeams {
+  std::vector<int64_t> live, order, tokens;  ///< sentences; rows extended; tokens added
+  std::vector<float> scores;
+  std::vector<std::vector<int32_t>> history;
+
+  /// Adds sentence's extensions of the rows in history.
+  void add(int64_t sentence, const std::vector<Extension>& extensions,
+           const std::vector<std::vector<int32_t>>& from) {
+    live.push_back(sentence);
+    for (const Extension& e : extensions) {
+      order.push_back(e.row);
+      tokens.push_back(e.token);
+      scores.push_back(e.score);
+      history.push_back(from[e.row]);
+      history.back().push_back(static_cast<int32_t>(e.token));
+    }
+  }
+};
+
+/// Moves beams (and the stepper's rows) to the next step's.
+void advance(Stepper& stepper, Beams& beams, NextBeams next, const at::Device& device) {
+  // While no sentence has left the batch, beams only move within their sentence's rows.
+  stepper.reorder(long_tensor(next.order, device), next.live.size() == beams.live.size());
+  beams.last = long_tensor(next.tokens, device);
+  beams.scores = at::tensor(next.scores).to(device);
+  beams.history = std::move(next.history);
+  beams.live = std::move(next.live);
+}
+
+/// The nbest finished hypotheses of each sentence, best normalized score first (ties in the
+/// order they finished).
+std::vector<std::vector<Hypothesis>> best_of(std::vector<std::vector<Hypothesis>> finished,
+                                             int64_t nbest) {
+  for (std::vector<Hypothesis>& hyps : finished) {
+    std::stable_sort(hyps.begin(), hyps.end(), [](const Hypothesis& a, const Hypothesis& b) {
+      return a.normalized_score > b.normalized_score;
+    });
+    if (static_cast<int64_t>(hyps.size()) > nbest) hyps.resize(nbest);
+  }
+  return finished;
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model,
+                                                 const at::Tensor& src_ids, const SearchIds& ids,
+                                                 const SearchOptions& options) {
+  check_input(model, src_ids, ids, options);
+  c10::InferenceMode inference;
+  const int64_t batch = src_ids.size(0);
+  const int64_t beam = options.beam;
+  const at::Device device = src_ids.device();
+  const std::vector<int64_t> limit =
+      output_limits(src_ids, ids.pad, options, model.options().max_positions);
+  if (batch == 0) return {};
+
+  Stepper stepper(model, model.encode(src_ids), options.cached);
+  Beams beams = start_beams(stepper, batch, beam, ids.bos, device);
+  std::vector<std::vector<Hypothesis>> finished(batch);
+  for (int64_t step = 0; !beams.live.empty(); ++step) {
+    const int64_t n = static_cast<int64_t>(beams.live.size());
+    at::Tensor lprobs = stepper.step(beams.last);
+    std::vector<int64_t> row_limit(n * beam);
+    for (int64_t r = 0; r < n * beam; ++r) row_limit[r] = limit[beams.live[r / beam]];
+    constrain(lprobs, ids, row_limit, step);
+    const Candidates candidates = best_candidates(beams.scores, lprobs, n, beam);
+    NextBeams next;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t sentence = beams.live[i];
+      const std::vector<Extension> extensions = sort_candidates(
+          candidates, i, beam, ids.eos, options.length_penalty, beams.history, finished[sentence]);
+      const bool done = static_cast<int64_t>(finished[sentence].size()) >= beam ||
+                        step >= limit[sentence] || static_cast<int64_t>(extensions.size()) < beam;
+      if (!done) next.add(sentence, extensions, beams.history);
+    }
+    if (next.live.empty()) break;
+    advance(stepper, beams, std::move(next), device);
+  }
+  return best_of(std::move(finished), options.nbest);
+}
+
+}  // namespace nmt::decode

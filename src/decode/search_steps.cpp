@@ -1,0 +1,93 @@
+#include "decode/search_steps.h"
+
+#include <limits>
+#include <utility>
+
+#include <ATen/ATen.h>
+
+namespace nmt::decode {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+Stepper::Stepper(model::TransformerImpl& model, model::EncoderOutput encoded, bool cached)
+    : model_(model), cached_(cached) {
+  if (cached_) {
+    state_ = model_.init_state(encoded);
+  } else {
+    encoded_ = std::move(encoded);
+    prefix_ = at::empty({encoded_.out.size(0), 0},
+                        at::TensorOptions().dtype(at::kLong).device(encoded_.out.device()));
+  }
+}
+
+at::Tensor Stepper::step(const at::Tensor& last_tokens) {
+  at::Tensor logits;
+  if (cached_) {
+    logits = model_.decode_step(last_tokens, state_);
+  } else {
+    prefix_ = at::cat({prefix_, last_tokens.unsqueeze(1)}, 1);
+    logits = model_.decode(prefix_, encoded_).select(1, -1);
+  }
+  return logits.to(at::kFloat).log_softmax(-1);
+}
+
+void Stepper::reorder(const at::Tensor& order, bool same_sources) {
+  if (cached_ && same_sources) {
+    for (model::KeyValue& kv : state_.self_attention) {
+      if (kv.key.defined()) kv.key = kv.key.index_select(0, order);
+      if (kv.value.defined()) kv.value = kv.value.index_select(0, order);
+    }
+  } else if (cached_) {
+    model_.reorder_state(state_, order);
+  } else if (same_sources) {
+    prefix_ = prefix_.index_select(0, order);
+  } else {
+    encoded_.out = encoded_.out.index_select(0, order);
+    encoded_.src_pad_mask = encoded_.src_pad_mask.index_select(0, order);
+    prefix_ = prefix_.index_select(0, order);
+  }
+}
+
+std::vector<int64_t> output_limits(const at::Tensor& src_ids, int64_t pad,
+                                   const SearchOptions& options, int64_t max_positions) {
+  const at::Tensor lengths = src_ids.ne(pad).sum(1).to(at::kCPU, at::kLong).contiguous();
+  std::vector<int64_t> limits(lengths.size(0));
+  const int64_t* data = lengths.data_ptr<int64_t>();
+  for (size_t i = 0; i < limits.size(); ++i)
+    limits[i] = max_output_length(data[i], options, max_positions);
+  return limits;
+}
+
+at::Tensor long_tensor(const std::vector<int64_t>& values, const at::Device& device) {
+  return at::tensor(values, at::TensorOptions().dtype(at::kLong)).to(device);
+}
+
+void constrain(at::Tensor& lprobs, const SearchIds& ids, const std::vector<int64_t>& row_limit,
+               int64_t step) {
+  lprobs.select(1, ids.pad).fill_(kNegInf);
+  lprobs.select(1, ids.bos).fill_(kNegInf);
+  std::vector<int64_t> forced;
+  for (size_t r = 0; r < row_limit.size(); ++r)
+    if (step >= row_limit[r]) forced.push_back(static_cast<int64_t>(r));
+  if (forced.empty()) return;
+  const at::Tensor rows = long_tensor(forced, lprobs.device());
+  at::Tensor eos = lprobs.index_select(0, rows).select(1, ids.eos).clone();
+  lprobs.index_fill_(0, rows, kNegInf);
+  lprobs.select(1, ids.eos).index_copy_(0, rows, eos);
+}
+
+void check_input(const model::TransformerImpl& model, const at::Tensor& src_ids,
+                 const SearchIds& ids, const SearchOptions& options) {
+  validate(options);
+  TORCH_CHECK(src_ids.dim() == 2 && src_ids.scalar_type() == at::kLong,
+              "search: expected src_ids int64 [B, S], found ", src_ids.scalar_type(), " ",
+              src_ids.sizes());
+  TORCH_CHECK(ids.bos != ids.eos && ids.pad != ids.eos,
+              "search: BOS, EOS and pad must differ (bos ", ids.bos, ", eos ", ids.eos, ", pad ",
+              ids.pad, ")");
+}
+
+}  // namespace nmt::decode
