@@ -2,7 +2,8 @@
 // The launcher: one process per node that starts this node's workers (one per GPU) with
 // torchrun's environment, streams their output, forwards signals, stops them all when one
 // fails and optionally restarts them. It runs before any LibTorch work, so neither this header
-// nor launcher.cpp includes LibTorch. POSIX only (fork/exec, pipes, poll, signals).
+// nor its sources (launcher.cpp, launch_signals, worker_process, worker_output, unique_fd.h)
+// include LibTorch. POSIX only (fork/exec, pipes, poll, signals).
 //
 //   LaunchOptions options;
 //   options.nproc_per_node = 4;
