@@ -23,6 +23,7 @@
 
 #include "util/atomic_file.h"
 #include "util/json.h"
+#include "checkpoint/safetensors_io.h"
 #include "checkpoint/xxhash64.h"
 #include "util/error.h"
 #include "util/shape.h"
@@ -33,78 +34,12 @@ namespace {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "safetensors is little-endian and tensors are written from memory as they are");
 
-/// A dtype checkpoints can hold, with its safetensors name.
-struct DtypeInfo {
-  c10::ScalarType type;
-  std::string_view name;
-};
-
-constexpr DtypeInfo kDtypes[] = {
-    {c10::ScalarType::Double, "F64"}, {c10::ScalarType::Float, "F32"},
-    {c10::ScalarType::Half, "F16"},   {c10::ScalarType::BFloat16, "BF16"},
-    {c10::ScalarType::Long, "I64"},   {c10::ScalarType::Int, "I32"},
-    {c10::ScalarType::Short, "I16"},  {c10::ScalarType::Char, "I8"},
-    {c10::ScalarType::Byte, "U8"},    {c10::ScalarType::Bool, "BOOL"},
-};
-
-constexpr const char* kSupportedDtypes = "F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL";
 constexpr std::string_view kMetadataKey = "__metadata__";
 // The safetensors reference implementation refuses larger headers; so do we, which also
 // keeps a garbage length from turning into a huge allocation.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 // Reads of a large tensor go in pieces so that each is hashed while still in the cache.
 constexpr size_t kReadChunkBytes = 64 << 20;
-
-std::optional<c10::ScalarType> dtype_from_name(std::string_view name) {
-  for (const DtypeInfo& info : kDtypes) {
-    if (info.name == name) return info.type;
-  }
-  return std::nullopt;
-}
-
-/// The safetensors name of a supported dtype, else torch's name for it.
-std::string_view dtype_name(c10::ScalarType type) {
-  for (const DtypeInfo& info : kDtypes) {
-    if (info.type == type) return info.name;
-  }
-  return c10::toString(type);
-}
-
-/// One tensor as the header describes it.
-struct TensorEntry {
-  std::string name;
-  c10::ScalarType type = c10::ScalarType::Float;
-  std::vector<int64_t> shape;
-  uint64_t begin = 0;  ///< offset in the data section
-  uint64_t end = 0;
-};
-
-/// Adds the header's content to a checksum that has hashed the data section: the format, every
-/// metadata key and value but the checksum itself (in key order), then each tensor's name,
-/// dtype, shape and offsets (in header order). Strings end with a 0 byte, so that no two
-/// headers hash the same sequence of bytes.
-void hash_header(XxHash64& hash, std::string_view format,
-                 const std::map<std::string, std::string>& metadata,
-                 const std::vector<TensorEntry>& tensors) {
-  const auto text = [&](std::string_view s) {
-    hash.update(s.data(), s.size());
-    hash.update("", 1);
-  };
-  const auto number = [&](int64_t v) { hash.update(&v, sizeof(v)); };
-  text(format);
-  for (const auto& [key, value] : metadata) {
-    text(key);
-    text(value);
-  }
-  for (const TensorEntry& t : tensors) {
-    text(t.name);
-    number(static_cast<int64_t>(t.type));
-    number(static_cast<int64_t>(t.shape.size()));
-    for (int64_t d : t.shape) number(d);
-    number(static_cast<int64_t>(t.begin));
-    number(static_cast<int64_t>(t.end));
-  }
-}
 
 /// A parsed and checked header.
 struct Header {
@@ -114,37 +49,6 @@ struct Header {
   std::vector<TensorEntry> tensors;             ///< in header order
   uint64_t data_start = 0;                      ///< file offset of the data section
 };
-
-/// Closes a file descriptor on scope exit.
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-
- private:
-  int fd_;
-};
-
-/// Reads exactly size bytes at offset; throws when the file ends early or a read fails.
-void read_at(int fd, const std::filesystem::path& file, void* out, size_t size, uint64_t offset) {
-  auto* p = static_cast<char*>(out);
-  while (size > 0) {
-    const ssize_t n = ::pread(fd, p, size, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      NMT_THROW(CheckpointError, "{}: cannot read: {}", file.string(), std::strerror(errno));
-    }
-    NMT_CHECK(n > 0, CheckpointError, "{}: truncated: the file ended at byte {} while reading",
-              file.string(), offset);
-    p += n;
-    size -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-}
 
 /// Turns one "name": {dtype, shape, data_offsets} header entry into a TensorEntry.
 TensorEntry parse_entry(const std::filesystem::path& file, const std::string& name,
@@ -203,9 +107,17 @@ TensorEntry parse_entry(const std::filesystem::path& file, const std::string& na
   return entry;
 }
 
-/// Reads and checks everything but the tensor bytes: header length, JSON, nmt.format, entries,
-/// that the offsets tile the data section and that the file has exactly that many bytes.
-Header read_header(int fd, const std::filesystem::path& file) {
+/// The start of a checkpoint file: its size, the header length (the first 8 bytes) and the
+/// header's JSON text.
+struct HeaderText {
+  uint64_t file_size = 0;     ///< bytes in the file
+  uint64_t header_bytes = 0;  ///< bytes of JSON after the first 8
+  std::string text;           ///< the JSON
+};
+
+/// Reads the header length and the header's text, checking that the file is a regular file
+/// long enough to hold them and that the length is plausible.
+HeaderText read_header_text(int fd, const std::filesystem::path& file) {
   const std::string path = file.string();
   struct stat st {};
   if (::fstat(fd, &st) != 0)
@@ -225,6 +137,40 @@ Header read_header(int fd, const std::filesystem::path& file) {
             8 + header_bytes);
   std::string text(header_bytes, '\0');
   read_at(fd, file, text.data(), text.size(), 8);
+  return {file_size, header_bytes, std::move(text)};
+}
+
+/// Checks that the tensors' offsets tile the data section exactly (no gaps, no overlaps,
+/// nothing after the last) and that the file has exactly that many bytes.
+void check_data_layout(const Header& header, uint64_t file_size, const std::string& path) {
+  std::vector<const TensorEntry*> by_offset;
+  for (const TensorEntry& entry : header.tensors) by_offset.push_back(&entry);
+  // By (begin, end): an empty tensor may share its begin with the tensor after it.
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorEntry* a, const TensorEntry* b) {
+    return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
+  });
+  uint64_t expected_begin = 0;
+  for (const TensorEntry* entry : by_offset) {
+    NMT_CHECK(entry->begin == expected_begin, CheckpointError,
+              "{}: header: tensor {}: data_offsets [{}, {}] {} (expected it to begin at {})", path,
+              json::quote(entry->name), entry->begin, entry->end,
+              entry->begin < expected_begin ? "overlap another tensor" : "leave a gap",
+              expected_begin);
+    expected_begin = entry->end;
+  }
+  const uint64_t expected_size = header.data_start + expected_begin;
+  NMT_CHECK(file_size >= expected_size, CheckpointError, "{}: truncated: {} bytes, header says {}",
+            path, file_size, expected_size);
+  NMT_CHECK(file_size == expected_size, CheckpointError,
+            "{}: {} bytes, but the header accounts for only {} (trailing data)", path, file_size,
+            expected_size);
+}
+
+/// Reads and checks everything but the tensor bytes: header length, JSON, nmt.format, entries,
+/// that the offsets tile the data section and that the file has exactly that many bytes.
+Header read_header(int fd, const std::filesystem::path& file) {
+  const std::string path = file.string();
+  const auto [file_size, header_bytes, text] = read_header_text(fd, file);
 
   json::Value root;
   try {
@@ -270,37 +216,8 @@ Header read_header(int fd, const std::filesystem::path& file) {
   for (const auto& [key, value] : root.object) {
     if (key != kMetadataKey) header.tensors.push_back(parse_entry(file, key, value));
   }
-  // The data section must be tiled exactly: no gaps, no overlaps, nothing after the last.
-  std::vector<const TensorEntry*> by_offset;
-  for (const TensorEntry& entry : header.tensors) by_offset.push_back(&entry);
-  // By (begin, end): an empty tensor may share its begin with the tensor after it.
-  std::sort(by_offset.begin(), by_offset.end(), [](const TensorEntry* a, const TensorEntry* b) {
-    return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
-  });
-  uint64_t expected_begin = 0;
-  for (const TensorEntry* entry : by_offset) {
-    NMT_CHECK(entry->begin == expected_begin, CheckpointError,
-              "{}: header: tensor {}: data_offsets [{}, {}] {} (expected it to begin at {})", path,
-              json::quote(entry->name), entry->begin, entry->end,
-              entry->begin < expected_begin ? "overlap another tensor" : "leave a gap",
-              expected_begin);
-    expected_begin = entry->end;
-  }
-  const uint64_t expected_size = header.data_start + expected_begin;
-  NMT_CHECK(file_size >= expected_size, CheckpointError, "{}: truncated: {} bytes, header says {}",
-            path, file_size, expected_size);
-  NMT_CHECK(file_size == expected_size, CheckpointError,
-            "{}: {} bytes, but the header accounts for only {} (trailing data)", path, file_size,
-            expected_size);
+  check_data_layout(header, file_size, path);
   return header;
-}
-
-int open_for_reading(const std::filesystem::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    NMT_THROW(CheckpointError, "{}: cannot open: {}", file.string(), std::strerror(errno));
-  }
-  return fd;
 }
 
 /// A tensor ready to be written: on the CPU, C-contiguous, with its place in the data section.
@@ -312,44 +229,8 @@ struct PreparedTensor {
   uint64_t end = 0;
 };
 
-}  // namespace
-
-std::string_view safetensors_dtype_name(const at::Tensor& tensor) {
-  for (const DtypeInfo& info : kDtypes) {
-    if (info.type == tensor.scalar_type()) return info.name;
-  }
-  NMT_THROW(CheckpointError, "dtype {} cannot be stored in a checkpoint (supported: {})",
-            c10::toString(tensor.scalar_type()), kSupportedDtypes);
-}
-
-const at::Tensor* CheckpointData::find(std::string_view name) const {
-  for (const auto& [tensor_name, tensor] : tensors) {
-    if (tensor_name == name) return &tensor;
-  }
-  return nullptr;
-}
-
-const at::Tensor& CheckpointData::at(std::string_view name) const {
-  const at::Tensor* tensor = find(name);
-  if (!tensor) {
-    NMT_THROW(CheckpointError, "{}: no tensor {} (the checkpoint has {} tensors)",
-              source.empty() ? std::string("checkpoint") : source.string(), json::quote(name),
-              tensors.size());
-  }
-  return *tensor;
-}
-
-const std::string& CheckpointData::meta(std::string_view key) const {
-  const auto it = metadata.find(std::string(key));
-  if (it == metadata.end()) {
-    NMT_THROW(CheckpointError, "{}: no metadata key {}",
-              source.empty() ? std::string("checkpoint") : source.string(), json::quote(key));
-  }
-  return it->second;
-}
-
-void save_checkpoint(const std::filesystem::path& file, const CheckpointData& data) {
-  const std::string path = file.string();
+/// Checks the caller's metadata: no reserved nmt.* key, valid UTF-8 keys and values.
+void check_metadata(const CheckpointData& data, const std::string& path) {
   for (const auto& [key, value] : data.metadata) {
     NMT_CHECK(key != kFormatKey && key != kChecksumKey, CheckpointError,
               "{}: metadata key {} is reserved (save_checkpoint writes it)", path, key);
@@ -358,9 +239,11 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
               CheckpointError, "{}: metadata {}: key and value must be valid UTF-8", path,
               json::quote(key));
   }
+}
 
-  // Gradients are irrelevant here, and the copies below must not be recorded by autograd.
-  at::NoGradGuard no_grad;
+/// Checks every tensor (a valid unique name, defined, dense, a supported dtype) and makes it
+/// ready to write: on the CPU, C-contiguous.
+std::vector<PreparedTensor> prepare_tensors(const CheckpointData& data, const std::string& path) {
   std::vector<PreparedTensor> prepared;
   prepared.reserve(data.tensors.size());
   std::set<std::string_view> names;
@@ -391,7 +274,12 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
                             /*non_blocking=*/false, /*copy=*/false, c10::MemoryFormat::Contiguous);
     prepared.push_back(std::move(p));
   }
+  return prepared;
+}
 
+/// Places the tensors in the data section and hashes their bytes into hash, in file order.
+/// Returns the tensors in that order.
+std::vector<PreparedTensor*> lay_out(std::vector<PreparedTensor>& prepared, XxHash64& hash) {
   // Header keys keep the caller's order; the bytes are laid out widest element first (as the
   // safetensors reference writer does) so that every tensor is aligned to its element size
   // in the file, which zero-copy readers rely on.
@@ -401,7 +289,6 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
                    [](const PreparedTensor* a, const PreparedTensor* b) {
                      return a->cpu.element_size() > b->cpu.element_size();
                    });
-  XxHash64 hash;
   uint64_t offset = 0;
   for (PreparedTensor* p : layout) {
     const size_t bytes = p->cpu.nbytes();
@@ -410,6 +297,59 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
     offset = p->end;
     if (bytes > 0) hash.update(p->cpu.const_data_ptr(), bytes);
   }
+  return layout;
+}
+
+/// Writes the file atomically: the header length, the header, the tensors in layout order.
+void write_checkpoint(const std::filesystem::path& file, const std::string& header,
+                      const std::vector<PreparedTensor*>& layout) {
+  AtomicFileWriter writer(file);
+  const uint64_t header_bytes = header.size();
+  writer.write(&header_bytes, sizeof(header_bytes));
+  writer.write(header.data(), header.size());
+  for (const PreparedTensor* p : layout) {
+    if (p->end > p->begin) writer.write(p->cpu.const_data_ptr(), p->end - p->begin);
+  }
+  writer.commit();
+}
+
+}  // namespace
+
+const at::Tensor* CheckpointData::find(std::string_view name) const {
+  for (const auto& [tensor_name, tensor] : tensors) {
+    if (tensor_name == name) return &tensor;
+  }
+  return nullptr;
+}
+
+const at::Tensor& CheckpointData::at(std::string_view name) const {
+  const at::Tensor* tensor = find(name);
+  if (!tensor) {
+    NMT_THROW(CheckpointError, "{}: no tensor {} (the checkpoint has {} tensors)",
+              source.empty() ? std::string("checkpoint") : source.string(), json::quote(name),
+              tensors.size());
+  }
+  return *tensor;
+}
+
+const std::string& CheckpointData::meta(std::string_view key) const {
+  const auto it = metadata.find(std::string(key));
+  if (it == metadata.end()) {
+    NMT_THROW(CheckpointError, "{}: no metadata key {}",
+              source.empty() ? std::string("checkpoint") : source.string(), json::quote(key));
+  }
+  return it->second;
+}
+
+void save_checkpoint(const std::filesystem::path& file, const CheckpointData& data) {
+  const std::string path = file.string();
+  check_metadata(data, path);
+
+  // Gradients are irrelevant here, and the copies below must not be recorded by autograd.
+  at::NoGradGuard no_grad;
+  std::vector<PreparedTensor> prepared = prepare_tensors(data, path);
+  XxHash64 hash;
+  const std::vector<PreparedTensor*> layout = lay_out(prepared, hash);
 
   std::vector<TensorEntry> entries;
   for (const PreparedTensor& p : prepared) {
@@ -443,14 +383,7 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
   // Spaces (valid JSON whitespace) pad the header so the data section starts 8-byte aligned.
   header.append((8 - header.size() % 8) % 8, ' ');
 
-  AtomicFileWriter writer(file);
-  const uint64_t header_bytes = header.size();
-  writer.write(&header_bytes, sizeof(header_bytes));
-  writer.write(header.data(), header.size());
-  for (const PreparedTensor* p : layout) {
-    if (p->end > p->begin) writer.write(p->cpu.const_data_ptr(), p->end - p->begin);
-  }
-  writer.commit();
+  write_checkpoint(file, header, layout);
 }
 
 CheckpointData load_checkpoint(const std::filesystem::path& file) {
