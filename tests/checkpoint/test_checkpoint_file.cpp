@@ -157,6 +157,36 @@ TEST_CASE("the file is safetensors: header length, JSON header, aligned data", "
   CHECK(header.object[4].second.object[0].second.string == "BF16");
 }
 
+TEST_CASE("the header is exactly these bytes: compact JSON, sorted metadata, space padding",
+          "[checkpoint]") {
+  // Checkpoints written before must read the same, and a header's bytes are hashed: the
+  // writer's separators, key order, escapes and padding are pinned.
+  TempDir dir;
+  CheckpointData data;
+  data.tensors.emplace_back("w", at::zeros({2, 3}, at::kFloat));
+  data.tensors.emplace_back("b \"\xC3\xBC\"", at::zeros({2}, at::kLong));
+  data.metadata = {{"step", "12"}, {"a", "x \"q\"\n\t\\ /\x01\x7f \xE6\x97\xA5"}};
+  const auto file = dir.path() / "pinned.safetensors";
+  save_checkpoint(file, data);
+  const std::string bytes = nmt::test::read_file(file);
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes.data(), 8);
+  std::string header = bytes.substr(8, header_size);
+  const size_t at = header.find("\"nmt.checksum\":\"");
+  REQUIRE(at != std::string::npos);
+  header.replace(at + 16, 16, "<hash>");
+  const size_t end = header.find_last_not_of(' ') + 1;
+  CHECK(header_size % 8 == 0);
+  CHECK(header.size() - end < 8);  // spaces only to align the data section
+  header.resize(end);
+  CHECK(header ==
+        "{\"__metadata__\":{\"a\":\"x \\\"q\\\"\\n\\t\\\\ /\\u0001\x7f \xE6\x97\xA5\","
+        "\"nmt.checksum\":\"<hash>\",\"nmt.format\":\"nmt-checkpoint-2\",\"step\":\"12\"},"
+        "\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[16,40]},"
+        "\"b \\\"\xC3\xBC\\\"\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]}}");
+  CHECK(load_checkpoint(file).metadata == data.metadata);
+}
+
 TEST_CASE("metadata round-trips, unicode, quotes and control characters included", "[checkpoint]") {
   TempDir dir;
   CheckpointData data = nmt::test::small_checkpoint(1.0f);

@@ -8,9 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "monitor_fixture.h"
 #include "skip.h"
@@ -31,11 +34,53 @@ nmt::json::Object record(const char* type, int64_t step) {
   return r;
 }
 
+/// A record with every kind of member the trainer writes (strings that need escapes, integers,
+/// reals, non-finite reals, booleans, null, a nested object and arrays).
+nmt::json::Object pinned_record() {
+  nmt::json::Object pairs;
+  pairs.add("en-de", 3.5).add("n", int64_t{-7});
+  nmt::json::Object r;
+  r.add("type", "valid")
+      .add("step", int64_t{12})
+      .add("loss", 2.5)
+      .add("whole", 2.0)
+      .add("tiny", 1e-5)
+      .add("sum", 0.1 + 0.2)
+      .add("big", 1e21)
+      .add("neg", -0.125)
+      .add("nan", std::nan(""))
+      .add("inf", HUGE_VAL)
+      .add("best", true)
+      .add("none", std::optional<double>())
+      .add("text", "a \"q\" \\ /\t\n\x01 \xC3\xBC")
+      .add("pairs", pairs)
+      .add("peaks", std::vector<double>{1.5, 2})
+      .add("names", std::vector<std::string>{"a", "b"});
+  return r;
+}
+
 void write_text(const std::filesystem::path& file, const std::string& text) {
   std::ofstream(file, std::ios::binary) << text;
 }
 
 }  // namespace
+
+TEST_CASE("metrics.jsonl: a record is one line of exactly these bytes", "[train][metrics]") {
+  // Scripts and resumed runs read these lines: separators, member order, number text (the
+  // shortest that reads back, 2.0 as 2), null for non-finite numbers and the escapes are pinned.
+  TempDir dir;
+  const auto file = dir.path() / "metrics.jsonl";
+  {
+    MetricsLog log(file, true);
+    log.write(pinned_record());
+  }
+  CHECK(read_file(file) ==
+        "{\"type\": \"valid\", \"step\": 12, \"loss\": 2.5, \"whole\": 2, \"tiny\": 1e-05, "
+        "\"sum\": 0.30000000000000004, \"big\": 1e+21, \"neg\": -0.125, \"nan\": null, "
+        "\"inf\": null, \"best\": true, \"none\": null, "
+        "\"text\": \"a \\\"q\\\" \\\\ /\\t\\n\\u0001 \xC3\xBC\", "
+        "\"pairs\": {\"en-de\": 3.5, \"n\": -7}, \"peaks\": [1.5, 2], \"names\": [\"a\", \"b\"]}\n");
+}
 
 TEST_CASE("metrics.jsonl: a resumed run drops the records after its starting step, then appends",
           "[train][metrics]") {

@@ -139,3 +139,34 @@ TEST_CASE("run summary: what amp.mode auto timed goes under amp.timing", "[train
       "seconds": 3.5
     })") != std::string::npos);
 }
+
+TEST_CASE("run summary: max_tokens auto's fit, its probes one object per line each", "[train][summary]") {
+  nmt::train::MaxTokensFit fit;
+  fit.max_tokens = 3000;
+  fit.sentences = 60;
+  fit.length = 50;
+  fit.peak_mb = 1.5;
+  fit.memory_mb = 16;
+  fit.headroom_mb = 0.25;
+  fit.limit_mb = 12.5;
+  fit.probes = {{32, int64_t{1} << 20}, {64, std::nullopt}};
+  fit.seconds = 0.5;
+  RunSummary s;
+  s.max_tokens_fit = fit;
+  const std::string json = nmt::train::run_summary_json(s);
+  INFO(json);
+  CHECK(json.find(R"(
+  "max_tokens_fit": {
+    "max_tokens": 3000,
+    "sentences": 60,
+    "length": 50,
+    "peak_mb": 1.5,
+    "memory_mb": 16,
+    "headroom_mb": 0.25,
+    "limit_mb": 12.5,
+    "probes": [{"sentences": 32, "tokens": 1600, "peak_mb": 1}, {"sentences": 64, "tokens": 3200, "peak_mb": null}],
+    "seconds": 0.5,
+    "fallback": ""
+  },
+)") != std::string::npos);
+}
