@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "util/json.h"
+#include "util/json_text.h"
 #include "checkpoint/xxhash64.h"
 #include "util/error.h"
 #include "util/shape.h"

@@ -15,7 +15,7 @@
 
 #include "data/data_options.h"
 #include "train/batch_fit.h"
-#include "util/json.h"
+#include "util/json_text.h"
 
 namespace nmt::data {
 struct PreparedData;
@@ -40,7 +40,7 @@ struct MaxTokensFit {
                                ///< unmeasured_max_tokens())
 
   /// For summary.json: every figure above, probes as {sentences, peak_mb or null}.
-  json::Object to_json() const;
+  nlohmann::ordered_json to_json() const;
 };
 
 /// data.max_tokens as a number, and how it was chosen.

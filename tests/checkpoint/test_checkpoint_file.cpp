@@ -13,7 +13,7 @@
 #include <limits>
 
 #include "checkpoint/checkpoint_file.h"
-#include "util/json.h"
+#include "checkpoint/header_json.h"
 #include "checkpoint/xxhash64.h"
 #include "checkpoint_fixture.h"
 #include "test_support.h"
@@ -134,27 +134,30 @@ TEST_CASE("the file is safetensors: header length, JSON header, aligned data", "
   uint64_t header_size = 0;
   std::memcpy(&header_size, bytes.data(), 8);
   CHECK(header_size % 8 == 0);
-  const auto header = nmt::json::parse(bytes.substr(8, header_size));
-  REQUIRE(header.object.size() == every_dtype().tensors.size() + 1);
-  CHECK(header.object[0].first == "__metadata__");
-  for (size_t i = 1; i < header.object.size(); ++i) {
-    const auto& fields = header.object[i].second.object;
+  const auto header = nmt::checkpoint::parse_header_json(bytes.substr(8, header_size));
+  REQUIRE(header.size() == every_dtype().tensors.size() + 1);
+  std::vector<std::string> names;
+  for (const auto& [name, fields] : header.items()) {
+    names.push_back(name);
+    if (name == "__metadata__") continue;
     REQUIRE(fields.size() == 3);
-    CHECK(fields[0].first == "dtype");
-    CHECK(fields[1].first == "shape");
-    CHECK(fields[2].first == "data_offsets");
+    auto field = fields.begin();
+    CHECK(field.key() == "dtype");
+    CHECK((++field).key() == "shape");
+    CHECK((++field).key() == "data_offsets");
     // Each tensor starts at a multiple of its element size (zero-copy readers need that).
-    const int64_t begin = fields[2].second.array[0].integer;
-    const std::string dtype = fields[0].second.string;
+    const int64_t begin = fields["data_offsets"][0].get<int64_t>();
+    const std::string dtype = fields["dtype"].get<std::string>();
     const int64_t width = dtype == "F64" || dtype == "I64"        ? 8
                           : dtype == "F32" || dtype == "I32"      ? 4
                           : dtype.find("16") != std::string::npos ? 2
                                                                   : 1;
-    INFO(header.object[i].first << " " << dtype << " at " << begin);
+    INFO(name << " " << dtype << " at " << begin);
     CHECK(begin % width == 0);
   }
-  CHECK(header.object[1].first == "f64");  // header keys keep the caller's order
-  CHECK(header.object[4].second.object[0].second.string == "BF16");
+  CHECK(names.at(0) == "__metadata__");
+  CHECK(names.at(1) == "f64");  // header keys keep the caller's order
+  CHECK(header[names.at(4)]["dtype"] == "BF16");
 }
 
 TEST_CASE("the header is exactly these bytes: compact JSON, sorted metadata, space padding",

@@ -28,34 +28,33 @@ using nmt::train::MetricsLog;
 
 namespace {
 
-nmt::json::Object record(const char* type, int64_t step) {
-  nmt::json::Object r;
-  r.add("type", type).add("step", step).add("loss", 1.5 / double(step));
-  return r;
+nlohmann::ordered_json record(const char* type, int64_t step) {
+  return {{"type", type}, {"step", step}, {"loss", 1.5 / double(step)}};
 }
+
+/// A record's line, as MetricsLog writes it.
+std::string line(const nlohmann::ordered_json& record) { return nmt::json::line(record) + "\n"; }
 
 /// A record with every kind of member the trainer writes (strings that need escapes, integers,
 /// reals, non-finite reals, booleans, null, a nested object and arrays).
-nmt::json::Object pinned_record() {
-  nmt::json::Object pairs;
-  pairs.add("en-de", 3.5).add("n", int64_t{-7});
-  nmt::json::Object r;
-  r.add("type", "valid")
-      .add("step", int64_t{12})
-      .add("loss", 2.5)
-      .add("whole", 2.0)
-      .add("tiny", 1e-5)
-      .add("sum", 0.1 + 0.2)
-      .add("big", 1e21)
-      .add("neg", -0.125)
-      .add("nan", std::nan(""))
-      .add("inf", HUGE_VAL)
-      .add("best", true)
-      .add("none", std::optional<double>())
-      .add("text", "a \"q\" \\ /\t\n\x01 \xC3\xBC")
-      .add("pairs", pairs)
-      .add("peaks", std::vector<double>{1.5, 2})
-      .add("names", std::vector<std::string>{"a", "b"});
+nlohmann::ordered_json pinned_record() {
+  nlohmann::ordered_json r;
+  r["type"] = "valid";
+  r["step"] = int64_t{12};
+  r["loss"] = 2.5;
+  r["whole"] = 2.0;
+  r["tiny"] = 1e-5;
+  r["sum"] = 0.1 + 0.2;
+  r["big"] = 1e21;
+  r["neg"] = -0.125;
+  r["nan"] = std::nan("");
+  r["inf"] = HUGE_VAL;
+  r["best"] = true;
+  r["none"] = nmt::json::or_null(std::optional<double>());
+  r["text"] = "a \"q\" \\ /\t\n\x01 \xC3\xBC";
+  r["pairs"] = {{"en-de", 3.5}, {"n", int64_t{-7}}};
+  r["peaks"] = std::vector<double>{1.5, 2};
+  r["names"] = std::vector<std::string>{"a", "b"};
   return r;
 }
 
@@ -94,11 +93,11 @@ TEST_CASE("metrics.jsonl: a resumed run drops the records after its starting ste
   // The crashed run's last checkpoint was step 4: steps 6 and 8 come again.
   {
     MetricsLog log(file, true, false, 4);
-    CHECK(read_file(file) == record("train", 2).str() + "\n" + record("train", 4).str() + "\n");
+    CHECK(read_file(file) == line(record("train", 2)) + line(record("train", 4)));
     log.write(record("train", 6));
   }
-  CHECK(read_file(file) == record("train", 2).str() + "\n" + record("train", 4).str() + "\n" +
-                               record("train", 6).str() + "\n");
+  CHECK(read_file(file) == line(record("train", 2)) + line(record("train", 4)) +
+                               line(record("train", 6)));
   // Starting from the last step logged keeps everything, and leaves the file untouched.
   CHECK_FALSE(MetricsLog::drop_after(file, 6));
 }
@@ -107,13 +106,13 @@ TEST_CASE("metrics.jsonl: a line a crash cut short is dropped, so the next recor
           "[train][metrics]") {
   TempDir dir;
   const auto file = dir.path() / "metrics.jsonl";
-  const std::string whole = record("train", 2).str() + "\n";
+  const std::string whole = line(record("train", 2));
   write_text(file, whole + R"({"type": "train", "step": 4, "lo)");
   {
     MetricsLog log(file, true, false, 4);
     log.write(record("train", 4));
   }
-  CHECK(read_file(file) == whole + record("train", 4).str() + "\n");
+  CHECK(read_file(file) == whole + line(record("train", 4)));
 }
 
 TEST_CASE("metrics.jsonl: only a top-level integer step decides, other lines stay",
@@ -168,14 +167,14 @@ TEST_CASE(
 TEST_CASE("metrics.jsonl: a rewrite keeps the file's permissions", "[train][metrics]") {
   TempDir dir;
   const auto file = dir.path() / "metrics.jsonl";
-  write_text(file, record("train", 2).str() + "\n" + record("train", 4).str() + "\n");
+  write_text(file, line(record("train", 2)) + line(record("train", 4)));
   std::filesystem::permissions(
       file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
                 std::filesystem::perms::group_read | std::filesystem::perms::others_read |
                 std::filesystem::perms::others_write);
   const auto before = std::filesystem::status(file).permissions();
   REQUIRE(MetricsLog::drop_after(file, 2));
-  CHECK(read_file(file) == record("train", 2).str() + "\n");
+  CHECK(read_file(file) == line(record("train", 2)));
   CHECK(std::filesystem::status(file).permissions() == before);
 }
 

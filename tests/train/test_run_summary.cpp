@@ -76,7 +76,7 @@ TEST_CASE("run summary: the kind is written by name, and its details under that 
 
   RunSummary bench;
   bench.kind = RunKind::kBenchmark;
-  bench.details.add("benchmark_json", "run/benchmark.json").add("mfu", 0.25);
+  bench.details = {{"benchmark_json", "run/benchmark.json"}, {"mfu", 0.25}};
   const std::string json = nmt::train::run_summary_json(bench);
   INFO(json);
   CHECK(json.rfind("{\n  \"kind\": \"benchmark\",\n  \"stop_reason\": \"completed\",\n", 0) == 0);
@@ -85,7 +85,7 @@ TEST_CASE("run summary: the kind is written by name, and its details under that 
 
   RunSummary dry;
   dry.kind = RunKind::kDryRun;
-  dry.details.add("steps", int64_t{7});
+  dry.details["steps"] = int64_t{7};
   const std::string dry_json = nmt::train::run_summary_json(dry);
   INFO(dry_json);
   CHECK(dry_json.find("\"kind\": \"dry_run\"") != std::string::npos);
