@@ -4,6 +4,7 @@
 #include <string>
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include "data/batch_tensors.h"
 #include "data/prepare.h"

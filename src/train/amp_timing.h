@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "util/json_text.h"
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 
 namespace nmt::data {
 struct PreparedData;

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "data/batch_tensors.h"
 #include "data/prepare.h"

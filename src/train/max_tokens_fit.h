@@ -15,7 +15,7 @@
 
 #include "data/data_options.h"
 #include "train/batch_fit.h"
-#include "util/json_text.h"
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 
 namespace nmt::data {
 struct PreparedData;

@@ -10,6 +10,7 @@
 
 #include "checkpoint/atomic_file.h"
 #include "util/error.h"
+#include "util/json_text.h"
 #include "util/log.h"
 
 namespace nmt::train {

@@ -17,7 +17,7 @@
 
 #include "train/monitor_file.h"
 #include "train/tensorboard_log.h"
-#include "util/json_text.h"
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 
 namespace nmt::train {
 

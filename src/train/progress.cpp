@@ -11,6 +11,7 @@
 #include "dist/device.h"
 #include "train/lr_schedule.h"
 #include "util/duration.h"
+#include "util/json_text.h"
 #include "util/log.h"
 #include "util/timer.h"
 

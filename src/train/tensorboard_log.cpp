@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "checkpoint/atomic_file.h"
 #include "util/log.h"

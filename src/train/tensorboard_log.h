@@ -28,7 +28,7 @@
 
 #include "train/monitor_file.h"
 #include "util/event_file.h"
-#include "util/json_text.h"
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 
 namespace nmt::train {
 

@@ -20,6 +20,7 @@
 #include "test_support.h"
 #include "train/metrics_log.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 using nmt::test::LogCapture;
 using nmt::test::read_file;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include <unistd.h>
 
 #include "amp/loss_scaler.h"
