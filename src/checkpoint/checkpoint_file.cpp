@@ -22,9 +22,9 @@
 
 #include "checkpoint/atomic_file.h"
 #include "checkpoint/header_json.h"
-#include "util/json_text.h"
 #include "checkpoint/xxhash64.h"
 #include "util/error.h"
+#include "util/json_text.h"
 #include "util/shape.h"
 
 namespace nmt::checkpoint {
@@ -249,9 +249,9 @@ Header read_header(int fd, const std::filesystem::path& file) {
                 json::quote(meta_key), meta_value.type_name());
       const auto& text_value = meta_value.get_ref<const std::string&>();
       if (meta_key == kFormatKey) {
-        NMT_CHECK(text_value == kFormatVersion || text_value == kFormatVersion1,
-                  CheckpointError, "{}: unsupported checkpoint format {} (this build reads {} and {})",
-                  path, json::quote(text_value), kFormatVersion1, kFormatVersion);
+        NMT_CHECK(text_value == kFormatVersion || text_value == kFormatVersion1, CheckpointError,
+                  "{}: unsupported checkpoint format {} (this build reads {} and {})", path,
+                  json::quote(text_value), kFormatVersion1, kFormatVersion);
         header.format = text_value;
         has_format = true;
       } else if (meta_key == kChecksumKey) {
@@ -424,9 +424,8 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
   // Compact JSON (nlohmann's dump()): the bytes every checkpoint has had, pinned by a test.
   nlohmann::ordered_json root{{std::string(kMetadataKey), metadata}};
   for (const PreparedTensor& p : prepared) {
-    root[*p.name] = {{"dtype", p.dtype},
-                     {"shape", p.cpu.sizes().vec()},
-                     {"data_offsets", {p.begin, p.end}}};
+    root[*p.name] = {
+        {"dtype", p.dtype}, {"shape", p.cpu.sizes().vec()}, {"data_offsets", {p.begin, p.end}}};
   }
   std::string header = root.dump();
   // Spaces (valid JSON whitespace) pad the header so the data section starts 8-byte aligned.

@@ -28,12 +28,12 @@ nlohmann::ordered_json parse_header_json(std::string_view text) {
         throw HeaderJsonError(fmt::format("duplicate key {}", json::quote(key)));
     } else if (event == Event::value) {
       if (parsed.is_boolean() || parsed.is_null())
-        throw HeaderJsonError(fmt::format("{}: expected an object, array, string or integer",
-                                          parsed.dump()));
+        throw HeaderJsonError(
+            fmt::format("{}: expected an object, array, string or integer", parsed.dump()));
       // nlohmann reads an integer beyond int64 as unsigned, or beyond that as a real.
       if (parsed.is_number_float()) {
-        throw HeaderJsonError(fmt::format(
-            "real number {}: expected an integer in the 64-bit range", json::line(parsed)));
+        throw HeaderJsonError(fmt::format("real number {}: expected an integer in the 64-bit range",
+                                          json::line(parsed)));
       }
       if (parsed.is_number_unsigned() && parsed.get<uint64_t>() > uint64_t{INT64_MAX}) {
         throw HeaderJsonError(fmt::format("number {}: expected an integer in the 64-bit range",
@@ -49,8 +49,8 @@ nlohmann::ordered_json parse_header_json(std::string_view text) {
     // nothing to a reader.
     const std::string_view what = e.what();
     const size_t tag_end = what.rfind("] ", what.find(' '));
-    throw HeaderJsonError(std::string(tag_end == std::string_view::npos ? what
-                                                                        : what.substr(tag_end + 2)));
+    throw HeaderJsonError(
+        std::string(tag_end == std::string_view::npos ? what : what.substr(tag_end + 2)));
   }
 }
 

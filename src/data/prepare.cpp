@@ -123,7 +123,8 @@ std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int6
   o.update(stats(ours));
   nlohmann::ordered_json drawn = nlohmann::ordered_json::array();
   for (const CorpusDraw& d : corpora)
-    drawn.push_back({{"name", d.name}, {"pairs", d.pairs}, {"weight", d.weight}, {"drawn", d.drawn}});
+    drawn.push_back(
+        {{"name", d.name}, {"pairs", d.pairs}, {"weight", d.weight}, {"drawn", d.drawn}});
   o["corpora"] = std::move(drawn);
   o["naive"] = stats(naive);
   return json::pretty(o);

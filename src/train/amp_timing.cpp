@@ -35,8 +35,9 @@ std::unique_ptr<Updater> probe_updater(const RunSetup& setup, const data::Vocabu
 }  // namespace
 
 nlohmann::ordered_json AmpTiming::to_json() const {
-  return {{"warmup", warmup},   {"padded_tokens", padded_tokens}, {"fp32_steps_s", fp32_steps},
-          {"bf16_steps_s", bf16_steps}, {"fp32_s", fp32_s},  {"bf16_s", bf16_s},
+  return {{"warmup", warmup},           {"padded_tokens", padded_tokens},
+          {"fp32_steps_s", fp32_steps}, {"bf16_steps_s", bf16_steps},
+          {"fp32_s", fp32_s},           {"bf16_s", bf16_s},
           {"seconds", seconds}};
 }
 

@@ -11,8 +11,8 @@
 #include <fmt/ranges.h>
 
 #include "dist/device.h"
-#include "util/json_text.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace nmt::train {
 
@@ -120,8 +120,10 @@ std::string benchmark_json(const BenchmarkResult& r) {
   o["step_time_s"] = {{"median", r.step_time.median}, {"mean", r.step_time.mean},
                       {"min", r.step_time.min},       {"max", r.step_time.max},
                       {"p10", r.step_time.p10},       {"p90", r.step_time.p90}};
-  o["time_split_s"] = {{"data_wait", r.data_wait_s}, {"forward", r.forward_s},
-                       {"backward", r.backward_s},   {"grad_sync", r.grad_sync_s},
+  o["time_split_s"] = {{"data_wait", r.data_wait_s},
+                       {"forward", r.forward_s},
+                       {"backward", r.backward_s},
+                       {"grad_sync", r.grad_sync_s},
                        {"optimizer", r.optimizer_s}};
   o["phase_timing"] = {{"pass", r.separate_phase_pass ? "separate" : "headline"},
                        {"device_synced", r.phases_synced},

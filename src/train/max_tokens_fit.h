@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 #include "data/data_options.h"
 #include "train/batch_fit.h"
-#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 
 namespace nmt::data {
 struct PreparedData;

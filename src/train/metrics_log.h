@@ -15,9 +15,9 @@
 #include <filesystem>
 #include <optional>
 
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 #include "train/monitor_file.h"
 #include "train/tensorboard_log.h"
-#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 
 namespace nmt::train {
 

@@ -47,9 +47,9 @@ std::string run_summary_json(const RunSummary& s) {
               {"auto", s.amp_auto},
               {"reason", s.amp_reason},
               {"timing", json::or_null(s.amp_timing)}};
-  o["resumed_from"] = s.resumed_from ? Json{{"path", *s.resumed_from},
-                                            {"step", json::or_null(s.resumed_step)}}
-                                     : Json();
+  o["resumed_from"] = s.resumed_from
+                          ? Json{{"path", *s.resumed_from}, {"step", json::or_null(s.resumed_step)}}
+                          : Json();
   o["last_train_loss"] = json::or_null(s.last_train_loss);
   o["last_valid_loss"] = json::or_null(s.last_valid_loss);
   o["last_checkpoint"] = s.last_checkpoint;

@@ -61,7 +61,8 @@ void collect_numbers(const nlohmann::ordered_json& value, const std::string& pat
   if (value.is_object()) {
     for (const auto& [key, member] : value.items()) collect_numbers(member, below(key), out);
   } else if (value.is_array()) {
-    for (size_t i = 0; i < value.size(); ++i) collect_numbers(value[i], below(std::to_string(i)), out);
+    for (size_t i = 0; i < value.size(); ++i)
+      collect_numbers(value[i], below(std::to_string(i)), out);
   } else if (value.is_number_integer() ||
              (value.is_number_float() && std::isfinite(value.get<double>()))) {
     out.emplace_back(path, &value);

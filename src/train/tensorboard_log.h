@@ -26,9 +26,9 @@
 #include <filesystem>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 #include "train/monitor_file.h"
 #include "util/event_file.h"
-#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 
 namespace nmt::train {
 
@@ -48,7 +48,8 @@ class TensorBoardLog {
 
   /// The scalars of a record, tagged as the header says; its step goes to *step (none when
   /// the record has no step).
-  static std::vector<event_file::Scalar> scalars(const nlohmann::ordered_json& record, int64_t* step);
+  static std::vector<event_file::Scalar> scalars(const nlohmann::ordered_json& record,
+                                                 int64_t* step);
   /// Whether a file name is one of ours ("events.out.tfevents.*.nmt-train").
   static bool is_ours(const std::filesystem::path& file);
   /// The temp file of a rewrite in folder by this process (its name holds no "tfevents").

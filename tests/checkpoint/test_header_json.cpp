@@ -40,7 +40,8 @@ TEST_CASE("header json: string escapes, u-escapes and surrogate pairs decode to 
   CHECK(parse_header_json(R"("\u0000")") == std::string(1, '\0'));
 }
 
-TEST_CASE("header json: what a header never holds is refused, saying what", "[checkpoint][header_json]") {
+TEST_CASE("header json: what a header never holds is refused, saying what",
+          "[checkpoint][header_json]") {
   const auto fails = [](const std::string& text, const std::string& message) {
     INFO(text);
     CHECK_THROWS_AS(parse_header_json(text), HeaderJsonError);
@@ -48,7 +49,8 @@ TEST_CASE("header json: what a header never holds is refused, saying what", "[ch
   };
   // Beyond JSON: what the checks on top refuse.
   fails("{\"a\": 1, \"a\": 2}", "duplicate key \"a\"");
-  fails("{\"t\": {\"k\": 1}, \"u\": {\"k\": 1, \"x\": {\"k\": 2}, \"k\": 3}}", "duplicate key \"k\"");
+  fails("{\"t\": {\"k\": 1}, \"u\": {\"k\": 1, \"x\": {\"k\": 2}, \"k\": 3}}",
+        "duplicate key \"k\"");
   fails("1.5", "number 1.5: expected an integer in the 64-bit range");
   fails("[1e3]", "expected an integer");
   fails("9223372036854775808", "expected an integer in the 64-bit range");

@@ -4,10 +4,10 @@
 
 #include <set>
 
+#include <nlohmann/json.hpp>
 #include "checkpoint/tensor_groups.h"
 #include "test_support.h"
 #include "util/error.h"
-#include <nlohmann/json.hpp>
 
 using Catch::Matchers::Contains;
 using nmt::checkpoint::CheckpointData;

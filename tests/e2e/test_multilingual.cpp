@@ -68,7 +68,8 @@ const TwoDirections& two_directions() {
 /// The numbers of a JSON text by path, a JSON pointer ("/corpora/1/drawn").
 std::map<std::string, double> json_numbers(const std::string& text) {
   std::map<std::string, double> out;
-  const nlohmann::json flat = nlohmann::json::parse(text).flatten();  // items() would dangle on a temporary
+  const nlohmann::json flat =
+      nlohmann::json::parse(text).flatten();  // items() would dangle on a temporary
   for (const auto& [path, value] : flat.items())
     if (value.is_number()) out[path] = value.get<double>();
   return out;

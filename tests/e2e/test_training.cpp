@@ -44,7 +44,8 @@ int diff_exact(const std::string& a, const std::string& b) {
 std::vector<double> metric(const std::filesystem::path& run_dir, const std::string& type,
                            const std::string& key) {
   std::vector<double> values;
-  for (const auto& record : nmt::test::json_values(nmt::test::read_text(run_dir / "metrics.jsonl"))) {
+  for (const auto& record :
+       nmt::test::json_values(nmt::test::read_text(run_dir / "metrics.jsonl"))) {
     if (record.value("type", "") != type) continue;
     const auto value = record.find(key);
     if (value != record.end() && value->is_number()) values.push_back(value->get<double>());

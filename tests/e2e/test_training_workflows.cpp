@@ -248,7 +248,8 @@ TEST_CASE("several weighted corpora: each drawn by its weight, each with its own
   auto drawn = [&drawn_by_corpus](const std::string& name) {
     for (const auto& corpus : drawn_by_corpus)
       if (corpus.at("name") == name)
-        return std::pair<double, double>(corpus.at("pairs").get<double>(), corpus.at("drawn").get<double>());
+        return std::pair<double, double>(corpus.at("pairs").get<double>(),
+                                         corpus.at("drawn").get<double>());
     FAIL("no corpus " << name << " in batch_stats.json");
     return std::pair<double, double>();
   };
@@ -288,7 +289,8 @@ TEST_CASE("several validation sets are each reported, the first picks the best",
   // The checkpoint's validation loss is the first set's.
   std::optional<double> first_loss;
   for (const auto& record : nmt::test::json_values(metrics))
-    if (record.value("set", "") == "indomain" && !first_loss) first_loss = record.at("loss").get<double>();
+    if (record.value("set", "") == "indomain" && !first_loss)
+      first_loss = record.at("loss").get<double>();
   REQUIRE(first_loss.has_value());
   const auto info = run_command(nmt::test::kCkptBin + " info " + checkpoint_path(run.path(), 2));
   CHECK_THAT(info.out, Contains("\"valid_loss\": \"" ));

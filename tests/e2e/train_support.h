@@ -84,7 +84,8 @@ inline void collect_members(const nlohmann::ordered_json& value, const std::stri
 }
 
 /// Every member named `key` in the JSON of a text (json_values), in document order, at any depth.
-inline std::vector<nlohmann::ordered_json> json_members(const std::string& text, const std::string& key) {
+inline std::vector<nlohmann::ordered_json> json_members(const std::string& text,
+                                                        const std::string& key) {
   std::vector<nlohmann::ordered_json> out;
   for (const auto& value : json_values(text)) collect_members(value, key, out);
   return out;

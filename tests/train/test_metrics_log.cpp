@@ -74,12 +74,13 @@ TEST_CASE("metrics.jsonl: a record is one line of exactly these bytes", "[train]
     MetricsLog log(file, true);
     log.write(pinned_record());
   }
-  CHECK(read_file(file) ==
-        "{\"type\": \"valid\", \"step\": 12, \"loss\": 2.5, \"whole\": 2, \"tiny\": 1e-05, "
-        "\"sum\": 0.30000000000000004, \"big\": 1e+21, \"neg\": -0.125, \"nan\": null, "
-        "\"inf\": null, \"best\": true, \"none\": null, "
-        "\"text\": \"a \\\"q\\\" \\\\ /\\t\\n\\u0001 \xC3\xBC\", "
-        "\"pairs\": {\"en-de\": 3.5, \"n\": -7}, \"peaks\": [1.5, 2], \"names\": [\"a\", \"b\"]}\n");
+  CHECK(
+      read_file(file) ==
+      "{\"type\": \"valid\", \"step\": 12, \"loss\": 2.5, \"whole\": 2, \"tiny\": 1e-05, "
+      "\"sum\": 0.30000000000000004, \"big\": 1e+21, \"neg\": -0.125, \"nan\": null, "
+      "\"inf\": null, \"best\": true, \"none\": null, "
+      "\"text\": \"a \\\"q\\\" \\\\ /\\t\\n\\u0001 \xC3\xBC\", "
+      "\"pairs\": {\"en-de\": 3.5, \"n\": -7}, \"peaks\": [1.5, 2], \"names\": [\"a\", \"b\"]}\n");
 }
 
 TEST_CASE("metrics.jsonl: a resumed run drops the records after its starting step, then appends",
@@ -97,8 +98,8 @@ TEST_CASE("metrics.jsonl: a resumed run drops the records after its starting ste
     CHECK(read_file(file) == line(record("train", 2)) + line(record("train", 4)));
     log.write(record("train", 6));
   }
-  CHECK(read_file(file) == line(record("train", 2)) + line(record("train", 4)) +
-                               line(record("train", 6)));
+  CHECK(read_file(file) ==
+        line(record("train", 2)) + line(record("train", 4)) + line(record("train", 6)));
   // Starting from the last step logged keeps everything, and leaves the file untouched.
   CHECK_FALSE(MetricsLog::drop_after(file, 6));
 }

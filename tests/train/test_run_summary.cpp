@@ -140,7 +140,8 @@ TEST_CASE("run summary: what amp.mode auto timed goes under amp.timing", "[train
     })") != std::string::npos);
 }
 
-TEST_CASE("run summary: max_tokens auto's fit, its probes one object per line each", "[train][summary]") {
+TEST_CASE("run summary: what max_tokens auto measured, its probes on one line",
+          "[train][summary]") {
   nmt::train::MaxTokensFit fit;
   fit.max_tokens = 3000;
   fit.sentences = 60;

@@ -58,8 +58,8 @@ TEST_CASE("json: pretty indents objects in objects, down to a depth, and keeps a
         "  \"probes\": [{\"n\": 1}, {\"n\": 2, \"oom\": null}],\n"
         "  \"fit\": {\n    \"sentences\": 31,\n    \"oom\": true,\n    \"inner\": {\n"
         "      \"x\": -0.5\n    }\n  },\n  \"empty\": {}\n}\n");
-  CHECK(nmt::json::pretty(every_kind(), 1).find(
-            "  \"fit\": {\"sentences\": 31, \"oom\": true, \"inner\": {\"x\": -0.5}},\n") !=
+  CHECK(nmt::json::pretty(every_kind(), 1)
+            .find("  \"fit\": {\"sentences\": 31, \"oom\": true, \"inner\": {\"x\": -0.5}},\n") !=
         std::string::npos);
   CHECK(nmt::json::pretty(every_kind(), 2).find("    \"inner\": {\"x\": -0.5}\n  },\n") !=
         std::string::npos);
@@ -75,8 +75,10 @@ TEST_CASE("json: strings are escaped as before, UTF-8 as is, invalid UTF-8 repla
         "\\u001c\\u001d\\u001e\\u001f\"");
   CHECK(nmt::json::quote("a\"b\\/\x7f") == "\"a\\\"b\\\\/\x7f\"");
   CHECK(nmt::json::quote(std::string(1, '\0')) == "\"\\u0000\"");
-  CHECK(nmt::json::quote("Gr\xC3\xBC\xC3\x9F" "e \xF0\x9F\x91\x8B") ==
-        "\"Gr\xC3\xBC\xC3\x9F" "e \xF0\x9F\x91\x8B\"");
+  CHECK(nmt::json::quote("Gr\xC3\xBC\xC3\x9F"
+                         "e \xF0\x9F\x91\x8B") ==
+        "\"Gr\xC3\xBC\xC3\x9F"
+        "e \xF0\x9F\x91\x8B\"");
   CHECK(nmt::json::quote("a\xC3\x28") == "\"a\xEF\xBF\xBD(\"");  // U+FFFD, and the JSON stays valid
   // What is written reads back.
   const Json back = Json::parse(nmt::json::line(every_kind()));
