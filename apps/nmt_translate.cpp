@@ -3,7 +3,7 @@
 
 #include "config/translate_cli.h"
 #include "decode/translator.h"
-#include "util/json.h"
+#include "util/json_text.h"
 #include "util/log.h"
 #include "util/main_guard.h"
 
@@ -20,15 +20,15 @@ int run(int argc, char** argv) {
   decode::Translator translator(command.options, config::stored_model_options);
   const decode::TranslateStats stats = translator.translate_file(command.input, command.output);
   if (!command.stats_json.empty()) {
-    json::Object o;
-    o.add("sentences", stats.sentences)
-        .add("source_tokens", stats.source_tokens)
-        .add("output_tokens", stats.output_tokens)
-        .add("seconds", stats.seconds)
-        .add("sentences_per_s", stats.seconds > 0 ? double(stats.sentences) / stats.seconds : 0.0)
-        .add("output_tokens_per_s",
-             stats.seconds > 0 ? double(stats.output_tokens) / stats.seconds : 0.0);
-    std::ofstream(command.stats_json) << o.pretty();
+    const double seconds = stats.seconds;
+    nlohmann::ordered_json o;
+    o["sentences"] = stats.sentences;
+    o["source_tokens"] = stats.source_tokens;
+    o["output_tokens"] = stats.output_tokens;
+    o["seconds"] = seconds;
+    o["sentences_per_s"] = seconds > 0 ? double(stats.sentences) / seconds : 0.0;
+    o["output_tokens_per_s"] = seconds > 0 ? double(stats.output_tokens) / seconds : 0.0;
+    std::ofstream(command.stats_json) << json::pretty(o);
   }
   return 0;
 }

@@ -32,7 +32,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 # --- 1. Debian packages -------------------------------------------------------------------
 apt_packages=(
   build-essential cmake ninja-build ccache pkg-config
-  libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
+  libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
   libsentencepiece-dev sentencepiece zlib1g-dev catch2 libxxhash-dev
   openmpi-bin libopenmpi-dev libgloo-dev
   slurm-wlm munge  # tests/e2e/test_slurm.sh starts its own; 7 packages, 13 MB

@@ -19,13 +19,13 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include "util/atomic_file.h"
-#include "util/json.h"
+#include "checkpoint/header_json.h"
 #include "checkpoint/safetensors_io.h"
+#include "util/atomic_file.h"
 #include "checkpoint/xxhash64.h"
 #include "util/error.h"
+#include "util/json_text.h"
 #include "util/shape.h"
 
 namespace nmt::checkpoint {
@@ -52,42 +52,41 @@ struct Header {
 
 /// Turns one "name": {dtype, shape, data_offsets} header entry into a TensorEntry.
 TensorEntry parse_entry(const std::filesystem::path& file, const std::string& name,
-                        const json::Value& value) {
+                        const nlohmann::ordered_json& value) {
   const auto bad = [&](std::string_view what) {
     NMT_THROW(CheckpointError, "{}: header: tensor {}: {}", file.string(), json::quote(name), what);
   };
-  if (value.kind != json::Value::Kind::kObject)
-    bad(fmt::format("expected an object, found {}", json::kind_name(value.kind)));
+  if (!value.is_object()) bad(fmt::format("expected an object, found {}", value.type_name()));
   TensorEntry entry;
   entry.name = name;
   bool has_dtype = false, has_shape = false, has_offsets = false;
-  for (const auto& [key, field] : value.object) {
+  for (const auto& [key, field] : value.items()) {
     if (key == "dtype") {
-      if (field.kind != json::Value::Kind::kString) bad("dtype: expected a string");
-      const auto type = dtype_from_name(field.string);
+      if (!field.is_string()) bad("dtype: expected a string");
+      const auto& dtype = field.get_ref<const std::string&>();
+      const auto type = dtype_from_name(dtype);
       if (!type) {
-        bad(fmt::format("dtype {} is not supported (supported: {})", json::quote(field.string),
+        bad(fmt::format("dtype {} is not supported (supported: {})", json::quote(dtype),
                         kSupportedDtypes));
       }
       entry.type = *type;
       has_dtype = true;
     } else if (key == "shape") {
-      if (field.kind != json::Value::Kind::kArray) bad("shape: expected an array of integers");
-      for (const json::Value& dim : field.array) {
-        if (dim.kind != json::Value::Kind::kInteger || dim.integer < 0)
+      if (!field.is_array()) bad("shape: expected an array of integers");
+      for (const auto& dim : field) {
+        if (!dim.is_number_integer() || dim.get<int64_t>() < 0)
           bad("shape: expected an array of integers >= 0");
-        entry.shape.push_back(dim.integer);
+        entry.shape.push_back(dim.get<int64_t>());
       }
       has_shape = true;
     } else if (key == "data_offsets") {
-      if (field.kind != json::Value::Kind::kArray || field.array.size() != 2 ||
-          field.array[0].kind != json::Value::Kind::kInteger ||
-          field.array[1].kind != json::Value::Kind::kInteger || field.array[0].integer < 0 ||
-          field.array[1].integer < field.array[0].integer) {
+      if (!field.is_array() || field.size() != 2 || !field[0].is_number_integer() ||
+          !field[1].is_number_integer() || field[0].get<int64_t>() < 0 ||
+          field[1].get<int64_t>() < field[0].get<int64_t>()) {
         bad("data_offsets: expected [begin, end] with 0 <= begin <= end");
       }
-      entry.begin = static_cast<uint64_t>(field.array[0].integer);
-      entry.end = static_cast<uint64_t>(field.array[1].integer);
+      entry.begin = field[0].get<uint64_t>();
+      entry.end = field[1].get<uint64_t>();
       has_offsets = true;
     } else {
       bad(fmt::format("unexpected field {}", json::quote(key)));
@@ -172,39 +171,40 @@ Header read_header(int fd, const std::filesystem::path& file) {
   const std::string path = file.string();
   const auto [file_size, header_bytes, text] = read_header_text(fd, file);
 
-  json::Value root;
+  nlohmann::ordered_json root;
   try {
-    root = json::parse(text);
-  } catch (const json::ParseError& e) {
+    root = parse_header_json(text);
+  } catch (const HeaderJsonError& e) {
     NMT_THROW(CheckpointError, "{}: not a checkpoint: the header is not valid JSON ({})", path,
               e.what());
   }
-  NMT_CHECK(root.kind == json::Value::Kind::kObject, CheckpointError,
+  NMT_CHECK(root.is_object(), CheckpointError,
             "{}: not a checkpoint: the header is a JSON {}, expected an object", path,
-            json::kind_name(root.kind));
+            root.type_name());
 
   Header header;
   header.data_start = 8 + header_bytes;
   bool has_format = false, has_checksum = false;
-  for (const auto& [key, value] : root.object) {
+  for (const auto& [key, value] : root.items()) {
     if (key != kMetadataKey) continue;
-    NMT_CHECK(value.kind == json::Value::Kind::kObject, CheckpointError,
+    NMT_CHECK(value.is_object(), CheckpointError,
               "{}: header: __metadata__ must be an object of strings", path);
-    for (const auto& [meta_key, meta_value] : value.object) {
-      NMT_CHECK(meta_value.kind == json::Value::Kind::kString, CheckpointError,
+    for (const auto& [meta_key, meta_value] : value.items()) {
+      NMT_CHECK(meta_value.is_string(), CheckpointError,
                 "{}: header: __metadata__ {}: expected a string, found {}", path,
-                json::quote(meta_key), json::kind_name(meta_value.kind));
+                json::quote(meta_key), meta_value.type_name());
+      const auto& text_value = meta_value.get_ref<const std::string&>();
       if (meta_key == kFormatKey) {
-        NMT_CHECK(meta_value.string == kFormatVersion || meta_value.string == kFormatVersion1,
-                  CheckpointError, "{}: unsupported checkpoint format {} (this build reads {} and {})",
-                  path, json::quote(meta_value.string), kFormatVersion1, kFormatVersion);
-        header.format = meta_value.string;
+        NMT_CHECK(text_value == kFormatVersion || text_value == kFormatVersion1, CheckpointError,
+                  "{}: unsupported checkpoint format {} (this build reads {} and {})", path,
+                  json::quote(text_value), kFormatVersion1, kFormatVersion);
+        header.format = text_value;
         has_format = true;
       } else if (meta_key == kChecksumKey) {
-        header.checksum = meta_value.string;
+        header.checksum = text_value;
         has_checksum = true;
       } else {
-        header.metadata.emplace(meta_key, meta_value.string);
+        header.metadata.emplace(meta_key, text_value);
       }
     }
   }
@@ -213,7 +213,7 @@ Header read_header(int fd, const std::filesystem::path& file) {
             kFormatKey);
   NMT_CHECK(has_checksum, CheckpointError, "{}: header: no {} in the metadata", path, kChecksumKey);
 
-  for (const auto& [key, value] : root.object) {
+  for (const auto& [key, value] : root.items()) {
     if (key != kMetadataKey) header.tensors.push_back(parse_entry(file, key, value));
   }
   check_data_layout(header, file_size, path);
@@ -361,25 +361,13 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
   std::map<std::string, std::string> metadata = data.metadata;
   metadata.emplace(kFormatKey, kFormatVersion);
   metadata.emplace(kChecksumKey, hex64(hash.digest()));
-  std::string header = "{";
-  json::append_string(header, kMetadataKey);
-  header += ":{";
-  bool first = true;
-  for (const auto& [key, value] : metadata) {
-    if (!first) header += ',';
-    first = false;
-    json::append_string(header, key);
-    header += ':';
-    json::append_string(header, value);
-  }
-  header += '}';
+  // Compact JSON (nlohmann's dump()): the bytes every checkpoint has had, pinned by a test.
+  nlohmann::ordered_json root{{std::string(kMetadataKey), metadata}};
   for (const PreparedTensor& p : prepared) {
-    header += ',';
-    json::append_string(header, *p.name);
-    header += fmt::format(":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", p.dtype,
-                          fmt::join(p.cpu.sizes(), ","), p.begin, p.end);
+    root[*p.name] = {
+        {"dtype", p.dtype}, {"shape", p.cpu.sizes().vec()}, {"data_offsets", {p.begin, p.end}}};
   }
-  header += '}';
+  std::string header = root.dump();
   // Spaces (valid JSON whitespace) pad the header so the data section starts 8-byte aligned.
   header.append((8 - header.size() % 8) % 8, ' ');
 

@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "util/json.h"
 #include "checkpoint/xxhash64.h"
 #include "util/error.h"
+#include "util/json_text.h"
 #include "util/shape.h"
 
 namespace nmt::checkpoint {

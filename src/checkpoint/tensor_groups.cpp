@@ -7,7 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "util/error.h"
-#include "util/json.h"
+#include "util/json_text.h"
 
 namespace nmt::checkpoint {
 
@@ -53,34 +53,28 @@ TensorFinder group_finder(const CheckpointData& data, TensorGroup group) {
 }
 
 std::string tensor_layout_json() {
-  std::vector<json::Object> groups;
-  for (const TensorGroupInfo& info : kTensorGroups) {
-    json::Object group;
-    group.add("name", info.name).add("prefix", info.prefix).add("contents", info.contents);
-    groups.push_back(std::move(group));
-  }
+  using Json = nlohmann::ordered_json;
+  Json groups = Json::array();
+  for (const TensorGroupInfo& info : kTensorGroups)
+    groups.push_back({{"name", info.name}, {"prefix", info.prefix}, {"contents", info.contents}});
   const auto strings = [](const auto& names) {
     return std::vector<std::string>(names.begin(), names.end());
   };
   namespace proj = attention_projection;
-  json::Object attention;
-  attention.add("self_attention", proj::kSelfAttention)
-      .add("cross_attention", proj::kCrossAttention)
-      .add("query_key_value", proj::kQueryKeyValue)
-      .add("query", proj::kQuery)
-      .add("key_value", proj::kKeyValue)
-      .add("output", proj::kOutput);
-  json::Object out;
-  out.add("groups", groups)
-      .add("attention_projections", attention)
-      .add("optimizer_slots", strings(optimizer_slot::kAll))
-      .add("optimizer_name", optimizer_slot::name("<slot>", "<parameter>"))
-      .add("scaler_fields", strings(scaler_field::kAll))
-      .add("rng_name", "<kind>.<rank>")  // rng_stream::name (a unit test checks they agree)
-      .add("vocabulary_files",
-           std::vector<std::string>{std::string(vocabulary_file::kSource),
-                                    std::string(vocabulary_file::kTarget)});
-  return out.pretty();
+  Json out;
+  out["groups"] = groups;
+  out["attention_projections"] = {{"self_attention", proj::kSelfAttention},
+                                  {"cross_attention", proj::kCrossAttention},
+                                  {"query_key_value", proj::kQueryKeyValue},
+                                  {"query", proj::kQuery},
+                                  {"key_value", proj::kKeyValue},
+                                  {"output", proj::kOutput}};
+  out["optimizer_slots"] = strings(optimizer_slot::kAll);
+  out["optimizer_name"] = optimizer_slot::name("<slot>", "<parameter>");
+  out["scaler_fields"] = strings(scaler_field::kAll);
+  out["rng_name"] = "<kind>.<rank>";  // rng_stream::name (a unit test checks they agree)
+  out["vocabulary_files"] = {vocabulary_file::kSource, vocabulary_file::kTarget};
+  return json::pretty(out);
 }
 
 at::Tensor bytes_tensor(std::string_view bytes) {

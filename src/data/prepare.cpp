@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "data/lang_tags.h"
-#include "util/json.h"
+#include "util/json_text.h"
 #include "util/log.h"
 
 namespace nmt::data {
@@ -99,37 +99,35 @@ std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int6
                              int64_t max_tokens, int64_t update_freq, double plan_seconds,
                              const std::vector<CorpusDraw>& corpora, double temperature) {
   // Ratios to 4 decimals: more would only show the noise of a sample.
-  const auto fixed = [](double v, int digits) { return fmt::format("{:.{}f}", v, digits); };
-  const auto add_stats = [&fixed](json::Object& o, const PlanStats& s) {
-    o.add("batches", s.batches)
-        .add("steps", s.steps)
-        .add("sentences", s.sentences)
-        .add("src_tokens", s.src_tokens)
-        .add("tgt_tokens", s.tgt_tokens)
-        .add("padded_tokens", s.padded_tokens)
-        .add_raw("padding_efficiency", fixed(s.padding_efficiency, 4))
-        .add_raw("max_rank_token_imbalance", fixed(s.max_rank_token_imbalance, 4))
-        .add_raw("mean_batch_fill", fixed(s.mean_batch_fill, 4))
-        .add_raw("max_batch_fill", fixed(s.max_batch_fill, 4));
+  const auto rounded = [](double v, double scale) { return std::round(v * scale) / scale; };
+  const auto stats = [&rounded](const PlanStats& s) {
+    return nlohmann::ordered_json{
+        {"batches", s.batches},
+        {"steps", s.steps},
+        {"sentences", s.sentences},
+        {"src_tokens", s.src_tokens},
+        {"tgt_tokens", s.tgt_tokens},
+        {"padded_tokens", s.padded_tokens},
+        {"padding_efficiency", rounded(s.padding_efficiency, 1e4)},
+        {"max_rank_token_imbalance", rounded(s.max_rank_token_imbalance, 1e4)},
+        {"mean_batch_fill", rounded(s.mean_batch_fill, 1e4)},
+        {"max_batch_fill", rounded(s.max_batch_fill, 1e4)}};
   };
-  json::Object o, naive_stats;
-  o.add("world_size", world_size)
-      .add("max_tokens", max_tokens)
-      .add("update_freq", update_freq)
-      .add("epoch", 1)
-      .add_raw("plan_seconds", fixed(plan_seconds, 3));
-  if (temperature != 1.0) o.add("sampling_temperature", temperature);
-  add_stats(o, ours);
-  std::vector<json::Object> drawn;
-  for (const CorpusDraw& d : corpora) {
-    json::Object corpus;
-    corpus.add("name", d.name).add("pairs", d.pairs).add("weight", d.weight).add("drawn", d.drawn);
-    drawn.push_back(std::move(corpus));
-  }
-  o.add("corpora", drawn);
-  add_stats(naive_stats, naive);
-  o.add("naive", naive_stats);
-  return o.pretty();
+  nlohmann::ordered_json o;
+  o["world_size"] = world_size;
+  o["max_tokens"] = max_tokens;
+  o["update_freq"] = update_freq;
+  o["epoch"] = 1;
+  o["plan_seconds"] = rounded(plan_seconds, 1e3);
+  if (temperature != 1.0) o["sampling_temperature"] = temperature;
+  o.update(stats(ours));
+  nlohmann::ordered_json drawn = nlohmann::ordered_json::array();
+  for (const CorpusDraw& d : corpora)
+    drawn.push_back(
+        {{"name", d.name}, {"pairs", d.pairs}, {"weight", d.weight}, {"drawn", d.drawn}});
+  o["corpora"] = std::move(drawn);
+  o["naive"] = stats(naive);
+  return json::pretty(o);
 }
 
 std::string batch_stats_table(const PlanStats& ours, const PlanStats& naive) {

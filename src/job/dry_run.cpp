@@ -61,12 +61,12 @@ int dry_run(config::RunConfig c, const amp::AmpChoice& amp, const dist::DeviceIn
   summary.amp_auto = amp.automatic;
   summary.amp_reason = amp.reason;
   summary.wall_s = seconds_since(start);
-  summary.details.add("batch_stats", stats_file.string())
-      .add("plan_seconds", plan_seconds)
-      .add("update_freq", update_freq)
-      .add("steps", ours.steps)
-      .add("padding_efficiency", ours.padding_efficiency)
-      .add("max_rank_token_imbalance", ours.max_rank_token_imbalance);
+  summary.details["batch_stats"] = stats_file.string();
+  summary.details["plan_seconds"] = plan_seconds;
+  summary.details["update_freq"] = update_freq;
+  summary.details["steps"] = ours.steps;
+  summary.details["padding_efficiency"] = ours.padding_efficiency;
+  summary.details["max_rank_token_imbalance"] = ours.max_rank_token_imbalance;
   train::write_run_summary(run_dir, summary);
   return 0;
 }

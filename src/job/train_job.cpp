@@ -105,7 +105,8 @@ int benchmark(const config::TrainCommand& command, const Rank& rank, train::RunS
   std::filesystem::create_directories(file.parent_path());
   std::ofstream(file) << train::benchmark_json(result);
   log::info("benchmark", "wrote {}", file.string());
-  summary.details.add("benchmark_json", file.string()).add("mfu", result.mfu());
+  summary.details["benchmark_json"] = file.string();
+  summary.details["mfu"] = result.mfu();
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include "data/batch_tensors.h"
 #include "data/prepare.h"
@@ -33,16 +34,11 @@ std::unique_ptr<Updater> probe_updater(const RunSetup& setup, const data::Vocabu
 
 }  // namespace
 
-json::Object AmpTiming::to_json() const {
-  json::Object o;
-  o.add("warmup", warmup)
-      .add("padded_tokens", padded_tokens)
-      .add("fp32_steps_s", fp32_steps)
-      .add("bf16_steps_s", bf16_steps)
-      .add("fp32_s", fp32_s)
-      .add("bf16_s", bf16_s)
-      .add("seconds", seconds);
-  return o;
+nlohmann::ordered_json AmpTiming::to_json() const {
+  return {{"warmup", warmup},           {"padded_tokens", padded_tokens},
+          {"fp32_steps_s", fp32_steps}, {"bf16_steps_s", bf16_steps},
+          {"fp32_s", fp32_s},           {"bf16_s", bf16_s},
+          {"seconds", seconds}};
 }
 
 AmpTiming time_amp_modes(const RunSetup& setup, const data::PreparedData& data,

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "util/json.h"
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 
 namespace nmt::data {
 struct PreparedData;
@@ -47,7 +47,7 @@ struct AmpTiming {
   double seconds = 0;               ///< time the timing took on this rank
 
   /// For summary.json: every figure above.
-  json::Object to_json() const;
+  nlohmann::ordered_json to_json() const;
 };
 
 /// Times a step of `setup`'s model in fp32 and bf16 on this rank. With several ranks every

@@ -11,8 +11,8 @@
 #include <fmt/ranges.h>
 
 #include "dist/device.h"
-#include "util/json.h"
 #include "util/error.h"
+#include "util/json_text.h"
 #include "util/timer.h"
 
 namespace nmt::train {
@@ -102,53 +102,47 @@ double measure_peak_tflops(c10::Device device, amp::AmpMode mode, double seconds
 }
 
 std::string benchmark_json(const BenchmarkResult& r) {
-  json::Object step_time, split, phases, o;
-  step_time.add("median", r.step_time.median)
-      .add("mean", r.step_time.mean)
-      .add("min", r.step_time.min)
-      .add("max", r.step_time.max)
-      .add("p10", r.step_time.p10)
-      .add("p90", r.step_time.p90);
-  split.add("data_wait", r.data_wait_s)
-      .add("forward", r.forward_s)
-      .add("backward", r.backward_s)
-      .add("grad_sync", r.grad_sync_s)
-      .add("optimizer", r.optimizer_s);
-  phases.add("pass", r.separate_phase_pass ? "separate" : "headline")
-      .add("device_synced", r.phases_synced)
-      .add("steps", r.phase_steps)
-      .add("seconds", r.phase_seconds)
-      .add("tokens_per_s", r.phase_tokens_per_s());
-  o.add("ranks", r.ranks)
-      .add("threads_per_rank", r.threads)
-      .add("device", r.device)
-      .add("amp", r.amp)
-      .add("synthetic", r.synthetic)
-      .add("warmup_steps", r.warmup)
-      .add("steps", r.steps)
-      .add("update_freq", r.update_freq)
-      .add("parameters", r.parameters)
-      .add("seconds", r.seconds)
-      .add("tokens_per_s", r.tokens_per_s())
-      .add("target_tokens_per_s", r.target_tokens / r.seconds)
-      .add("padded_tokens_per_s", r.padded_tokens_per_s())
-      .add_raw("step_time_s", step_time.str())  // one line each, as the reference writes them
-      .add_raw("time_split_s", split.str())
-      .add_raw("phase_timing", phases.str())
-      .add("peak_memory_mb", r.peak_memory_mb)
-      .add("model_flops_per_step", r.flops_per_step)
-      .add("kernel_flops_per_step", r.kernel_flops_per_step)
-      .add("achieved_tflops", r.achieved_tflops())
-      .add("hardware_peak_tflops",
-           r.hardware_peak_tflops > 0 ? std::optional<double>(r.hardware_peak_tflops) : std::nullopt)
-      .add("hardware_peak_source", r.hardware_peak_source)
-      .add("mfu", r.mfu())
-      .add("peak_tflops", r.peak_tflops)
-      .add("peak_method", r.peak_method)
-      .add("matmul_ceiling_fraction", r.matmul_ceiling_fraction())
-      .add("first_loss", r.first_loss)
-      .add("last_loss", r.last_loss);
-  return o.pretty();
+  using Json = nlohmann::ordered_json;
+  Json o;
+  o["ranks"] = r.ranks;
+  o["threads_per_rank"] = r.threads;
+  o["device"] = r.device;
+  o["amp"] = r.amp;
+  o["synthetic"] = r.synthetic;
+  o["warmup_steps"] = r.warmup;
+  o["steps"] = r.steps;
+  o["update_freq"] = r.update_freq;
+  o["parameters"] = r.parameters;
+  o["seconds"] = r.seconds;
+  o["tokens_per_s"] = r.tokens_per_s();
+  o["target_tokens_per_s"] = r.target_tokens / r.seconds;
+  o["padded_tokens_per_s"] = r.padded_tokens_per_s();
+  o["step_time_s"] = {{"median", r.step_time.median}, {"mean", r.step_time.mean},
+                      {"min", r.step_time.min},       {"max", r.step_time.max},
+                      {"p10", r.step_time.p10},       {"p90", r.step_time.p90}};
+  o["time_split_s"] = {{"data_wait", r.data_wait_s},
+                       {"forward", r.forward_s},
+                       {"backward", r.backward_s},
+                       {"grad_sync", r.grad_sync_s},
+                       {"optimizer", r.optimizer_s}};
+  o["phase_timing"] = {{"pass", r.separate_phase_pass ? "separate" : "headline"},
+                       {"device_synced", r.phases_synced},
+                       {"steps", r.phase_steps},
+                       {"seconds", r.phase_seconds},
+                       {"tokens_per_s", r.phase_tokens_per_s()}};
+  o["peak_memory_mb"] = r.peak_memory_mb;
+  o["model_flops_per_step"] = r.flops_per_step;
+  o["kernel_flops_per_step"] = r.kernel_flops_per_step;
+  o["achieved_tflops"] = r.achieved_tflops();
+  o["hardware_peak_tflops"] = r.hardware_peak_tflops > 0 ? Json(r.hardware_peak_tflops) : Json();
+  o["hardware_peak_source"] = r.hardware_peak_source;
+  o["mfu"] = r.mfu();
+  o["peak_tflops"] = r.peak_tflops;
+  o["peak_method"] = r.peak_method;
+  o["matmul_ceiling_fraction"] = r.matmul_ceiling_fraction();
+  o["first_loss"] = r.first_loss;
+  o["last_loss"] = r.last_loss;
+  return json::pretty(o, 1);  // the nested objects on one line each, as the reference writes them
 }
 
 namespace {

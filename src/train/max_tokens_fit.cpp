@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "data/batch_tensors.h"
 #include "data/prepare.h"
@@ -141,26 +142,26 @@ MaxTokensFit fit_max_tokens(const RunSetup& setup, const data::PreparedData& dat
 
 }  // namespace
 
-json::Object MaxTokensFit::to_json() const {
-  std::vector<json::Object> measured;
+nlohmann::ordered_json MaxTokensFit::to_json() const {
+  using Json = nlohmann::ordered_json;
+  Json measured = Json::array();
   for (const BatchProbe& p : probes) {
-    json::Object o;
-    o.add("sentences", p.sentences).add("tokens", p.sentences * length);
-    if (p.peak_bytes) o.add("peak_mb", double(*p.peak_bytes) / kMiB);
-    else o.add_raw("peak_mb", "null");  // out of memory
-    measured.push_back(o);
+    Json o{{"sentences", p.sentences}, {"tokens", p.sentences * length}};
+    // null: out of memory
+    o["peak_mb"] = p.peak_bytes ? Json(double(*p.peak_bytes) / kMiB) : Json();
+    measured.push_back(std::move(o));
   }
-  json::Object o;
-  o.add("max_tokens", max_tokens)
-      .add("sentences", sentences)
-      .add("length", length)
-      .add("peak_mb", peak_mb)
-      .add("memory_mb", memory_mb)
-      .add("headroom_mb", headroom_mb)
-      .add("limit_mb", limit_mb)
-      .add("probes", measured)
-      .add("seconds", seconds)
-      .add("fallback", fallback);
+  Json o;
+  o["max_tokens"] = max_tokens;
+  o["sentences"] = sentences;
+  o["length"] = length;
+  o["peak_mb"] = peak_mb;
+  o["memory_mb"] = memory_mb;
+  o["headroom_mb"] = headroom_mb;
+  o["limit_mb"] = limit_mb;
+  o["probes"] = std::move(measured);
+  o["seconds"] = seconds;
+  o["fallback"] = fallback;
   return o;
 }
 

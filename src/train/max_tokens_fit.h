@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 #include "data/data_options.h"
 #include "train/batch_fit.h"
-#include "util/json.h"
 
 namespace nmt::data {
 struct PreparedData;
@@ -40,7 +40,7 @@ struct MaxTokensFit {
                                ///< unmeasured_max_tokens())
 
   /// For summary.json: every figure above, probes as {sentences, peak_mb or null}.
-  json::Object to_json() const;
+  nlohmann::ordered_json to_json() const;
 };
 
 /// data.max_tokens as a number, and how it was chosen.

@@ -1,7 +1,6 @@
 #include "train/metrics_log.h"
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -11,29 +10,21 @@
 
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/json_text.h"
 #include "util/log.h"
 
 namespace nmt::train {
 namespace {
 
 /// The integer value of `"step"` among the top-level members of a JSON line, as MetricsLog
-/// writes them; nullopt when there is none, when it is not written as an integer, or when the
-/// line is not JSON (json::parse reads integers only, and a record's other numbers are reals).
+/// writes them; nullopt when there is none, when it is not an integer, or when the line is not
+/// a JSON object.
 std::optional<int64_t> top_level_step(std::string_view line) {
-  std::vector<std::pair<std::string, std::string_view>> numbers;
-  try {
-    numbers = json::number_texts(line);
-  } catch (const json::ParseError&) {
-    return std::nullopt;
-  }
-  for (const auto& [path, text] : numbers) {
-    if (path != "/step") continue;
-    int64_t step = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), step);
-    if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-    return step;
-  }
-  return std::nullopt;
+  const auto record = nlohmann::ordered_json::parse(line.begin(), line.end(), nullptr, false);
+  if (!record.is_object()) return std::nullopt;  // a parse error gives a discarded value
+  const auto step = record.find("step");
+  if (step == record.end() || !step->is_number_integer()) return std::nullopt;
+  return step->get<int64_t>();
 }
 
 }  // namespace
@@ -95,8 +86,8 @@ MetricsLog::MetricsLog(const std::filesystem::path& file, bool enabled, bool ten
     TensorBoardLog::drop_events_after(events, first_step);
 }
 
-void MetricsLog::write(const json::Object& record) {
-  if (out_) out_->append(record.str() + "\n");
+void MetricsLog::write(const nlohmann::ordered_json& record) {
+  if (out_) out_->append(json::line(record) + "\n");
   if (tensorboard_) tensorboard_->write(record);
 }
 

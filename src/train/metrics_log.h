@@ -15,9 +15,9 @@
 #include <filesystem>
 #include <optional>
 
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 #include "train/monitor_file.h"
 #include "train/tensorboard_log.h"
-#include "util/json.h"
 
 namespace nmt::train {
 
@@ -32,7 +32,7 @@ class MetricsLog {
              int64_t first_step = 0);
   /// Writes one record as one line (and as TensorBoard scalars); a failed write is one warning
   /// (monitor_file.h), not an error.
-  void write(const json::Object& record);
+  void write(const nlohmann::ordered_json& record);
 
   /// Rewrites file (atomically, keeping its permissions) without its records of a step after
   /// last_step and without an unterminated last line; returns how many lines it dropped (0:

@@ -11,6 +11,7 @@
 #include "dist/device.h"
 #include "train/lr_schedule.h"
 #include "util/duration.h"
+#include "util/json_text.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -85,40 +86,38 @@ double Progress::interval(int64_t step, int64_t epoch, const IntervalTotals& t,
               scaler.skipped_total, scaler.scale);
     skipped_logged_ = scaler.skipped_total;
   }
-  json::Object record;
-  record.add("type", "train")
-      .add("step", step)
-      .add("epoch", epoch)
-      .add("loss", loss)
-      .add("nll", nll)
-      .add("ppl", perplexity(nll))
-      .add("lr", lr)
-      .add("tokens_per_s", tokens_per_s)
-      .add("padded_tokens_per_s", t.padded_tokens / seconds)
-      .add("grad_norm", grad_norm)
-      .add("loss_scale", scaler.scale)
-      .add("skipped_updates", scaler.skipped_total)
-      .add("peak_memory_mb", peak_mb)
-      .add("host_private_mb", double(host.private_bytes) / (1 << 20))
-      .add("host_shared_mb", double(host.shared_bytes) / (1 << 20))
-      .add("data_wait_s", t.data_wait_s);
-  if (t.split_measured) {
-    record.add("forward_s", t.forward_s)
-        .add("backward_s", t.backward_s)
-        .add("grad_sync_s", t.sync_s)
-        .add("optimizer_s", t.optimizer_s)
-        .add("time_split", "wall");
-  } else {
-    record.add_raw("forward_s", "null")
-        .add_raw("backward_s", "null")
-        .add_raw("grad_sync_s", "null")
-        .add_raw("optimizer_s", "null")
-        .add("time_split", "omitted: the device runs asynchronously (the host only queues its "
-                           "work); --benchmark times the phases with device syncs");
-  }
-  record.add("interval_s", seconds)
-      .add("elapsed_s", elapsed())
-      .add("eta_s", eta);
+  nlohmann::ordered_json record;
+  record["type"] = "train";
+  record["step"] = step;
+  record["epoch"] = epoch;
+  record["loss"] = loss;
+  record["nll"] = nll;
+  record["ppl"] = perplexity(nll);
+  record["lr"] = lr;
+  record["tokens_per_s"] = tokens_per_s;
+  record["padded_tokens_per_s"] = t.padded_tokens / seconds;
+  record["grad_norm"] = grad_norm;
+  record["loss_scale"] = scaler.scale;
+  record["skipped_updates"] = scaler.skipped_total;
+  record["peak_memory_mb"] = peak_mb;
+  record["host_private_mb"] = double(host.private_bytes) / (1 << 20);
+  record["host_shared_mb"] = double(host.shared_bytes) / (1 << 20);
+  record["data_wait_s"] = t.data_wait_s;
+  // null: the device runs asynchronously, so the host's times would not be the phases'.
+  const auto measured = [&t](double s) {
+    return t.split_measured ? nlohmann::ordered_json(s) : nlohmann::ordered_json();
+  };
+  record["forward_s"] = measured(t.forward_s);
+  record["backward_s"] = measured(t.backward_s);
+  record["grad_sync_s"] = measured(t.sync_s);
+  record["optimizer_s"] = measured(t.optimizer_s);
+  record["time_split"] = t.split_measured
+                             ? "wall"
+                             : "omitted: the device runs asynchronously (the host only queues its "
+                               "work); --benchmark times the phases with device syncs";
+  record["interval_s"] = seconds;
+  record["elapsed_s"] = elapsed();
+  record["eta_s"] = eta;
   metrics_.write(record);
   return loss;
 }
@@ -131,17 +130,21 @@ std::string set_label(const SetScores& set) {
 }
 
 /// A metrics.jsonl record of one validation set.
-json::Object valid_record(int64_t step, int64_t epoch, const SetScores& set) {
-  json::Object record;
-  record.add("type", "valid").add("set", set.name);
-  if (!set.pair.empty()) record.add("pair", set.pair);
-  record.add("step", step)
-      .add("epoch", epoch)
-      .add("loss", set.loss)
-      .add("nll", set.nll)
-      .add("ppl", perplexity(set.nll))
-      .add("tokens", set.tokens);
-  if (set.bleu) record.add("bleu", *set.bleu).add("chrf", *set.chrf);
+nlohmann::ordered_json valid_record(int64_t step, int64_t epoch, const SetScores& set) {
+  nlohmann::ordered_json record;
+  record["type"] = "valid";
+  record["set"] = set.name;
+  if (!set.pair.empty()) record["pair"] = set.pair;
+  record["step"] = step;
+  record["epoch"] = epoch;
+  record["loss"] = set.loss;
+  record["nll"] = set.nll;
+  record["ppl"] = perplexity(set.nll);
+  record["tokens"] = set.tokens;
+  if (set.bleu) {
+    record["bleu"] = *set.bleu;
+    record["chrf"] = *set.chrf;
+  }
   return record;
 }
 
@@ -158,8 +161,9 @@ void Progress::validation(int64_t step, int64_t epoch, const ValidationResult& v
             first.bleu ? fmt::format(" | BLEU {:.2f} | chrF {:.2f}", *first.bleu, *first.chrf) : "",
             v.best ? " | best" : fmt::format(" | {} without improvement", v.without_improvement),
             v.seconds);
-  json::Object record = valid_record(step, epoch, first);
-  record.add("best", v.best).add("seconds", v.seconds);
+  nlohmann::ordered_json record = valid_record(step, epoch, first);
+  record["best"] = v.best;
+  record["seconds"] = v.seconds;
   metrics_.write(record);
   for (const SetScores& set : v.others) {
     log::info("valid", "step {} | epoch {} | {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}", step,

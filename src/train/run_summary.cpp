@@ -32,37 +32,35 @@ const char* run_kind_name(RunKind kind) {
 }
 
 std::string run_summary_json(const RunSummary& s) {
-  json::Object o;
-  o.add("kind", run_kind_name(s.kind))
-      .add("stop_reason", stop_reason_name(s.stop_reason))
-      .add("final_step", s.final_step)
-      .add("epoch", s.epoch)
-      .add("world_size", s.world_size)
-      .add("parameter_hashes", s.parameter_hashes)
-      .add("peak_memory_mb", s.peak_memory_mb)
-      .add("max_tokens", s.max_tokens);
-  if (s.max_tokens_fit) o.add("max_tokens_fit", s.max_tokens_fit->to_json());
-  else o.add_raw("max_tokens_fit", "null");
-  json::Object amp;
-  amp.add("mode", s.amp_mode).add("auto", s.amp_auto).add("reason", s.amp_reason);
-  if (s.amp_timing) amp.add("timing", *s.amp_timing);
-  else amp.add_raw("timing", "null");
-  o.add("amp", amp);
-  json::Object resumed;
-  if (s.resumed_from) resumed.add("path", *s.resumed_from).add("step", s.resumed_step);
-  if (resumed.empty()) o.add_raw("resumed_from", "null");
-  else o.add("resumed_from", resumed);
-  o.add("last_train_loss", s.last_train_loss)
-      .add("last_valid_loss", s.last_valid_loss)
-      .add("last_checkpoint", s.last_checkpoint)
-      .add("tokens", s.tokens)
-      .add("tokens_per_s", s.tokens_per_s)
-      .add("train_s", s.train_s)
-      .add("validation_s", s.validation_s)
-      .add("checkpoint_s", s.checkpoint_s)
-      .add("wall_s", s.wall_s);
-  if (!s.details.empty()) o.add(run_kind_name(s.kind), s.details);
-  return o.pretty();
+  using Json = nlohmann::ordered_json;
+  Json o;
+  o["kind"] = run_kind_name(s.kind);
+  o["stop_reason"] = stop_reason_name(s.stop_reason);
+  o["final_step"] = s.final_step;
+  o["epoch"] = s.epoch;
+  o["world_size"] = s.world_size;
+  o["parameter_hashes"] = s.parameter_hashes;
+  o["peak_memory_mb"] = s.peak_memory_mb;
+  o["max_tokens"] = s.max_tokens;
+  o["max_tokens_fit"] = s.max_tokens_fit ? s.max_tokens_fit->to_json() : Json();
+  o["amp"] = {{"mode", s.amp_mode},
+              {"auto", s.amp_auto},
+              {"reason", s.amp_reason},
+              {"timing", json::or_null(s.amp_timing)}};
+  o["resumed_from"] = s.resumed_from
+                          ? Json{{"path", *s.resumed_from}, {"step", json::or_null(s.resumed_step)}}
+                          : Json();
+  o["last_train_loss"] = json::or_null(s.last_train_loss);
+  o["last_valid_loss"] = json::or_null(s.last_valid_loss);
+  o["last_checkpoint"] = s.last_checkpoint;
+  o["tokens"] = s.tokens;
+  o["tokens_per_s"] = s.tokens_per_s;
+  o["train_s"] = s.train_s;
+  o["validation_s"] = s.validation_s;
+  o["checkpoint_s"] = s.checkpoint_s;
+  o["wall_s"] = s.wall_s;
+  if (!s.details.empty()) o[run_kind_name(s.kind)] = s.details;
+  return json::pretty(o);
 }
 
 void write_run_summary(const std::filesystem::path& run_dir, const RunSummary& summary) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "train/max_tokens_fit.h"
-#include "util/json.h"
+#include "util/json_text.h"
 
 namespace nmt::train {
 
@@ -57,7 +57,8 @@ struct RunSummary {
   std::string amp_mode = "off";               ///< the precision in effect (amp.mode resolved)
   bool amp_auto = false;                      ///< it was chosen by amp.mode auto
   std::string amp_reason;                     ///< why ("as configured", or auto's reason)
-  std::optional<json::Object> amp_timing;     ///< what auto timed (train/amp_timing.h), if it did
+  std::optional<nlohmann::ordered_json>
+      amp_timing;                             ///< what auto timed (train/amp_timing.h), if it did
   std::optional<std::string> resumed_from;    ///< checkpoint file this run started from
   std::optional<int64_t> resumed_step;        ///< its step
   std::optional<double> last_train_loss;      ///< per-token loss of the last logged interval
@@ -70,8 +71,8 @@ struct RunSummary {
   double validation_s = 0;        ///< rank 0's time validating, outside train_s
   double checkpoint_s = 0;        ///< rank 0's time writing checkpoints, outside train_s
   double wall_s = 0;              ///< wall time of this process's run
-  json::Object details;           ///< kind-specific figures (benchmark, dry run), written
-                                  ///< under the kind's name
+  nlohmann::ordered_json details;  ///< kind-specific figures (benchmark, dry run), written
+                                   ///< under the kind's name
 };
 
 /// The JSON text of a summary.

@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "util/atomic_file.h"
 #include "util/host_name.h"
@@ -35,10 +39,29 @@ double now_seconds() {
 }
 
 /// A JSON string member as text (nullopt when absent or not a string).
-std::optional<std::string> string_member(const json::Object& record, std::string_view key) {
-  const auto text = record.member(key);
-  if (!text || text->empty() || text->front() != '"') return std::nullopt;
-  return json::parse(*text).string;
+std::optional<std::string> string_member(const nlohmann::ordered_json& record, const char* key) {
+  const auto it = record.find(key);
+  if (it == record.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+/// Every finite number below `value` with its path: below `path`, the keys of objects and the
+/// indexes of arrays joined by '/' ({"a": {"b": [1, 2]}} gives a/b/0 and a/b/1). Strings,
+/// booleans, null and non-finite numbers (which metrics.jsonl writes as null) are left out.
+void collect_numbers(const nlohmann::ordered_json& value, const std::string& path,
+                     std::vector<std::pair<std::string, const nlohmann::ordered_json*>>& out) {
+  const auto below = [&path](const std::string& name) {
+    return path.empty() ? name : path + "/" + name;
+  };
+  if (value.is_object()) {
+    for (const auto& [key, member] : value.items()) collect_numbers(member, below(key), out);
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i)
+      collect_numbers(value[i], below(std::to_string(i)), out);
+  } else if (value.is_number_integer() ||
+             (value.is_number_float() && std::isfinite(value.get<double>()))) {
+    out.emplace_back(path, &value);
+  }
 }
 
 /// What a run does at its start: creates folder, drops the later events from it, and names the
@@ -59,17 +82,20 @@ std::filesystem::path start_in(const std::filesystem::path& folder, int64_t firs
 
 }  // namespace
 
-std::vector<event_file::Scalar> TensorBoardLog::scalars(const json::Object& record, int64_t* step) {
+std::vector<event_file::Scalar> TensorBoardLog::scalars(const nlohmann::ordered_json& record,
+                                                        int64_t* step) {
   std::string prefix = string_member(record, "type").value_or("metrics");
   if (const auto set = string_member(record, "set")) prefix += "/" + *set;
+  std::vector<std::pair<std::string, const nlohmann::ordered_json*>> numbers;
+  collect_numbers(record, "", numbers);
   std::vector<event_file::Scalar> out;
   bool has_step = false;
-  for (const auto& [path, value] : record.numbers()) {
+  for (const auto& [path, value] : numbers) {
     if (path == "step") {
-      *step = static_cast<int64_t>(value);
+      *step = value->get<int64_t>();
       has_step = true;
     } else {
-      out.push_back({prefix + "/" + path, static_cast<float>(value)});
+      out.push_back({prefix + "/" + path, static_cast<float>(value->get<double>())});
     }
   }
   if (!has_step) out.clear();
@@ -151,7 +177,7 @@ TensorBoardLog::TensorBoardLog(const std::filesystem::path& file) : out_(file) {
 TensorBoardLog::TensorBoardLog(const std::filesystem::path& folder, int64_t first_step)
     : TensorBoardLog(start_in(folder, first_step)) {}
 
-void TensorBoardLog::write(const json::Object& record) {
+void TensorBoardLog::write(const nlohmann::ordered_json& record) {
   int64_t step = 0;
   std::vector<event_file::Scalar> scalars = TensorBoardLog::scalars(record, &step);
   if (!scalars.empty()) append({now_seconds(), step, "", std::move(scalars)});

@@ -26,9 +26,9 @@
 #include <filesystem>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>  // json.hpp in sources only: ~1-2 s each
 #include "train/monitor_file.h"
 #include "util/event_file.h"
-#include "util/json.h"
 
 namespace nmt::train {
 
@@ -42,13 +42,14 @@ class TensorBoardLog {
   static TensorBoardLog append_to(const std::filesystem::path& file);
   /// Writes a record's numbers as one event at its "step" (a record without one is ignored),
   /// with the current time as its wall time, and flushes it.
-  void write(const json::Object& record);
+  void write(const nlohmann::ordered_json& record);
   /// Path of the file this run writes.
   const std::filesystem::path& file() const { return out_.path(); }
 
   /// The scalars of a record, tagged as the header says; its step goes to *step (none when
   /// the record has no step).
-  static std::vector<event_file::Scalar> scalars(const json::Object& record, int64_t* step);
+  static std::vector<event_file::Scalar> scalars(const nlohmann::ordered_json& record,
+                                                 int64_t* step);
   /// Whether a file name is one of ours ("events.out.tfevents.*.nmt-train").
   static bool is_ours(const std::filesystem::path& file);
   /// The temp file of a rewrite in folder by this process (its name holds no "tfevents").

@@ -13,7 +13,7 @@
 #include <limits>
 
 #include "checkpoint/checkpoint_file.h"
-#include "util/json.h"
+#include "checkpoint/header_json.h"
 #include "checkpoint/xxhash64.h"
 #include "checkpoint_fixture.h"
 #include "test_support.h"
@@ -134,27 +134,60 @@ TEST_CASE("the file is safetensors: header length, JSON header, aligned data", "
   uint64_t header_size = 0;
   std::memcpy(&header_size, bytes.data(), 8);
   CHECK(header_size % 8 == 0);
-  const auto header = nmt::json::parse(bytes.substr(8, header_size));
-  REQUIRE(header.object.size() == every_dtype().tensors.size() + 1);
-  CHECK(header.object[0].first == "__metadata__");
-  for (size_t i = 1; i < header.object.size(); ++i) {
-    const auto& fields = header.object[i].second.object;
+  const auto header = nmt::checkpoint::parse_header_json(bytes.substr(8, header_size));
+  REQUIRE(header.size() == every_dtype().tensors.size() + 1);
+  std::vector<std::string> names;
+  for (const auto& [name, fields] : header.items()) {
+    names.push_back(name);
+    if (name == "__metadata__") continue;
     REQUIRE(fields.size() == 3);
-    CHECK(fields[0].first == "dtype");
-    CHECK(fields[1].first == "shape");
-    CHECK(fields[2].first == "data_offsets");
+    auto field = fields.begin();
+    CHECK(field.key() == "dtype");
+    CHECK((++field).key() == "shape");
+    CHECK((++field).key() == "data_offsets");
     // Each tensor starts at a multiple of its element size (zero-copy readers need that).
-    const int64_t begin = fields[2].second.array[0].integer;
-    const std::string dtype = fields[0].second.string;
+    const int64_t begin = fields["data_offsets"][0].get<int64_t>();
+    const std::string dtype = fields["dtype"].get<std::string>();
     const int64_t width = dtype == "F64" || dtype == "I64"        ? 8
                           : dtype == "F32" || dtype == "I32"      ? 4
                           : dtype.find("16") != std::string::npos ? 2
                                                                   : 1;
-    INFO(header.object[i].first << " " << dtype << " at " << begin);
+    INFO(name << " " << dtype << " at " << begin);
     CHECK(begin % width == 0);
   }
-  CHECK(header.object[1].first == "f64");  // header keys keep the caller's order
-  CHECK(header.object[4].second.object[0].second.string == "BF16");
+  CHECK(names.at(0) == "__metadata__");
+  CHECK(names.at(1) == "f64");  // header keys keep the caller's order
+  CHECK(header[names.at(4)]["dtype"] == "BF16");
+}
+
+TEST_CASE("the header is exactly these bytes: compact JSON, sorted metadata, space padding",
+          "[checkpoint]") {
+  // Checkpoints written before must read the same, and a header's bytes are hashed: the
+  // writer's separators, key order, escapes and padding are pinned.
+  TempDir dir;
+  CheckpointData data;
+  data.tensors.emplace_back("w", at::zeros({2, 3}, at::kFloat));
+  data.tensors.emplace_back("b \"\xC3\xBC\"", at::zeros({2}, at::kLong));
+  data.metadata = {{"step", "12"}, {"a", "x \"q\"\n\t\\ /\x01\x7f \xE6\x97\xA5"}};
+  const auto file = dir.path() / "pinned.safetensors";
+  save_checkpoint(file, data);
+  const std::string bytes = nmt::test::read_file(file);
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes.data(), 8);
+  std::string header = bytes.substr(8, header_size);
+  const size_t at = header.find("\"nmt.checksum\":\"");
+  REQUIRE(at != std::string::npos);
+  header.replace(at + 16, 16, "<hash>");
+  const size_t end = header.find_last_not_of(' ') + 1;
+  CHECK(header_size % 8 == 0);
+  CHECK(header.size() - end < 8);  // spaces only to align the data section
+  header.resize(end);
+  CHECK(header ==
+        "{\"__metadata__\":{\"a\":\"x \\\"q\\\"\\n\\t\\\\ /\\u0001\x7f \xE6\x97\xA5\","
+        "\"nmt.checksum\":\"<hash>\",\"nmt.format\":\"nmt-checkpoint-2\",\"step\":\"12\"},"
+        "\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[16,40]},"
+        "\"b \\\"\xC3\xBC\\\"\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]}}");
+  CHECK(load_checkpoint(file).metadata == data.metadata);
 }
 
 TEST_CASE("metadata round-trips, unicode, quotes and control characters included", "[checkpoint]") {

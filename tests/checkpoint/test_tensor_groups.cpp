@@ -4,10 +4,10 @@
 
 #include <set>
 
+#include <nlohmann/json.hpp>
 #include "checkpoint/tensor_groups.h"
 #include "test_support.h"
 #include "util/error.h"
-#include "util/json.h"
 
 using Catch::Matchers::Contains;
 using nmt::checkpoint::CheckpointData;
@@ -82,24 +82,19 @@ TEST_CASE("bytes round-trip through uint8 tensors, files included", "[checkpoint
 
 TEST_CASE("nmt-ckpt layout's JSON lists every group and the names within groups",
           "[checkpoint][layout]") {
-  const nmt::json::Value v = nmt::json::parse(ckpt::tensor_layout_json());
-  const auto member = [&](std::string_view key) -> const nmt::json::Value& {
-    for (const auto& [k, value] : v.object)
-      if (k == key) return value;
-    FAIL("no member " << key);
-    return v;
-  };
-  const auto& groups = member("groups").array;
+  const auto v = nlohmann::ordered_json::parse(ckpt::tensor_layout_json());
+  const auto& groups = v.at("groups");
   REQUIRE(groups.size() == ckpt::kTensorGroups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
-    CHECK(groups[i].object.at(0).second.string == ckpt::kTensorGroups[i].name);
-    CHECK(groups[i].object.at(1).second.string == ckpt::kTensorGroups[i].prefix);
+    CHECK(groups[i].begin().key() == "name");
+    CHECK(groups[i]["name"].get<std::string>() == ckpt::kTensorGroups[i].name);
+    CHECK(groups[i]["prefix"].get<std::string>() == ckpt::kTensorGroups[i].prefix);
   }
-  CHECK(member("optimizer_slots").array.size() == 3);
-  CHECK(member("scaler_fields").array.size() == 5);
-  CHECK(member("vocabulary_files").array.at(0).string == ckpt::vocabulary_file::kSource);
+  CHECK(v.at("optimizer_slots").size() == 3);
+  CHECK(v.at("scaler_fields").size() == 5);
+  CHECK(v.at("vocabulary_files").at(0).get<std::string>() == ckpt::vocabulary_file::kSource);
   // The documented rng pattern is what rng_stream::name makes.
-  std::string pattern = member("rng_name").string;
+  std::string pattern = v.at("rng_name").get<std::string>();
   pattern.replace(pattern.find("<kind>"), 6, "cpu");
   pattern.replace(pattern.find("<rank>"), 6, "12");
   CHECK(pattern == ckpt::rng_stream::name("cpu", 12));

@@ -40,11 +40,9 @@ std::pair<std::string, std::string> ours_and_reference(const TempDir& run, const
   return {read_file(run.path() / "benchmark.json"), read_file(reference_json)};
 }
 
-/// The number after "key": in a JSON text (first occurrence); NaN when absent.
+/// The first number a member named `key` holds in JSON text (at any depth); NaN when absent.
 double json_number(const std::string& json, const std::string& key) {
-  std::smatch m;
-  if (!std::regex_search(json, m, std::regex("\"" + key + "\": ([-0-9.eE+]+)"))) return NAN;
-  return std::stod(m[1]);
+  return nmt::test::json_number(json, key).value_or(NAN);
 }
 
 }  // namespace

@@ -38,13 +38,12 @@ int diff_exact(const std::string& a, const std::string& b) {
 /// Values of `key` in metrics.jsonl records of the given type, in order.
 std::vector<double> metric(const std::filesystem::path& run_dir, const std::string& type,
                            const std::string& key) {
-  std::ifstream in(run_dir / "metrics.jsonl");
   std::vector<double> values;
-  const std::regex pattern("\"" + key + "\": ([-0-9.eE+]+)");
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("\"type\": \"" + type + "\"") == std::string::npos) continue;
-    std::smatch m;
-    if (std::regex_search(line, m, pattern)) values.push_back(std::stod(m[1]));
+  for (const auto& record :
+       nmt::test::json_values(nmt::test::read_file(run_dir / "metrics.jsonl"))) {
+    if (record.value("type", "") != type) continue;
+    const auto value = record.find(key);
+    if (value != record.end() && value->is_number()) values.push_back(value->get<double>());
   }
   return values;
 }
@@ -253,14 +252,11 @@ struct AutoFit {
 std::optional<AutoFit> auto_fit(const std::filesystem::path& run_dir) {
   const std::string json = nmt::test::read_file(run_dir / "summary.json");
   REQUIRE_FALSE(json.empty());
-  const size_t fit = json.find("\"max_tokens_fit\": {");
-  if (fit == std::string::npos) return std::nullopt;
-  const std::string text = json.substr(fit);
-  using nmt::test::json_number;
-  return AutoFit{static_cast<int64_t>(*json_number(text, "max_tokens")),
-                 static_cast<int64_t>(*json_number(text, "sentences")),
-                 static_cast<int64_t>(*json_number(text, "length")), *json_number(text, "peak_mb"),
-                 *json_number(text, "limit_mb")};
+  const auto fit = nlohmann::ordered_json::parse(json).at("max_tokens_fit");
+  if (fit.is_null()) return std::nullopt;
+  return AutoFit{fit.at("max_tokens").get<int64_t>(), fit.at("sentences").get<int64_t>(),
+                 fit.at("length").get<int64_t>(), fit.at("peak_mb").get<double>(),
+                 fit.at("limit_mb").get<double>()};
 }
 
 /// configs/tiny.yaml with data.max_tokens: auto, written into `dir`.

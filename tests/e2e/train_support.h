@@ -8,11 +8,12 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
-#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "e2e_fixture.h"
 #include "test_support.h"
@@ -69,30 +70,64 @@ inline int checkpoint_diff(const std::string& a, const std::string& b, const std
   return r.exit_code;
 }
 
-/// The first number written as `"key": N` in JSON text, or nullopt. (Our JSON reader,
-/// util/json.h, takes the integer-only subset of safetensors headers.)
+/// The JSON values of a text: the text itself when it is one value (summary.json), else each
+/// line that is one (metrics.jsonl); a line that is not JSON is left out.
+inline std::vector<nlohmann::ordered_json> json_values(const std::string& text) {
+  auto whole = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (!whole.is_discarded()) return {std::move(whole)};
+  std::vector<nlohmann::ordered_json> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    auto value = nlohmann::ordered_json::parse(line, nullptr, false);
+    if (!value.is_discarded()) out.push_back(std::move(value));
+  }
+  return out;
+}
+
+/// Appends every member named `key` below `value` to out, depth first in document order.
+inline void collect_members(const nlohmann::ordered_json& value, const std::string& key,
+                            std::vector<nlohmann::ordered_json>& out) {
+  if (value.is_object()) {
+    for (const auto& [name, member] : value.items()) {
+      if (name == key) out.push_back(member);
+      collect_members(member, key, out);
+    }
+  } else if (value.is_array()) {
+    for (const auto& item : value) collect_members(item, key, out);
+  }
+}
+
+/// Every member named `key` in the JSON of a text (json_values), in document order, at any depth.
+inline std::vector<nlohmann::ordered_json> json_members(const std::string& text,
+                                                        const std::string& key) {
+  std::vector<nlohmann::ordered_json> out;
+  for (const auto& value : json_values(text)) collect_members(value, key, out);
+  return out;
+}
+
+/// The first number that a member named `key` holds in JSON text (at any depth), or nullopt.
 inline std::optional<double> json_number(const std::string& json, const std::string& key) {
-  std::smatch m;
-  if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9.eE+]+)"))) return std::nullopt;
-  return std::stod(m[1]);
+  for (const auto& member : json_members(json, key))
+    if (member.is_number()) return member.get<double>();
+  return std::nullopt;
 }
 
-/// The first string written as `"key": "S"` in JSON text (no escapes), or nullopt.
+/// The first string that a member named `key` holds in JSON text (at any depth), or nullopt.
 inline std::optional<std::string> json_string(const std::string& json, const std::string& key) {
-  std::smatch m;
-  if (!std::regex_search(json, m, std::regex("\"" + key + "\": \"([^\"]*)\""))) return std::nullopt;
-  return m[1].str();
+  for (const auto& member : json_members(json, key))
+    if (member.is_string()) return member.get<std::string>();
+  return std::nullopt;
 }
 
-/// Every string of the array written as `"key": ["A", "B"]` in JSON text.
+/// The strings of the first array that a member named `key` holds in JSON text.
 inline std::vector<std::string> json_strings(const std::string& json, const std::string& key) {
-  std::smatch m;
   std::vector<std::string> out;
-  if (!std::regex_search(json, m, std::regex("\"" + key + "\": \\[([^\\]]*)\\]"))) return out;
-  const std::string items = m[1].str();
-  const std::regex item("\"([^\"]*)\"");
-  for (auto it = std::sregex_iterator(items.begin(), items.end(), item); it != std::sregex_iterator(); ++it)
-    out.push_back((*it)[1].str());
+  for (const auto& member : json_members(json, key)) {
+    if (!member.is_array()) continue;
+    for (const auto& item : member)
+      if (item.is_string()) out.push_back(item.get<std::string>());
+    break;
+  }
   return out;
 }
 

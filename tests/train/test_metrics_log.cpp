@@ -8,15 +8,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "monitor_fixture.h"
 #include "skip.h"
 #include "test_support.h"
 #include "train/metrics_log.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 using nmt::test::LogCapture;
 using nmt::test::read_file;
@@ -25,9 +29,33 @@ using nmt::train::MetricsLog;
 
 namespace {
 
-nmt::json::Object record(const char* type, int64_t step) {
-  nmt::json::Object r;
-  r.add("type", type).add("step", step).add("loss", 1.5 / double(step));
+nlohmann::ordered_json record(const char* type, int64_t step) {
+  return {{"type", type}, {"step", step}, {"loss", 1.5 / double(step)}};
+}
+
+/// A record's line, as MetricsLog writes it.
+std::string line(const nlohmann::ordered_json& record) { return nmt::json::line(record) + "\n"; }
+
+/// A record with every kind of member the trainer writes (strings that need escapes, integers,
+/// reals, non-finite reals, booleans, null, a nested object and arrays).
+nlohmann::ordered_json pinned_record() {
+  nlohmann::ordered_json r;
+  r["type"] = "valid";
+  r["step"] = int64_t{12};
+  r["loss"] = 2.5;
+  r["whole"] = 2.0;
+  r["tiny"] = 1e-5;
+  r["sum"] = 0.1 + 0.2;
+  r["big"] = 1e21;
+  r["neg"] = -0.125;
+  r["nan"] = std::nan("");
+  r["inf"] = HUGE_VAL;
+  r["best"] = true;
+  r["none"] = nmt::json::or_null(std::optional<double>());
+  r["text"] = "a \"q\" \\ /\t\n\x01 \xC3\xBC";
+  r["pairs"] = {{"en-de", 3.5}, {"n", int64_t{-7}}};
+  r["peaks"] = std::vector<double>{1.5, 2};
+  r["names"] = std::vector<std::string>{"a", "b"};
   return r;
 }
 
@@ -36,6 +64,24 @@ void write_text(const std::filesystem::path& file, const std::string& text) {
 }
 
 }  // namespace
+
+TEST_CASE("metrics.jsonl: a record is one line of exactly these bytes", "[train][metrics]") {
+  // Scripts and resumed runs read these lines: separators, member order, number text (the
+  // shortest that reads back, 2.0 as 2), null for non-finite numbers and the escapes are pinned.
+  TempDir dir;
+  const auto file = dir.path() / "metrics.jsonl";
+  {
+    MetricsLog log(file, true);
+    log.write(pinned_record());
+  }
+  CHECK(
+      read_file(file) ==
+      "{\"type\": \"valid\", \"step\": 12, \"loss\": 2.5, \"whole\": 2, \"tiny\": 1e-05, "
+      "\"sum\": 0.30000000000000004, \"big\": 1e+21, \"neg\": -0.125, \"nan\": null, "
+      "\"inf\": null, \"best\": true, \"none\": null, "
+      "\"text\": \"a \\\"q\\\" \\\\ /\\t\\n\\u0001 \xC3\xBC\", "
+      "\"pairs\": {\"en-de\": 3.5, \"n\": -7}, \"peaks\": [1.5, 2], \"names\": [\"a\", \"b\"]}\n");
+}
 
 TEST_CASE("metrics.jsonl: a resumed run drops the records after its starting step, then appends",
           "[train][metrics]") {
@@ -49,11 +95,11 @@ TEST_CASE("metrics.jsonl: a resumed run drops the records after its starting ste
   // The crashed run's last checkpoint was step 4: steps 6 and 8 come again.
   {
     MetricsLog log(file, true, false, 4);
-    CHECK(read_file(file) == record("train", 2).str() + "\n" + record("train", 4).str() + "\n");
+    CHECK(read_file(file) == line(record("train", 2)) + line(record("train", 4)));
     log.write(record("train", 6));
   }
-  CHECK(read_file(file) == record("train", 2).str() + "\n" + record("train", 4).str() + "\n" +
-                               record("train", 6).str() + "\n");
+  CHECK(read_file(file) ==
+        line(record("train", 2)) + line(record("train", 4)) + line(record("train", 6)));
   // Starting from the last step logged keeps everything, and leaves the file untouched.
   CHECK_FALSE(MetricsLog::drop_after(file, 6));
 }
@@ -62,13 +108,13 @@ TEST_CASE("metrics.jsonl: a line a crash cut short is dropped, so the next recor
           "[train][metrics]") {
   TempDir dir;
   const auto file = dir.path() / "metrics.jsonl";
-  const std::string whole = record("train", 2).str() + "\n";
+  const std::string whole = line(record("train", 2));
   write_text(file, whole + R"({"type": "train", "step": 4, "lo)");
   {
     MetricsLog log(file, true, false, 4);
     log.write(record("train", 4));
   }
-  CHECK(read_file(file) == whole + record("train", 4).str() + "\n");
+  CHECK(read_file(file) == whole + line(record("train", 4)));
 }
 
 TEST_CASE("metrics.jsonl: only a top-level integer step decides, other lines stay",
@@ -123,14 +169,14 @@ TEST_CASE(
 TEST_CASE("metrics.jsonl: a rewrite keeps the file's permissions", "[train][metrics]") {
   TempDir dir;
   const auto file = dir.path() / "metrics.jsonl";
-  write_text(file, record("train", 2).str() + "\n" + record("train", 4).str() + "\n");
+  write_text(file, line(record("train", 2)) + line(record("train", 4)));
   std::filesystem::permissions(
       file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
                 std::filesystem::perms::group_read | std::filesystem::perms::others_read |
                 std::filesystem::perms::others_write);
   const auto before = std::filesystem::status(file).permissions();
   REQUIRE(MetricsLog::drop_after(file, 2));
-  CHECK(read_file(file) == record("train", 2).str() + "\n");
+  CHECK(read_file(file) == line(record("train", 2)));
   CHECK(std::filesystem::status(file).permissions() == before);
 }
 

@@ -76,7 +76,7 @@ TEST_CASE("run summary: the kind is written by name, and its details under that 
 
   RunSummary bench;
   bench.kind = RunKind::kBenchmark;
-  bench.details.add("benchmark_json", "run/benchmark.json").add("mfu", 0.25);
+  bench.details = {{"benchmark_json", "run/benchmark.json"}, {"mfu", 0.25}};
   const std::string json = nmt::train::run_summary_json(bench);
   INFO(json);
   CHECK(json.rfind("{\n  \"kind\": \"benchmark\",\n  \"stop_reason\": \"completed\",\n", 0) == 0);
@@ -85,7 +85,7 @@ TEST_CASE("run summary: the kind is written by name, and its details under that 
 
   RunSummary dry;
   dry.kind = RunKind::kDryRun;
-  dry.details.add("steps", int64_t{7});
+  dry.details["steps"] = int64_t{7};
   const std::string dry_json = nmt::train::run_summary_json(dry);
   INFO(dry_json);
   CHECK(dry_json.find("\"kind\": \"dry_run\"") != std::string::npos);
@@ -138,4 +138,36 @@ TEST_CASE("run summary: what amp.mode auto timed goes under amp.timing", "[train
       "bf16_s": 0.875,
       "seconds": 3.5
     })") != std::string::npos);
+}
+
+TEST_CASE("run summary: what max_tokens auto measured, its probes on one line",
+          "[train][summary]") {
+  nmt::train::MaxTokensFit fit;
+  fit.max_tokens = 3000;
+  fit.sentences = 60;
+  fit.length = 50;
+  fit.peak_mb = 1.5;
+  fit.memory_mb = 16;
+  fit.headroom_mb = 0.25;
+  fit.limit_mb = 12.5;
+  fit.probes = {{32, int64_t{1} << 20}, {64, std::nullopt}};
+  fit.seconds = 0.5;
+  RunSummary s;
+  s.max_tokens_fit = fit;
+  const std::string json = nmt::train::run_summary_json(s);
+  INFO(json);
+  CHECK(json.find(R"(
+  "max_tokens_fit": {
+    "max_tokens": 3000,
+    "sentences": 60,
+    "length": 50,
+    "peak_mb": 1.5,
+    "memory_mb": 16,
+    "headroom_mb": 0.25,
+    "limit_mb": 12.5,
+    "probes": [{"sentences": 32, "tokens": 1600, "peak_mb": 1}, {"sentences": 64, "tokens": 3200, "peak_mb": null}],
+    "seconds": 0.5,
+    "fallback": ""
+  },
+)") != std::string::npos);
 }

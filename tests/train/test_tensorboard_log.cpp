@@ -5,11 +5,14 @@
 #include "catch_torch.h"  // first: see the header
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
@@ -27,10 +30,8 @@ namespace ef = nmt::event_file;
 
 namespace {
 
-nmt::json::Object train_record(int64_t step) {
-  nmt::json::Object r;
-  r.add("type", "train").add("step", step).add("loss", 10.0 / double(step)).add("lr", 1e-4);
-  return r;
+nlohmann::ordered_json train_record(int64_t step) {
+  return {{"type", "train"}, {"step", step}, {"loss", 10.0 / double(step)}, {"lr", 1e-4}};
 }
 
 /// The events files of a folder, in name order (TensorBoard's reading order).
@@ -64,17 +65,16 @@ std::vector<int64_t> steps(const std::vector<std::filesystem::path>& files) {
 
 TEST_CASE("tensorboard_log: every number of a record is a scalar tagged by type, set and path",
           "[tensorboard]") {
-  nmt::json::Object nested;
-  nested.add("en-de", 3.5).add("note", "text");
-  nmt::json::Object valid;
-  valid.add("type", "valid")
-      .add("set", "dev")
-      .add("step", int64_t{8})
-      .add("bleu", 2.25)
-      .add("best", true)
-      .add_raw("chrf", "null")
-      .add("pairs", nested)
-      .add("counts", std::vector<double>{1, 2});
+  nlohmann::ordered_json valid;
+  valid["type"] = "valid";
+  valid["set"] = "dev";
+  valid["step"] = int64_t{8};
+  valid["bleu"] = 2.25;
+  valid["best"] = true;
+  valid["chrf"] = nullptr;
+  valid["nan"] = std::nan("");  // written as null: no scalar either
+  valid["pairs"] = {{"en-de", 3.5}, {"note", "text"}};
+  valid["counts"] = std::vector<double>{1, 2};
   int64_t step = 0;
   const auto scalars = TensorBoardLog::scalars(valid, &step);
   CHECK(step == 8);
@@ -84,8 +84,7 @@ TEST_CASE("tensorboard_log: every number of a record is a scalar tagged by type,
                                              {"valid/dev/pairs/en-de", 3.5f},
                                              {"valid/dev/counts/0", 1.0f},
                                              {"valid/dev/counts/1", 2.0f}});
-  nmt::json::Object no_step;
-  no_step.add("type", "train").add("loss", 1.0);
+  const nlohmann::ordered_json no_step{{"type", "train"}, {"loss", 1.0}};
   CHECK(TensorBoardLog::scalars(no_step, &step).empty());
 }
 

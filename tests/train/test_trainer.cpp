@@ -37,11 +37,11 @@ std::filesystem::path checkpoint_file(const std::filesystem::path& run_dir, int 
 /// Steps of the metrics.jsonl records of one type ("train" or "valid"), in file order.
 std::vector<int> record_steps(const std::filesystem::path& run_dir, const std::string& type) {
   std::istringstream lines(nmt::test::read_file(run_dir / "metrics.jsonl"));
-  const std::regex record("^\\{\"type\": \"" + type + "\".*\"step\": ([0-9]+)");
   std::vector<int> steps;
-  std::smatch m;
-  for (std::string line; std::getline(lines, line);)
-    if (std::regex_search(line, m, record)) steps.push_back(std::stoi(m[1]));
+  for (std::string line; std::getline(lines, line);) {
+    const auto record = nlohmann::ordered_json::parse(line);
+    if (record.at("type") == type) steps.push_back(record.at("step").get<int>());
+  }
   return steps;
 }
 
