@@ -16,8 +16,8 @@ config=${DEMO_CONFIG:-configs/demo.yaml}
 workers=${DEMO_WORKERS:-2}
 beam=${DEMO_BEAM:-4}
 
-# The demo builds only what it runs; scripts/test.sh builds the tests too.
-NMT_TARGETS="nmt-train nmt-translate nmt-score" bash scripts/setup.sh
+# The demo installs and builds only what it runs; scripts/test.sh installs and builds the rest.
+NMT_SETUP=demo NMT_TARGETS="nmt-train nmt-translate nmt-score" bash scripts/setup.sh
 
 run_dir=$(build/nmt-train --config "$config" "$@" --print-config | sed -n 's/^run_dir: \([^ #]*\).*/\1/p')
 printf '\n[demo 1/3] train %s with %s worker(s) into %s\n' "$config" "$workers" "$run_dir"

@@ -3,6 +3,11 @@
 #
 #   scripts/setup.sh            # apt packages, Python venv with torch, CMake configure, build
 #
+# Two profiles (NMT_SETUP): `demo` (what scripts/demo.sh runs: the compiler's packages and
+# torch + matplotlib) and `full` (the default; scripts/test.sh: also MPI, Slurm, sacrebleu,
+# CTranslate2, TensorBoard, ... that tests and other scripts use). A full setup after a demo
+# one adds what is missing.
+#
 # Everything comes from Debian's archive and PyPI. The virtual environment and the compiler
 # cache live outside the clone (NMT_CACHE, default ~/.cache/nmt-train/), keyed by the torch
 # version, so a fresh clone on the same machine reuses them.
@@ -14,6 +19,7 @@
 #   NMT_JOBS         parallel compile jobs                      [nproc]
 #   NMT_SKIP_APT=1   do not check or install Debian packages
 #   NMT_TARGETS      build only these targets (space-separated); unset: everything, tests too
+#   NMT_SETUP        demo | full: which packages to install            [full]
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,21 +31,28 @@ venv=$cache/torch-$torch_version/venv
 build_dir=${NMT_BUILD_DIR:-build}
 build_type=${NMT_BUILD_TYPE:-Release}
 jobs=${NMT_JOBS:-$(nproc)}
+profile=${NMT_SETUP:-full}
 
 step() { printf '\n[setup %s] %s\n' "$1" "$2"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+case "$profile" in demo|full) ;; *) die "NMT_SETUP=$profile: expected demo or full" ;; esac
 
 # --- 1. Debian packages -------------------------------------------------------------------
+# What building nmt-train and running the demo needs (catch2: CMake configures the tests too).
 apt_packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
-  libsentencepiece-dev sentencepiece zlib1g-dev catch2 libxxhash-dev
+  libsentencepiece-dev zlib1g-dev catch2 libxxhash-dev
+  python3 python3-venv
+)
+# What only the tests and other scripts use.
+[ "$profile" = full ] && apt_packages+=(
+  sentencepiece  # the spm_* command-line tools, to inspect a vocabulary (not used by the build)
   openmpi-bin libopenmpi-dev libgloo-dev
   slurm-wlm munge  # tests/e2e/test_slurm.sh starts its own; 7 packages, 13 MB
-  python3 python3-venv
   iso-codes  # ISO 639 JSON: ctest checks src/data/iso639_codes.h against it (not used at run time)
 )
-step 1/4 "Debian packages"
+step 1/4 "Debian packages ($profile)"
 if [ "${NMT_SKIP_APT:-0}" = 1 ]; then
   echo "skipped (NMT_SKIP_APT=1)"
 else
@@ -62,18 +75,36 @@ else
 fi
 
 # --- 2. Python virtual environment with torch ----------------------------------------------
-step 2/4 "Python venv with torch $torch_version ($venv)"
-req_hash=$(sha256sum scripts/requirements.txt | cut -c1-16)
-if [ -f "$venv/.nmt-complete" ] && [ "$(cat "$venv/.nmt-complete")" = "$req_hash" ]; then
+step 2/4 "Python venv with torch $torch_version ($venv, $profile)"
+# The demo needs torch (the LibTorch we build against) and matplotlib (scripts/plot-run.py);
+# `full` installs all of scripts/requirements.txt. Each profile has its own marker, holding
+# the hash of what it installed.
+demo_pins=$(grep -E '^(torch|matplotlib)==' scripts/requirements.txt)
+if [ "$profile" = demo ]; then
+  req_hash=$(printf '%s\n' "$demo_pins" | sha256sum | cut -c1-16)
+  marker=$venv/.nmt-demo-complete
+else
+  req_hash=$(sha256sum scripts/requirements.txt | cut -c1-16)
+  marker=$venv/.nmt-complete
+fi
+if [ -f "$marker" ] && [ "$(cat "$marker")" = "$req_hash" ]; then
   echo "present"
+elif [ "$profile" = demo ] && [ -f "$venv/.nmt-complete" ] &&
+     [ "$(cat "$venv/.nmt-complete")" = "$(sha256sum scripts/requirements.txt | cut -c1-16)" ]; then
+  echo "present (full)"
 else
   command -v python3 >/dev/null || die "python3 not found"
   mkdir -p "$(dirname "$venv")"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip
   # The CUDA wheel is large (several GB with its nvidia-* dependencies): pip shows progress.
-  "$venv/bin/python" -m pip install --progress-bar on -r scripts/requirements.txt
-  echo "$req_hash" > "$venv/.nmt-complete"
+  if [ "$profile" = demo ]; then
+    # shellcheck disable=SC2086
+    "$venv/bin/python" -m pip install --progress-bar on $demo_pins
+  else
+    "$venv/bin/python" -m pip install --progress-bar on -r scripts/requirements.txt
+  fi
+  echo "$req_hash" > "$marker"
 fi
 torch_prefix=$("$venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)') ||
   die "the venv's torch cannot be imported ($venv); remove $venv and rerun"
