@@ -43,12 +43,13 @@ apt_packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
   libsentencepiece-dev zlib1g-dev catch2 libxxhash-dev
+  libgloo-dev  # LibTorch's c10d/ProcessGroupGloo.hpp includes gloo's headers
   python3 python3-venv
 )
 # What only the tests and other scripts use.
 [ "$profile" = full ] && apt_packages+=(
   sentencepiece  # the spm_* command-line tools, to inspect a vocabulary (not used by the build)
-  openmpi-bin libopenmpi-dev libgloo-dev
+  openmpi-bin libopenmpi-dev
   slurm-wlm munge  # tests/e2e/test_slurm.sh starts its own; 7 packages, 13 MB
   iso-codes  # ISO 639 JSON: ctest checks src/data/iso639_codes.h against it (not used at run time)
 )
