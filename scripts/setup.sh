@@ -31,6 +31,7 @@ venv=$cache/torch-$torch_version/venv
 build_dir=${NMT_BUILD_DIR:-build}
 build_type=${NMT_BUILD_TYPE:-Release}
 jobs=${NMT_JOBS:-$(nproc)}
+uv_version=0.13.9  # the installer of the venv's packages (step 2)
 profile=${NMT_SETUP:-full}
 
 step() { printf '\n[setup %s] %s\n' "$1" "$2"; }
@@ -97,13 +98,21 @@ else
   command -v python3 >/dev/null || die "python3 not found"
   mkdir -p "$(dirname "$venv")"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip
-  # The CUDA wheel is large (several GB with its nvidia-* dependencies): pip shows progress.
   if [ "$profile" = demo ]; then
-    # shellcheck disable=SC2086
-    "$venv/bin/python" -m pip install --progress-bar on $demo_pins
+    read -r -a packages <<< "$(echo $demo_pins)"
   else
-    "$venv/bin/python" -m pip install --progress-bar on -r scripts/requirements.txt
+    packages=(-r scripts/requirements.txt)
+  fi
+  # uv installs the wheels (several GB with torch's nvidia-* dependencies) in parallel, pip
+  # one at a time; pip is the fallback when uv cannot be had or cannot reach the index (uv
+  # does not read pip's configuration, e.g. a private index).
+  if "$venv/bin/python" -m pip install -q "uv==$uv_version" &&
+     "$venv/bin/uv" pip install --native-tls --python "$venv/bin/python" "${packages[@]}"; then
+    :
+  else
+    echo "uv could not install them; installing with pip"
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install --progress-bar on "${packages[@]}"
   fi
   echo "$req_hash" > "$marker"
 fi
