@@ -330,8 +330,8 @@ HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vo
       break;
     }
     case HfTokenizerKind::kM2M100: {
-      const std::string spm = read_file(dir / kBpeModel);
       std::vector<std::string> tokens = tokens_by_id(dir / kVocabJson);
+      const std::string spm = read_file(dir / kBpeModel);
       // The language codes follow vocab.json's ids (M2M100Tokenizer's lang_token_to_id).
       const auto first_code = static_cast<int32_t>(tokens.size());
       const std::vector<std::string_view> codes = m2m100_language_codes(config, config_file);

@@ -61,7 +61,8 @@ Json added(const std::vector<std::pair<int, std::string>>& tokens) {
 }
 
 /// An M2M100 directory: vocab.json holds the pieces in reverse order after fairseq's four
-/// specials (so ids differ from the model's), then __de__ and __en__.
+/// specials (so ids differ from the model's); the wmt21 language codes (en ha is ja cs ru zh
+/// de) follow it, as M2M100Tokenizer numbers them.
 struct M2M100Dir {
   nmt::test::TempDir dir;
   std::string model = train_model(dir, "ddtp.en-de.train.en.gz", "sentencepiece.bpe", "bpe");
@@ -71,16 +72,13 @@ struct M2M100Dir {
     std::reverse(pieces.begin(), pieces.end());
     for (const char* special : {"<s>", "<pad>", "</s>", "<unk>"}) vocab[special] = vocab.size();
     for (const std::string& piece : pieces) vocab[piece] = vocab.size();
-    const int n = static_cast<int>(vocab.size());
     dir.write("vocab.json", vocab.dump());
-    dir.write("tokenizer_config.json", Json{{"tokenizer_class", "M2M100Tokenizer"},
-                                            {"added_tokens_decoder", added({{0, "<s>"},
-                                                                            {1, "<pad>"},
-                                                                            {2, "</s>"},
-                                                                            {3, "<unk>"},
-                                                                            {n, "__de__"},
-                                                                            {n + 1, "__en__"}})}}
-                                           .dump());
+    dir.write(
+        "tokenizer_config.json",
+        Json{{"tokenizer_class", "M2M100Tokenizer"},
+             {"language_codes", "wmt21"},
+             {"added_tokens_decoder", added({{0, "<s>"}, {1, "<pad>"}, {2, "</s>"}, {3, "<unk>"}})}}
+            .dump());
   }
 };
 
@@ -115,7 +113,9 @@ TEST_CASE(
   const Vocab& vocab = tokenizer.vocab.src;
   CHECK(tokenizer.kind == HfTokenizerKind::kM2M100);
   CHECK(tokenizer.vocab.joint);
-  CHECK(vocab.size() == static_cast<int64_t>(m2m.vocab.size()) + 2);
+  CHECK(vocab.size() == static_cast<int64_t>(m2m.vocab.size()) + 8);
+  CHECK(*vocab.piece_id("__en__") == static_cast<int32_t>(m2m.vocab.size()));
+  CHECK(*vocab.piece_id("__de__") == static_cast<int32_t>(m2m.vocab.size()) + 7);
   CHECK((vocab.pad_id() == 1 && vocab.eos_id() == 2 && vocab.unk_id() == 3));
   CHECK(vocab.bos_id() == 2);  // M2M100's decoder starts with </s>
   sentencepiece::SentencePieceProcessor sp;
@@ -206,7 +206,7 @@ TEST_CASE("language codes are found from either ISO 639 code, and a miss lists t
   CHECK(nmt::data::language_tag(m2m_vocab, "deu", "test") == "__de__");
   CHECK_THROWS_WITH(nmt::data::language_tag(m2m_vocab, "fr", "--tgt-lang fr"),
                     Contains("no language code for fr") && Contains("--tgt-lang fr") &&
-                        Contains("__de__ __en__"));
+                        Contains("__en__ __ha__ __is__"));
   const NllbDir nllb;
   const Vocab nllb_vocab = load_hf_tokenizer(nllb.dir.path()).vocab.src;
   CHECK(nmt::data::language_tag(nllb_vocab, "de", "test") == "deu_Latn");
