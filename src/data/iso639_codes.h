@@ -309,4 +309,19 @@ inline constexpr std::string_view kIso639ThreeLetterCodes =
     "zpkzplzpmzpnzpozppzpqzprzpszptzpuzpvzpwzpxzpyzpzzqezrazrgzrnzrozrpzrszsazskzslzsmzsrzsuzte"
     "ztgztlztmztnztpztqztszttztuztxztyzuazuhzulzumzunzuyzwazxxzybzygzyjzynzypzzazzj";
 
+/// Each ISO 639-1 code followed by its ISO 639-3 code ("de" "deu"), sorted: 184 pairs,
+/// five characters each.
+inline constexpr std::string_view kIso639TwoToThree =
+    "aaaarababkaeaveafafrakakaamamhanargararaasasmavavaayaymazazebabakbebelbgbulbibisbmbambnben"
+    "bobodbrbrebsboscacatcechechchacocoscrcrecscescuchucvchvcycymdadandedeudvdivdzdzoeeeweelell"
+    "enengeoepoesspaetesteueusfafasfffulfifinfjfijfofaofrfrafyfrygaglegdglaglglggngrngugujgvglv"
+    "hahauhehebhihinhohmohrhrvhthathuhunhyhyehzheriainaidindieileigiboiiiiiikipkioidoisislitita"
+    "iuikujajpnjvjavkakatkgkonkikikkjkuakkkazklkalkmkhmknkankokorkrkaukskaskukurkvkomkwcorkykir"
+    "lalatlbltzlgluglilimlnlinlolaoltlitlulublvlavmgmlgmhmahmimrimkmkdmlmalmnmonmrmarmsmsamtmlt"
+    "mymyananaunbnobndndenenepngndonlnldnnnnononornrnblnvnavnynyaocociojojiomormororiososspapan"
+    "pipliplpolpspusptporququermrohrnrunroronrurusrwkinsasanscsrdsdsndsesmesgsagshhbssisinskslk"
+    "slslvsmsmosnsnasosomsqsqisrsrpsssswstsotsusunsvsweswswatatamteteltgtgkththatitirtktuktltgl"
+    "tntsntotontrturtstsotttattwtwitytahuguigukukrururduzuzbvevenvivievovolwawlnwowolxhxhoyiyid"
+    "yoyorzazhazhzhozuzul";
+
 }  // namespace nmt::data

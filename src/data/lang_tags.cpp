@@ -1,6 +1,7 @@
 #include "data/lang_tags.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "data/vocab.h"
 #include "util/error.h"
@@ -41,6 +42,71 @@ std::vector<std::string> source_tags(const DataOptions& options, const CorpusOpt
   if (options.lang_tags == LangTags::kTarget) tags.push_back(language_tag(corpus.tgt_lang));
   if (corpus.tag == CorpusTag::kBackTranslation) tags.emplace_back(kBackTranslationTag);
   return tags;
+}
+
+namespace {
+
+/// The language code inside an imported vocabulary's language token: "de" of `__de__`,
+/// "deu" of `>>deu<<`, "deu_Latn" of `deu_Latn`.
+std::string_view code_of_token(HfTokenizerKind kind, std::string_view token) {
+  switch (kind) {
+    case HfTokenizerKind::kMarian:
+    case HfTokenizerKind::kM2M100:
+      return token.substr(2, token.size() - 4);
+    case HfTokenizerKind::kNllb:
+      return token;
+  }
+  return token;
+}
+
+}  // namespace
+
+std::string language_tag(const Vocab& vocab, std::string_view code, const std::string& needed_by) {
+  const TokenTable* table = vocab.hf_table();
+  if (table == nullptr) return language_tag(code);
+  // A token matches the code itself ("deu_Latn"), or by its language part before a script
+  // ("deu" of "deu_Latn", "zho" of ">>zho_Hans<<") equal to the code or its other ISO 639 form.
+  const std::string_view paired = paired_language_code(code);
+  std::vector<std::string> exact, matches, known;
+  for (int32_t id : table->language_ids) {
+    const std::string& token = table->tokens[static_cast<size_t>(id)];
+    const std::string_view token_code = code_of_token(table->kind, token);
+    const std::string_view language = token_code.substr(0, token_code.find('_'));
+    known.push_back(token);
+    if (token_code == code) exact.push_back(token);
+    if (language == code || (!paired.empty() && language == paired)) matches.push_back(token);
+  }
+  if (exact.size() == 1) return exact.front();
+  NMT_CHECK(!matches.empty(), DataError,
+            "{}: the {} vocabulary has no language code for {} (needed by {}); its codes: {}",
+            vocab.model_path().string(), hf_tokenizer_name(table->kind), code, needed_by,
+            known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, " ")));
+  NMT_CHECK(matches.size() == 1, DataError,
+            "{}: the {} vocabulary has several language codes for {} (needed by {}): {}",
+            vocab.model_path().string(), hf_tokenizer_name(table->kind), code, needed_by,
+            fmt::join(matches, " "));
+  return matches.front();
+}
+
+std::vector<std::string> source_tags(const DataOptions& options, const CorpusOptions& corpus,
+                                     const Vocab& vocab) {
+  std::vector<std::string> tags;
+  if (options.lang_tags == LangTags::kTarget) {
+    const bool source_code = vocab.language_placement() == LanguageCodePlacement::kSourceAndTarget;
+    tags.push_back(language_tag(
+        vocab, source_code ? corpus.src_lang : corpus.tgt_lang,
+        fmt::format("data entry {} ({})", corpus.name, source_code ? "src_lang" : "tgt_lang")));
+  }
+  if (corpus.tag == CorpusTag::kBackTranslation) tags.emplace_back(kBackTranslationTag);
+  return tags;
+}
+
+std::vector<std::string> target_tags(const DataOptions& options, const CorpusOptions& corpus,
+                                     const Vocab& vocab) {
+  if (options.lang_tags != LangTags::kTarget ||
+      vocab.language_placement() != LanguageCodePlacement::kSourceAndTarget)
+    return {};
+  return {language_tag(vocab, corpus.tgt_lang, "data entry " + corpus.name + " (tgt_lang)")};
 }
 
 std::vector<int32_t> tag_ids(const Vocab& vocab, const std::vector<std::string>& tags,

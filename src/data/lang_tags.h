@@ -54,6 +54,24 @@ std::vector<std::string> required_tags(const DataOptions& options);
 /// with data.lang_tags: target, then `<BT>` for a back-translated corpus.
 std::vector<std::string> source_tags(const DataOptions& options, const CorpusOptions& corpus);
 
+/// The tag of language `code` in `vocab`: language_tag(code) for nmt-train's own
+/// vocabularies; for one imported from Hugging Face (data/hf_tokenizer.h) its language-code
+/// token (`__de__`, `deu_Latn`, `>>deu<<`), found from either ISO 639 code ("de" or "deu").
+/// Throws DataError naming the vocabulary, the code and `needed_by` when it has none, or more
+/// than one (e.g. two scripts), listing them.
+std::string language_tag(const Vocab& vocab, std::string_view code, const std::string& needed_by);
+
+/// source_tags with the language codes where `vocab` puts them: the target language's (ours,
+/// Marian's), or the source language's (M2M100, NLLB; the target's then starts the target).
+std::vector<std::string> source_tags(const DataOptions& options, const CorpusOptions& corpus,
+                                     const Vocab& vocab);
+
+/// The tags put first in the target sentences of `corpus`: with data.lang_tags: target and a
+/// vocabulary that places codes in both (M2M100, NLLB), its target language's; else none. The
+/// decoder is trained to produce them first, so search must force them (and decode drops them).
+std::vector<std::string> target_tags(const DataOptions& options, const CorpusOptions& corpus,
+                                     const Vocab& vocab);
+
 /// The ids of `tags` in `vocab`. Throws DataError naming the vocabulary's model, the tag and
 /// `needed_by` (e.g. "data.train entry bt") when the model lacks one, or has it as a piece
 /// that text can produce (neither a control symbol nor a user-defined one, which Vocab loads

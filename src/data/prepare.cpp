@@ -40,10 +40,12 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
   std::vector<CorpusPart> parts;
   for (const CorpusOptions& corpus : training_corpora(options)) {
     const std::string name = options.train.empty() ? "train" : "train-" + corpus.name;
-    const std::vector<int32_t> tags = tag_ids(data.vocab.src, source_tags(options, corpus),
-                                              "data.train entry " + corpus.name);
+    const std::string needed_by = "data.train entry " + corpus.name;
     TokenCacheResult result = build_or_open_token_cache(
-        {name, corpus.src, corpus.tgt, cache_dir, prepare.threads, tags}, data.vocab, options);
+        {name, corpus.src, corpus.tgt, cache_dir, prepare.threads,
+         tag_ids(data.vocab.src, source_tags(options, corpus, data.vocab.src), needed_by),
+         tag_ids(data.vocab.tgt, target_tags(options, corpus, data.vocab.tgt), needed_by)},
+        data.vocab, options);
     log_counts(name, result);
     parts.push_back({corpus.name, corpus.weight, std::move(result.cache)});
   }
@@ -57,10 +59,12 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
   }
   for (const CorpusOptions& set : validation_sets(options)) {
     const std::string name = options.valid.empty() ? "valid" : "valid-" + set.name;
-    const std::vector<int32_t> tags = tag_ids(data.vocab.src, source_tags(options, set),
-                                              "data.valid entry " + set.name);
+    const std::string needed_by = "data.valid entry " + set.name;
     TokenCacheResult result = build_or_open_token_cache(
-        {name, set.src, set.tgt, cache_dir, prepare.threads, tags}, data.vocab, options);
+        {name, set.src, set.tgt, cache_dir, prepare.threads,
+         tag_ids(data.vocab.src, source_tags(options, set, data.vocab.src), needed_by),
+         tag_ids(data.vocab.tgt, target_tags(options, set, data.vocab.tgt), needed_by)},
+        data.vocab, options);
     log_counts(name, result);
     data.valid.push_back({set.name, pair_label(set), set.tgt, std::move(result.cache)});
   }

@@ -55,7 +55,7 @@ struct Encoded {
 void encode_chunk(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
                   const std::vector<int64_t>& lines, const Vocabularies& vocab,
                   const DataOptions& options, const std::vector<int32_t>& src_prefix,
-                  int threads, Encoded* out) {
+                  const std::vector<int32_t>& tgt_prefix, int threads, Encoded* out) {
   const size_t n = src.size();
   std::vector<std::vector<int32_t>> src_ids(n), tgt_ids(n);
   auto work = [&](size_t begin, size_t end) {
@@ -77,7 +77,8 @@ void encode_chunk(const std::vector<std::string>& src, const std::vector<std::st
       continue;
     }
     const auto tags = static_cast<int64_t>(src_prefix.size());
-    if (s + tags > options.max_len || t > options.max_len) {
+    const auto tgt_tags = static_cast<int64_t>(tgt_prefix.size());
+    if (s + tags > options.max_len || t + tgt_tags > options.max_len) {
       ++out->counts.too_long;
       continue;
     }
@@ -89,6 +90,7 @@ void encode_chunk(const std::vector<std::string>& src, const std::vector<std::st
     }
     out->src_ids.insert(out->src_ids.end(), src_prefix.begin(), src_prefix.end());
     out->src_ids.insert(out->src_ids.end(), src_ids[i].begin(), src_ids[i].end());
+    out->tgt_ids.insert(out->tgt_ids.end(), tgt_prefix.begin(), tgt_prefix.end());
     out->tgt_ids.insert(out->tgt_ids.end(), tgt_ids[i].begin(), tgt_ids[i].end());
     out->src_offsets.push_back(out->src_ids.size());
     out->tgt_offsets.push_back(out->tgt_ids.size());
@@ -223,6 +225,10 @@ uint64_t token_cache_key(const TokenCacheRequest& request, const Vocabularies& v
     key.update("src_prefix");
     for (int32_t id : request.src_prefix) key.update_value(id);
   }
+  if (!request.tgt_prefix.empty()) {
+    key.update("tgt_prefix");
+    for (int32_t id : request.tgt_prefix) key.update_value(id);
+  }
   return key.digest();
 }
 
@@ -253,7 +259,8 @@ TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
   std::vector<std::string> src, tgt;
   std::vector<int64_t> lines;
   auto flush = [&] {
-    encode_chunk(src, tgt, lines, vocab, options, request.src_prefix, request.threads, &encoded);
+    encode_chunk(src, tgt, lines, vocab, options, request.src_prefix, request.tgt_prefix,
+                 request.threads, &encoded);
     src.clear(), tgt.clear(), lines.clear();
     progress.update(double(encoded.counts.read), fraction_read);
   };

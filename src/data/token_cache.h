@@ -73,6 +73,9 @@ struct TokenCacheRequest {
   /// Ids put first in every source sentence (the corpus's tags, data/lang_tags.h); they
   /// count towards data.max_len but not towards the length ratio of a pair.
   std::vector<int32_t> src_prefix;
+  /// Ids put first in every target sentence (an M2M100 or NLLB model's target language code,
+  /// data/lang_tags.h target_tags); they count towards data.max_len but not the length ratio.
+  std::vector<int32_t> tgt_prefix;
 };
 
 /// Result of build_or_open_token_cache.

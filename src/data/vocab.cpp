@@ -13,6 +13,7 @@
 #include "data/corpus_reader.h"
 #include "data/corpus_set.h"
 #include "data/file_hash.h"
+#include "data/hf_id_map.h"
 #include "data/lang_tags.h"
 #include "data/spm_model_proto.h"
 #include "data/spm_training_log.h"
@@ -174,7 +175,35 @@ Vocab Vocab::load(const std::filesystem::path& model) {
   return from_serialized(bytes, model.string());
 }
 
+Vocab Vocab::from_hf(const TokenTable& table, const std::string& spm_bytes,
+                     const std::string& name) {
+  return from_serialized(serialize_hf_vocab(table, spm_bytes), name);
+}
+
 Vocab Vocab::from_serialized(const std::string& bytes, const std::string& name) {
+  if (is_serialized_hf_vocab(bytes)) {
+    // An imported vocabulary: its ids are the tokenizer's; no tags to retype (its language
+    // codes are special tokens, which SentencePiece never produces from text).
+    ParsedHfVocab parsed = parse_hf_vocab(bytes, name);
+    auto processor = std::make_shared<sentencepiece::SentencePieceProcessor>();
+    const auto status = processor->LoadFromSerializedProto(parsed.spm_bytes);
+    NMT_CHECK(status.ok(), DataError,
+              "{}: cannot load the SentencePiece model of the Hugging Face vocabulary: {}", name,
+              status.ToString());
+    Vocab vocab;
+    vocab.hf_ = std::make_shared<HfIdMap>(std::move(parsed.table), *processor, name);
+    vocab.fingerprint_ = hash_hex(bytes);  // the whole table: ids and model
+    vocab.encoding_fingerprint_ = vocab.fingerprint_;
+    const TokenTable& table = vocab.hf_->table();
+    vocab.pad_id_ = table.pad_id;
+    vocab.bos_id_ = table.decoder_start_id;
+    vocab.eos_id_ = table.eos_id;
+    vocab.unk_id_ = table.unk_id;
+    vocab.processor_ = std::move(processor);
+    vocab.bytes_ = std::make_shared<const std::string>(bytes);
+    vocab.model_path_ = name;
+    return vocab;
+  }
   auto processor = std::make_shared<sentencepiece::SentencePieceProcessor>();
   const auto status = processor->LoadFromSerializedProto(bytes);
   NMT_CHECK(status.ok(), DataError, "{}: cannot load SentencePiece model: {}", name,
@@ -209,17 +238,26 @@ Vocab Vocab::from_serialized(const std::string& bytes, const std::string& name) 
             "{}, eos_id {}); train it with --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3",
             name, vocab.pad_id_, vocab.bos_id_, vocab.eos_id_);
   vocab.processor_ = std::move(processor);
+  vocab.bytes_ = std::make_shared<const std::string>(bytes);
   vocab.model_path_ = name;
   return vocab;
 }
 
+const TokenTable* Vocab::hf_table() const { return hf_ ? &hf_->table() : nullptr; }
+
+LanguageCodePlacement Vocab::language_placement() const {
+  return hf_ ? hf_->table().placement : LanguageCodePlacement::kTargetInSource;
+}
+
 std::vector<int32_t> Vocab::encode(std::string_view text) const {
+  if (hf_) return hf_->encode(*processor_, text);
   std::vector<int> ids;
   processor_->Encode(text, &ids);
   return std::vector<int32_t>(ids.begin(), ids.end());
 }
 
 std::string Vocab::decode(const std::vector<int32_t>& ids) const {
+  if (hf_) return hf_->decode(*processor_, ids);
   std::vector<int> kept;
   kept.reserve(ids.size());
   for (int32_t id : ids)
@@ -229,13 +267,15 @@ std::string Vocab::decode(const std::vector<int32_t>& ids) const {
   return text;
 }
 
-int64_t Vocab::size() const { return processor_->GetPieceSize(); }
+int64_t Vocab::size() const { return hf_ ? hf_->size() : processor_->GetPieceSize(); }
 
 bool Vocab::is_control(int32_t id) const {
+  if (hf_) return hf_->is_special(id);
   return id >= 0 && id < processor_->GetPieceSize() && processor_->IsControl(id);
 }
 
 std::optional<int32_t> Vocab::piece_id(std::string_view piece) const {
+  if (hf_) return hf_->token_id(piece);
   const int id = processor_->PieceToId(absl::string_view(piece.data(), piece.size()));
   // PieceToId answers the unknown piece's id for a piece it lacks.
   if (id < 0 || (processor_->IsUnknown(id) && processor_->IdToPiece(id) != piece)) return std::nullopt;

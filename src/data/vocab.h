@@ -1,6 +1,10 @@
 #pragma once
 // Subword vocabularies through SentencePiece's C++ API: load a model, or train one on the
-// training data and keep it in the run directory for every later run and resume.
+// training data and keep it in the run directory for every later run and resume. A
+// vocabulary imported from a Hugging Face tokenizer (data/hf_tokenizer.h) is a SentencePiece
+// model with the tokenizer's ids (data/hf_id_map.h), serialized as data/token_table.h says and
+// loaded by the same calls, so checkpoints, run directories and the token cache keep it as
+// they keep ours.
 
 #include <cstdint>
 #include <filesystem>
@@ -11,12 +15,15 @@
 #include <vector>
 
 #include "data/data_options.h"
+#include "data/token_table.h"
 
 namespace sentencepiece {
 class SentencePieceProcessor;
 }
 
 namespace nmt::data {
+
+class HfIdMap;
 
 /// Special ids of every vocabulary nmt-train trains (a given model must define pad, bos, eos).
 constexpr int32_t kPadId = 0;
@@ -32,22 +39,31 @@ class Vocab {
  public:
   /// Loads a model; throws DataError when it cannot be read or lacks pad, bos or eos pieces.
   static Vocab load(const std::filesystem::path& model);
-  /// Loads a model from the bytes of a .model file (e.g. kept in a checkpoint); `name` says
-  /// where they came from, for messages and model_path(). Throws DataError like load().
+  /// Loads a model from the bytes of a .model file (e.g. kept in a checkpoint) or of an
+  /// imported Hugging Face vocabulary (serialized()); `name` says where they came from, for
+  /// messages and model_path(). Throws DataError like load().
   static Vocab from_serialized(const std::string& bytes, const std::string& name);
+  /// One side of a Hugging Face tokenizer: `spm_bytes` cut text into pieces, `table` gives
+  /// them ids. Throws DataError naming `name` when the two do not fit together.
+  static Vocab from_hf(const TokenTable& table, const std::string& spm_bytes,
+                       const std::string& name);
 
   /// Pieces of text as ids, without bos/eos; never a tag's id (the text `<BT>` is its
   /// characters' pieces).
   std::vector<int32_t> encode(std::string_view text) const;
-  /// Detokenized text of ids; pad, bos and eos are dropped.
+  /// Detokenized text of ids; pad, bos and eos are dropped (for an imported vocabulary every
+  /// special id, unk and language codes included, as its tokenizer's decode with
+  /// skip_special_tokens=True).
   std::string decode(const std::vector<int32_t>& ids) const;
   int64_t size() const;
   /// The id of a piece (e.g. a tag), or nullopt when the model does not have it.
   std::optional<int32_t> piece_id(std::string_view piece) const;
-  /// True when `id` is a control symbol (pad, bos, eos, a tag): inserted by id, never encoded
-  /// from text.
+  /// True when `id` is a control symbol (pad, bos, eos, a tag; an imported vocabulary's
+  /// special tokens): inserted by id, never encoded from text.
   bool is_control(int32_t id) const;
   int32_t pad_id() const { return pad_id_; }
+  /// The decoder's first input: bos, or an imported model's decoder start token (Marian: pad,
+  /// M2M100 and NLLB: eos).
   int32_t bos_id() const { return bos_id_; }
   int32_t eos_id() const { return eos_id_; }
   int32_t unk_id() const { return unk_id_; }
@@ -60,9 +76,19 @@ class Vocab {
   /// The tags the model file declares user-defined symbols and this Vocab treats as control
   /// symbols (empty for a model nmt-train trains now, or one without tags).
   const std::vector<std::string>& retyped_tags() const { return retyped_tags_; }
+  /// The bytes from_serialized loaded this from (a .model file's, or an imported
+  /// vocabulary's): what a checkpoint stores.
+  const std::string& serialized() const { return *bytes_; }
+  /// An imported vocabulary's table, or nullptr for a SentencePiece model's own ids.
+  const TokenTable* hf_table() const;
+  /// Where language tags go: the target's first in the source, unless an imported M2M100 or
+  /// NLLB vocabulary says source and target codes.
+  LanguageCodePlacement language_placement() const;
 
  private:
   std::shared_ptr<const sentencepiece::SentencePieceProcessor> processor_;
+  std::shared_ptr<const HfIdMap> hf_;  ///< set for an imported vocabulary
+  std::shared_ptr<const std::string> bytes_;
   std::filesystem::path model_path_;
   std::string fingerprint_;
   std::string encoding_fingerprint_;

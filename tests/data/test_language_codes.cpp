@@ -18,6 +18,12 @@ TEST_CASE("language codes: two letters of ISO 639-1, three of ISO 639-3 or 639-2
     CHECK_FALSE(is_language_code(code));
   for (const char* code : {"", "e", "EN", "Deu", "en-US", "de1", "<2de>", "deut"})
     CHECK_FALSE(is_language_code(code));
+  // With a script, as NLLB names languages: a code, "_", four letters in title case.
+  for (const char* code : {"zho_Hant", "deu_Latn", "de_Latn", "srp_Cyrl"})
+    CHECK(is_language_code(code));
+  for (const char* code : {"xyz_Latn", "deu_latn", "deu_LATN", "deu_Lat", "deu_Latin", "deu_",
+                           "_Latn", "deu_Latn_Latn"})
+    CHECK_FALSE(is_language_code(code));
 }
 
 TEST_CASE("the generated tables are sorted runs of lowercase codes of one width", "[data]") {

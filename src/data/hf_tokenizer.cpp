@@ -1,0 +1,374 @@
+#include "data/hf_tokenizer.h"
+
+#include <sentencepiece_processor.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "util/error.h"
+
+namespace nmt::data {
+namespace {
+
+using Json = nlohmann::json;
+
+/// The files and keys read here, named once for the reader and its messages.
+constexpr const char* kTokenizerConfig = "tokenizer_config.json";
+constexpr const char* kVocabJson = "vocab.json";
+constexpr const char* kTargetVocabJson = "target_vocab.json";
+constexpr const char* kMarianSource = "source.spm";
+constexpr const char* kMarianTarget = "target.spm";
+constexpr const char* kBpeModel = "sentencepiece.bpe.model";
+constexpr const char* kTokenizerJson = "tokenizer.json";
+constexpr const char* kClassKey = "tokenizer_class";
+constexpr const char* kAddedTokensKey = "added_tokens_decoder";
+
+std::string read_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  NMT_CHECK(in.good(), DataError, "{}: cannot read the file (a Hugging Face tokenizer needs it)",
+            file.string());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+Json read_json(const std::filesystem::path& file) {
+  const std::string text = read_file(file);
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception& e) {
+    throw DataError(fmt::format("{}: not JSON: {}", file.string(), e.what()), {__FILE__, __LINE__});
+  }
+}
+
+/// A special token's text: tokenizer_config.json writes either a string or an AddedToken
+/// ({"content": ...}); `fallback` when the key is absent.
+std::string token_text(const Json& config, const char* key, const std::string& fallback,
+                       const std::filesystem::path& file) {
+  if (!config.contains(key) || config.at(key).is_null()) return fallback;
+  const Json& value = config.at(key);
+  if (value.is_string()) return value.get<std::string>();
+  NMT_CHECK(value.is_object() && value.contains("content") && value.at("content").is_string(),
+            DataError, "{}: key \"{}\" is {}, expected a token string or {{\"content\": ...}}",
+            file.string(), key, value.dump());
+  return value.at("content").get<std::string>();
+}
+
+/// Ids by token, from tokenizer_config.json's added_tokens_decoder ({"id": {"content": ...,
+/// "special": ...}}), with whether each is special.
+struct AddedToken {
+  std::string content;
+  bool special = true;
+};
+std::map<int32_t, AddedToken> added_tokens(const Json& config, const std::filesystem::path& file) {
+  std::map<int32_t, AddedToken> out;
+  if (!config.contains(kAddedTokensKey)) return out;
+  const Json& tokens = config.at(kAddedTokensKey);
+  NMT_CHECK(tokens.is_object(), DataError, "{}: key \"{}\" is {}, expected an object",
+            file.string(), kAddedTokensKey, tokens.type_name());
+  for (const auto& [key, value] : tokens.items()) {
+    int64_t id = -1;
+    try {
+      size_t used = 0;
+      id = std::stoll(key, &used);
+      if (used != key.size()) id = -1;
+    } catch (const std::exception&) {
+    }
+    NMT_CHECK(id >= 0 && id < (int64_t{1} << 31) && value.is_object() &&
+                  value.contains("content") && value.at("content").is_string(),
+              DataError, "{}: key \"{}.{}\": expected an id with {{\"content\": ...}}, found {}",
+              file.string(), kAddedTokensKey, key, value.dump());
+    AddedToken token{value.at("content").get<std::string>(), true};
+    if (value.contains("special") && value.at("special").is_boolean())
+      token.special = value.at("special").get<bool>();
+    out[static_cast<int32_t>(id)] = token;
+  }
+  return out;
+}
+
+/// tokenizer.json's added_tokens ([{"id": ..., "content": ..., "special": ...}]): where
+/// transformers 5 keeps the special tokens and language codes of a tokenizers-backed class.
+std::map<int32_t, AddedToken> added_tokens_of_json(const Json& json,
+                                                   const std::filesystem::path& file) {
+  std::map<int32_t, AddedToken> out;
+  NMT_CHECK(json.contains("added_tokens") && json.at("added_tokens").is_array(), DataError,
+            "{}: key \"added_tokens\" is missing or not a list", file.string());
+  for (const Json& token : json.at("added_tokens")) {
+    NMT_CHECK(token.is_object() && token.contains("id") && token.at("id").is_number_integer() &&
+                  token.at("id").get<int64_t>() >= 0 && token.contains("content") &&
+                  token.at("content").is_string(),
+              DataError,
+              "{}: key \"added_tokens\" holds {}, expected {{\"id\": ..., "
+              "\"content\": ...}}",
+              file.string(), token.dump());
+    out[token.at("id").get<int32_t>()] = {token.at("content").get<std::string>(),
+                                          token.value("special", true)};
+  }
+  return out;
+}
+
+/// Checks that tokenizer.json's model.vocab (what AutoTokenizer encodes with) gives every
+/// token the id of `tokens`.
+void check_tokenizer_json_vocab(const Json& json, const std::vector<std::string>& tokens,
+                                const std::filesystem::path& file, const std::string& model) {
+  if (!json.contains("model") || !json.at("model").contains("vocab")) return;
+  const Json& vocab = json.at("model").at("vocab");
+  if (!vocab.is_object()) return;
+  for (const auto& [token, id] : vocab.items()) {
+    const bool same = id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                      id.get<int64_t>() < static_cast<int64_t>(tokens.size()) &&
+                      tokens[id.get<size_t>()] == token;
+    NMT_CHECK(same, DataError,
+              "{}: key \"model.vocab\" gives \"{}\" the id {}, but {} gives that id to \"{}\" "
+              "(fairseq's ids: the model's pieces one up): the two files are of different "
+              "tokenizers",
+              file.string(), token, id.dump(), model,
+              id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                      id.get<int64_t>() < static_cast<int64_t>(tokens.size())
+                  ? tokens[id.get<size_t>()]
+                  : std::string("nothing"));
+  }
+}
+
+/// M2M100Tokenizer's language codes (tokenizer_config.json "language_codes"), which it puts
+/// right after vocab.json's ids in this order (transformers' FAIRSEQ_LANGUAGE_CODES).
+std::vector<std::string_view> m2m100_language_codes(const Json& config,
+                                                    const std::filesystem::path& file) {
+  static constexpr std::string_view kM2M100 =
+      "af am ar ast az ba be bg bn br bs ca ceb cs cy da de el en es et fa ff fi fr fy ga gd gl "
+      "gu ha he hi hr ht hu hy id ig ilo is it ja jv ka kk km kn ko lb lg ln lo lt lv mg mk ml "
+      "mn mr ms my ne nl no ns oc or pa pl ps pt ro ru sd si sk sl so sq sr ss su sv sw ta th tl "
+      "tn tr uk ur uz vi wo xh yi yo zh zu";
+  static constexpr std::string_view kWmt21 = "en ha is ja cs ru zh de";
+  const std::string set = config.value("language_codes", std::string("m2m100"));
+  NMT_CHECK(set == "m2m100" || set == "wmt21", DataError,
+            "{}: key \"language_codes\" is \"{}\": expected m2m100 or wmt21", file.string(), set);
+  const std::string_view list = set == "m2m100" ? kM2M100 : kWmt21;
+  std::vector<std::string_view> codes;
+  for (size_t at = 0; at < list.size();) {
+    const size_t end = std::min(list.find(' ', at), list.size());
+    codes.push_back(list.substr(at, end - at));
+    at = end + 1;
+  }
+  return codes;
+}
+
+/// vocab.json ({"token": id}) as the token of each id; ids must run 0..n-1 without gaps.
+std::vector<std::string> tokens_by_id(const std::filesystem::path& file) {
+  const Json vocab = read_json(file);
+  NMT_CHECK(vocab.is_object() && !vocab.empty(), DataError,
+            "{}: expected an object of token: id, found {}", file.string(), vocab.type_name());
+  std::vector<std::string> tokens(vocab.size());
+  std::vector<bool> seen(vocab.size(), false);
+  for (const auto& [token, id] : vocab.items()) {
+    NMT_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                  id.get<int64_t>() < static_cast<int64_t>(tokens.size()) &&
+                  !seen[id.get<size_t>()],
+              DataError, "{}: token \"{}\" has id {}; expected each id 0..{} once", file.string(),
+              token, id.dump(), tokens.size() - 1);
+    seen[id.get<size_t>()] = true;
+    tokens[id.get<size_t>()] = token;
+  }
+  return tokens;
+}
+
+/// Puts the added tokens at their ids (after the base tokens, or over them), marking the
+/// special ones.
+void add_tokens(const std::map<int32_t, AddedToken>& added, std::vector<std::string>* tokens,
+                std::set<int32_t>* special, const std::filesystem::path& file) {
+  for (const auto& [id, token] : added) {
+    const auto at = static_cast<size_t>(id);
+    if (at >= tokens->size()) {
+      NMT_CHECK(at == tokens->size(), DataError,
+                "{}: added token \"{}\" has id {}, but the ids end at {}: a gap", file.string(),
+                token.content, id, tokens->size());
+      tokens->push_back(token.content);
+    } else {
+      NMT_CHECK((*tokens)[at] == token.content, DataError,
+                "{}: added token \"{}\" has id {}, which the vocabulary gives to \"{}\"",
+                file.string(), token.content, id, (*tokens)[at]);
+    }
+    if (token.special) special->insert(id);
+  }
+}
+
+bool is_language_token(HfTokenizerKind kind, std::string_view token) {
+  auto wrapped = [&](std::string_view open, std::string_view close) {
+    return token.size() > open.size() + close.size() && token.substr(0, open.size()) == open &&
+           token.substr(token.size() - close.size()) == close;
+  };
+  switch (kind) {
+    case HfTokenizerKind::kMarian:
+      return wrapped(">>", "<<");
+    case HfTokenizerKind::kM2M100:
+      return wrapped("__", "__");
+    case HfTokenizerKind::kNllb: {
+      // xxx_Xxxx: a language code, an underscore, a four-letter script (ISO 15924).
+      const size_t cut = token.find('_');
+      if (cut == std::string_view::npos || cut < 2 || token.size() != cut + 5) return false;
+      auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+      auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+      return std::all_of(token.begin(), token.begin() + cut, lower) && upper(token[cut + 1]) &&
+             std::all_of(token.begin() + cut + 2, token.end(), lower);
+    }
+  }
+  return false;
+}
+
+/// The id of a special token named by tokenizer_config.json.
+int32_t required_id(const std::vector<std::string>& tokens, const std::string& token,
+                    const char* key, const std::filesystem::path& file) {
+  const auto found = std::find(tokens.begin(), tokens.end(), token);
+  NMT_CHECK(found != tokens.end(), DataError,
+            "{}: key \"{}\" names the token \"{}\", which the vocabulary does not hold",
+            file.string(), key, token);
+  return static_cast<int32_t>(found - tokens.begin());
+}
+
+/// The table of one side: `tokens` with the configured special tokens and the language codes
+/// marked.
+TokenTable make_table(HfTokenizerKind kind, std::vector<std::string> tokens,
+                      std::set<int32_t> special, const Json& config,
+                      const std::filesystem::path& config_file) {
+  TokenTable t;
+  t.kind = kind;
+  t.pad_id = required_id(tokens, token_text(config, "pad_token", "<pad>", config_file), "pad_token",
+                         config_file);
+  t.unk_id = required_id(tokens, token_text(config, "unk_token", "<unk>", config_file), "unk_token",
+                         config_file);
+  t.eos_id = required_id(tokens, token_text(config, "eos_token", "</s>", config_file), "eos_token",
+                         config_file);
+  special.insert({t.pad_id, t.unk_id, t.eos_id});
+  if (kind == HfTokenizerKind::kNllb) {
+    // <s> (0) exists but starts nothing: NLLB's decoder starts with </s>, as M2M100's.
+    special.insert(required_id(tokens, token_text(config, "bos_token", "<s>", config_file),
+                               "bos_token", config_file));
+  }
+  // Marian: pad (config.json decoder_start_token_id); M2M100 and NLLB: eos.
+  t.decoder_start_id = kind == HfTokenizerKind::kMarian ? t.pad_id : t.eos_id;
+  for (int32_t id = 0; id < static_cast<int32_t>(tokens.size()); ++id)
+    if (is_language_token(kind, tokens[static_cast<size_t>(id)]) &&
+        (kind == HfTokenizerKind::kMarian || special.count(id))) {
+      // Marian's codes are ordinary vocab.json entries that its tokenizer cuts out of the
+      // text; here they are inserted by id only, as every tag is.
+      t.language_ids.push_back(id);
+      special.insert(id);
+    }
+  t.special_ids.assign(special.begin(), special.end());
+  t.unknown_by_text = kind != HfTokenizerKind::kNllb;
+  t.placement = kind == HfTokenizerKind::kMarian ? LanguageCodePlacement::kTargetInSource
+                                                 : LanguageCodePlacement::kSourceAndTarget;
+  t.tokens = std::move(tokens);
+  return t;
+}
+
+HfTokenizerKind kind_of(const Json& config, const std::filesystem::path& dir,
+                        const std::filesystem::path& file) {
+  NMT_CHECK(config.contains(kClassKey) && config.at(kClassKey).is_string(), DataError,
+            "{}: key \"{}\" is missing: cannot tell which tokenizer this is (MarianTokenizer, "
+            "M2M100Tokenizer or NllbTokenizer expected)",
+            file.string(), kClassKey);
+  const std::string name = config.at(kClassKey).get<std::string>();
+  if (name == "MarianTokenizer") return HfTokenizerKind::kMarian;
+  if (name == "M2M100Tokenizer") return HfTokenizerKind::kM2M100;
+  if (name == "NllbTokenizer" || name == "NllbTokenizerFast") return HfTokenizerKind::kNllb;
+  throw DataError(fmt::format("{}: key \"{}\" is \"{}\": {} holds no tokenizer nmt-train reads "
+                              "(MarianTokenizer, M2M100Tokenizer or NllbTokenizer)",
+                              file.string(), kClassKey, name, dir.string()),
+                  {__FILE__, __LINE__});
+}
+
+/// NLLB's ids over its model: fairseq's four specials, then every piece but the model's own
+/// <unk>, <s>, </s> (ids 0-2) one up.
+std::vector<std::string> nllb_tokens(const std::string& spm_bytes,
+                                     const std::filesystem::path& file) {
+  sentencepiece::SentencePieceProcessor processor;
+  const auto status = processor.LoadFromSerializedProto(spm_bytes);
+  NMT_CHECK(status.ok(), DataError, "{}: cannot load the SentencePiece model: {}", file.string(),
+            status.ToString());
+  std::vector<std::string> tokens = {"<s>", "<pad>", "</s>", "<unk>"};
+  for (int piece = 3; piece < processor.GetPieceSize(); ++piece)
+    tokens.push_back(processor.IdToPiece(piece));
+  return tokens;
+}
+
+}  // namespace
+
+HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vocab_size) {
+  const std::filesystem::path config_file = dir / kTokenizerConfig;
+  const Json config = read_json(config_file);
+  NMT_CHECK(config.is_object(), DataError, "{}: expected an object, found {}", config_file.string(),
+            config.type_name());
+  HfTokenizer out;
+  out.kind = kind_of(config, dir, config_file);
+  std::map<int32_t, AddedToken> added = added_tokens(config, config_file);
+  std::filesystem::path added_file = config_file;
+  auto side = [&](std::vector<std::string> tokens, const std::filesystem::path& model,
+                  const std::string& spm_bytes) {
+    std::set<int32_t> special;
+    add_tokens(added, &tokens, &special, added_file);
+    NMT_CHECK(model_vocab_size == 0 || static_cast<int64_t>(tokens.size()) <= model_vocab_size,
+              DataError, "{}: the tokenizer has {} ids, more than the model's vocab_size {}",
+              dir.string(), tokens.size(), model_vocab_size);
+    while (static_cast<int64_t>(tokens.size()) < model_vocab_size) {
+      special.insert(static_cast<int32_t>(tokens.size()));
+      tokens.push_back(fmt::format("<nmt-unused-{}>", tokens.size()));
+    }
+    const TokenTable table =
+        make_table(out.kind, std::move(tokens), std::move(special), config, config_file);
+    return Vocab::from_hf(table, spm_bytes, model.string());
+  };
+  switch (out.kind) {
+    case HfTokenizerKind::kMarian: {
+      const bool separate = config.value("separate_vocabs", false);
+      const std::vector<std::string> source_tokens = tokens_by_id(dir / kVocabJson);
+      out.vocab.src = side(source_tokens, dir / kMarianSource, read_file(dir / kMarianSource));
+      out.vocab.tgt = side(separate ? tokens_by_id(dir / kTargetVocabJson) : source_tokens,
+                           dir / kMarianTarget, read_file(dir / kMarianTarget));
+      break;
+    }
+    case HfTokenizerKind::kM2M100: {
+      std::vector<std::string> tokens = tokens_by_id(dir / kVocabJson);
+      const std::string spm = read_file(dir / kBpeModel);
+      // The language codes follow vocab.json's ids (M2M100Tokenizer's lang_token_to_id).
+      const auto first_code = static_cast<int32_t>(tokens.size());
+      const std::vector<std::string_view> codes = m2m100_language_codes(config, config_file);
+      for (size_t i = 0; i < codes.size(); ++i)
+        added[first_code + static_cast<int32_t>(i)] = {fmt::format("__{}__", codes[i]), true};
+      out.vocab.src = side(std::move(tokens), dir / kBpeModel, spm);
+      out.vocab.tgt = out.vocab.src;
+      break;
+    }
+    case HfTokenizerKind::kNllb: {
+      NMT_CHECK(!config.value("legacy_behaviour", false), DataError,
+                "{}: key \"legacy_behaviour\" is true (language code after </s>): not "
+                "supported; NLLB's current behaviour (code first) is",
+                config_file.string());
+      // transformers 5 encodes with tokenizer.json (a tokenizers BPE made from this model),
+      // which holds the special tokens and language codes; the model itself is what hub
+      // directories ship beside it (save_pretrained in transformers 5 no longer writes it).
+      NMT_CHECK(std::filesystem::exists(dir / kBpeModel), DataError,
+                "{}: missing: NLLB is read from its SentencePiece model; copy it from the "
+                "original model directory (the hub's facebook/nllb-200-* have it; transformers 5's "
+                "save_pretrained writes only tokenizer.json)",
+                (dir / kBpeModel).string());
+      const std::string spm = read_file(dir / kBpeModel);
+      std::vector<std::string> tokens = nllb_tokens(spm, dir / kBpeModel);
+      if (std::filesystem::exists(dir / kTokenizerJson)) {
+        const Json json = read_json(dir / kTokenizerJson);
+        check_tokenizer_json_vocab(json, tokens, dir / kTokenizerJson, (dir / kBpeModel).string());
+        added = added_tokens_of_json(json, dir / kTokenizerJson);
+        added_file = dir / kTokenizerJson;
+      }
+      out.vocab.src = side(std::move(tokens), dir / kBpeModel, spm);
+      out.vocab.tgt = out.vocab.src;
+      break;
+    }
+  }
+  out.vocab.joint = out.vocab.src.serialized() == out.vocab.tgt.serialized();
+  return out;
+}
+
+}  // namespace nmt::data

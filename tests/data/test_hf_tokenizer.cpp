@@ -1,0 +1,283 @@
+// Hugging Face tokenizer directories (data/hf_tokenizer.h): ids through vocab.json or
+// fairseq's offset, special tokens never from text, language codes found from our ISO codes and
+// placed as each model expects, the serialized form, and errors that name the file and key.
+// The exactness against transformers itself is tests/scripts/test_hf_tokenizer.py.
+#include "catch_torch.h"  // first: see the header
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "data/hf_tokenizer.h"
+#include "data/lang_tags.h"
+#include "data/language_codes.h"
+#include "data/prepare.h"
+#include "data_fixture.h"
+#include "util/error.h"
+
+using Catch::Matchers::Contains;
+using nmt::data::HfTokenizerKind;
+using nmt::data::load_hf_tokenizer;
+using nmt::data::Vocab;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+/// A SentencePiece model with SentencePiece's default specials (<unk> 0, <s> 1, </s> 2), as
+/// Hugging Face's models have, trained on the first lines of a shipped file.
+std::string train_model(const nmt::test::TempDir& dir, const std::string& shipped,
+                        const std::string& name, const std::string& type) {
+  const auto corpus = nmt::test::head_of(dir, shipped, name + ".txt", 2000);
+  const std::string prefix = (dir.path() / name).string();
+  const auto status = sentencepiece::SentencePieceTrainer::Train(
+      "--input=" + corpus.string() + " --model_prefix=" + prefix +
+      " --vocab_size=300 --character_coverage=1.0 --num_threads=1 --minloglevel=2"
+      " --model_type=" +
+      type);
+  if (!status.ok()) throw std::runtime_error("training SentencePiece: " + status.ToString());
+  std::ifstream in(prefix + ".model", std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// The ordinary pieces of a model, in id order.
+std::vector<std::string> pieces_of(const std::string& model) {
+  sentencepiece::SentencePieceProcessor sp;
+  REQUIRE(sp.LoadFromSerializedProto(model).ok());
+  std::vector<std::string> pieces;
+  for (int i = 0; i < sp.GetPieceSize(); ++i)
+    if (!sp.IsUnknown(i) && !sp.IsControl(i)) pieces.push_back(sp.IdToPiece(i));
+  return pieces;
+}
+
+Json added(const std::vector<std::pair<int, std::string>>& tokens) {
+  Json out = Json::object();
+  for (const auto& [id, content] : tokens)
+    out[std::to_string(id)] = {{"content", content}, {"special", true}};
+  return out;
+}
+
+/// An M2M100 directory: vocab.json holds the pieces in reverse order after fairseq's four
+/// specials (so ids differ from the model's); the wmt21 language codes (en ha is ja cs ru zh
+/// de) follow it, as M2M100Tokenizer numbers them.
+struct M2M100Dir {
+  nmt::test::TempDir dir;
+  std::string model = train_model(dir, "ddtp.en-de.train.en.gz", "sentencepiece.bpe", "bpe");
+  Json vocab = Json::object();
+  M2M100Dir() {
+    std::vector<std::string> pieces = pieces_of(model);
+    std::reverse(pieces.begin(), pieces.end());
+    for (const char* special : {"<s>", "<pad>", "</s>", "<unk>"}) vocab[special] = vocab.size();
+    for (const std::string& piece : pieces) vocab[piece] = vocab.size();
+    dir.write("vocab.json", vocab.dump());
+    dir.write(
+        "tokenizer_config.json",
+        Json{{"tokenizer_class", "M2M100Tokenizer"},
+             {"language_codes", "wmt21"},
+             {"added_tokens_decoder", added({{0, "<s>"}, {1, "<pad>"}, {2, "</s>"}, {3, "<unk>"}})}}
+            .dump());
+  }
+};
+
+struct NllbDir {
+  nmt::test::TempDir dir;
+  std::string model = train_model(dir, "ddtp.en-de.train.en.gz", "sentencepiece.bpe", "bpe");
+  int size = 0;
+  NllbDir() {
+    sentencepiece::SentencePieceProcessor sp;
+    REQUIRE(sp.LoadFromSerializedProto(model).ok());
+    size = sp.GetPieceSize() + 1;
+    dir.write("tokenizer_config.json", Json{{"tokenizer_class", "NllbTokenizer"},
+                                            {"added_tokens_decoder", added({{0, "<s>"},
+                                                                            {1, "<pad>"},
+                                                                            {2, "</s>"},
+                                                                            {3, "<unk>"},
+                                                                            {size, "deu_Latn"},
+                                                                            {size + 1, "zho_Hans"},
+                                                                            {size + 2, "zho_Hant"},
+                                                                            {size + 3, "<mask>"}})}}
+                                           .dump());
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "an M2M100 directory's ids go through vocab.json, and special tokens never come from text",
+    "[data]") {
+  const M2M100Dir m2m;
+  const auto tokenizer = load_hf_tokenizer(m2m.dir.path());
+  const Vocab& vocab = tokenizer.vocab.src;
+  CHECK(tokenizer.kind == HfTokenizerKind::kM2M100);
+  CHECK(tokenizer.vocab.joint);
+  CHECK(vocab.size() == static_cast<int64_t>(m2m.vocab.size()) + 8);
+  CHECK(*vocab.piece_id("__en__") == static_cast<int32_t>(m2m.vocab.size()));
+  CHECK(*vocab.piece_id("__de__") == static_cast<int32_t>(m2m.vocab.size()) + 7);
+  CHECK((vocab.pad_id() == 1 && vocab.eos_id() == 2 && vocab.unk_id() == 3));
+  CHECK(vocab.bos_id() == 2);  // M2M100's decoder starts with </s>
+  sentencepiece::SentencePieceProcessor sp;
+  REQUIRE(sp.LoadFromSerializedProto(m2m.model).ok());
+  const std::string text = "This package contains common files.";
+  std::vector<std::string> pieces;
+  REQUIRE(sp.Encode(text, &pieces).ok());
+  std::vector<int32_t> expected;
+  for (const std::string& piece : pieces) expected.push_back(m2m.vocab.at(piece).get<int32_t>());
+  CHECK(vocab.encode(text) == expected);
+  CHECK(vocab.decode(vocab.encode(text)) == text);
+  // An unknown character is <unk>; the text of special tokens is its characters' pieces.
+  const std::vector<int32_t> unknown = vocab.encode("\xF0\x9F\x98\x80");
+  CHECK(std::count(unknown.begin(), unknown.end(), vocab.unk_id()) == 1);
+  for (int32_t id : vocab.encode("__de__ </s> <pad> <unk>")) CHECK_FALSE(vocab.is_control(id));
+  CHECK(vocab.is_control(*vocab.piece_id("__de__")));
+}
+
+TEST_CASE("an NLLB directory has fairseq's ids: the model's one up, specials 0-3", "[data]") {
+  const NllbDir nllb;
+  const auto tokenizer = load_hf_tokenizer(nllb.dir.path());
+  const Vocab& vocab = tokenizer.vocab.src;
+  CHECK(tokenizer.kind == HfTokenizerKind::kNllb);
+  CHECK(vocab.size() == nllb.size + 4);
+  CHECK((vocab.pad_id() == 1 && vocab.eos_id() == 2 && vocab.unk_id() == 3 && vocab.bos_id() == 2));
+  sentencepiece::SentencePieceProcessor sp;
+  REQUIRE(sp.LoadFromSerializedProto(nllb.model).ok());
+  const std::string text = "You can specify a set of files \xF0\x9F\x98\x80 to protect.";
+  std::vector<int> ids;
+  REQUIRE(sp.Encode(text, &ids).ok());
+  std::vector<int32_t> expected;
+  for (int id : ids) expected.push_back(id == sp.unk_id() ? 3 : id + 1);
+  CHECK(vocab.encode(text) == expected);
+  CHECK(vocab.decode(vocab.encode("You can specify a set.")) == "You can specify a set.");
+  CHECK(vocab.is_control(*vocab.piece_id("<mask>")));
+  CHECK(vocab.is_control(*vocab.piece_id("deu_Latn")));
+  // A model with more rows than tokens (NLLB-200: two): placeholders, special, dropped.
+  const Vocab padded = load_hf_tokenizer(nllb.dir.path(), vocab.size() + 2).vocab.src;
+  CHECK(padded.size() == vocab.size() + 2);
+  CHECK(padded.is_control(static_cast<int32_t>(vocab.size() + 1)));
+  CHECK(padded.decode({100, static_cast<int32_t>(vocab.size())}) == vocab.decode({100}));
+  CHECK_THROWS_WITH(load_hf_tokenizer(nllb.dir.path(), vocab.size() - 1),
+                    Contains("more than the model's vocab_size"));
+}
+
+TEST_CASE("a Marian directory encodes each side with its own model, ids from one vocab.json",
+          "[data]") {
+  nmt::test::TempDir dir;
+  const std::string source = train_model(dir, "ddtp.en-de.train.en.gz", "source", "unigram");
+  const std::string target = train_model(dir, "ddtp.en-de.train.de.gz", "target", "unigram");
+  std::filesystem::rename(dir.path() / "source.model", dir.path() / "source.spm");
+  std::filesystem::rename(dir.path() / "target.model", dir.path() / "target.spm");
+  Json vocab = {{"</s>", 0}, {"<unk>", 1}};
+  for (const auto* model : {&source, &target})
+    for (const std::string& piece : pieces_of(*model))
+      if (!vocab.contains(piece)) vocab[piece] = vocab.size();
+  for (const char* token : {">>deu<<", ">>fra<<", "<pad>"}) vocab[token] = vocab.size();
+  dir.write("vocab.json", vocab.dump());
+  dir.write("tokenizer_config.json", Json{{"tokenizer_class", "MarianTokenizer"}}.dump());
+  const auto tokenizer = load_hf_tokenizer(dir.path());
+  CHECK_FALSE(tokenizer.vocab.joint);
+  const Vocab& src = tokenizer.vocab.src;
+  const Vocab& tgt = tokenizer.vocab.tgt;
+  CHECK(src.size() == static_cast<int64_t>(vocab.size()));
+  CHECK(tgt.bos_id() == vocab.at("<pad>").get<int32_t>());  // Marian's decoder starts with pad
+  CHECK(src.encode("Paket") != tgt.encode("Paket"));
+  const std::string german = "Dieses Paket enth\xC3\xA4lt Dateien.";
+  CHECK(tgt.decode(tgt.encode(german)) == german);
+  // >>deu<< is the target language's tag, first in the source; never from text.
+  nmt::data::DataOptions options;
+  options.lang_tags = nmt::data::LangTags::kTarget;
+  const nmt::data::CorpusOptions corpus{"c", "c.en", "c.de", 1.0, {}, "en", "de"};
+  CHECK(nmt::data::source_tags(options, corpus, src) == std::vector<std::string>{">>deu<<"});
+  CHECK(nmt::data::target_tags(options, corpus, tgt).empty());
+  CHECK(nmt::data::tag_ids(src, {">>deu<<"}, "test") ==
+        std::vector<int32_t>{vocab.at(">>deu<<").get<int32_t>()});
+  for (int32_t id : src.encode(">>deu<< Paket")) CHECK_FALSE(src.is_control(id));
+}
+
+TEST_CASE("language codes are found from either ISO 639 code, and a miss lists the vocabulary's",
+          "[data]") {
+  CHECK(nmt::data::paired_language_code("de") == "deu");
+  CHECK(nmt::data::paired_language_code("deu") == "de");
+  CHECK(nmt::data::paired_language_code("gsw").empty());
+  const M2M100Dir m2m;
+  const Vocab m2m_vocab = load_hf_tokenizer(m2m.dir.path()).vocab.src;
+  CHECK(nmt::data::language_tag(m2m_vocab, "de", "test") == "__de__");
+  CHECK(nmt::data::language_tag(m2m_vocab, "deu", "test") == "__de__");
+  CHECK_THROWS_WITH(nmt::data::language_tag(m2m_vocab, "fr", "--tgt-lang fr"),
+                    Contains("no language code for fr") && Contains("--tgt-lang fr") &&
+                        Contains("__en__ __ha__ __is__"));
+  const NllbDir nllb;
+  const Vocab nllb_vocab = load_hf_tokenizer(nllb.dir.path()).vocab.src;
+  CHECK(nmt::data::language_tag(nllb_vocab, "de", "test") == "deu_Latn");
+  CHECK(nmt::data::language_tag(nllb_vocab, "zho_Hant", "test") == "zho_Hant");
+  CHECK_THROWS_WITH(nmt::data::language_tag(nllb_vocab, "zh", "test"),
+                    Contains("several language codes for zh") && Contains("zho_Hans zho_Hant"));
+  // nmt-train's own vocabularies keep <2xx>.
+  CHECK(nmt::data::language_tag(nmt::test::small_corpus().prepared.vocab.src, "de", "test") ==
+        "<2de>");
+}
+
+TEST_CASE("an imported vocabulary loads back from its bytes, and its fingerprint covers the ids",
+          "[data]") {
+  M2M100Dir m2m;
+  const Vocab vocab = load_hf_tokenizer(m2m.dir.path()).vocab.src;
+  const Vocab again = Vocab::from_serialized(vocab.serialized(), "stored");
+  const std::string text = "Number Theory and \xF0\x9F\x98\x80 files";
+  CHECK(again.encode(text) == vocab.encode(text));
+  CHECK(again.fingerprint() == vocab.fingerprint());
+  CHECK(again.encoding_fingerprint() == vocab.fingerprint());
+  CHECK(again.size() == vocab.size());
+  // The same model with two pieces' ids swapped in vocab.json: another encoding, another key.
+  Json swapped = m2m.vocab;
+  std::swap(*std::next(swapped.begin(), 10), *std::next(swapped.begin(), 11));
+  m2m.dir.write("vocab.json", swapped.dump());
+  CHECK(load_hf_tokenizer(m2m.dir.path()).vocab.src.encoding_fingerprint() !=
+        vocab.encoding_fingerprint());
+}
+
+TEST_CASE("M2M100 tags: the source language's code starts the source, the target's the target",
+          "[data]") {
+  const M2M100Dir m2m;
+  const auto saved =
+      m2m.dir.write("m2m.vocab", load_hf_tokenizer(m2m.dir.path()).vocab.src.serialized());
+  nmt::test::TempDir run;
+  nmt::data::DataOptions options;
+  options.spm_model = saved.string();
+  options.lang_tags = nmt::data::LangTags::kTarget;
+  options.max_len = 100;
+  const auto en = nmt::test::head_of(run, "ddtp.en-de.train.en.gz", "train.en", 200);
+  const auto de = nmt::test::head_of(run, "ddtp.en-de.train.de.gz", "train.de", 200);
+  options.train = {{"ende", en.string(), de.string(), 1.0, {}, "en", "de"},
+                   {"deen", de.string(), en.string(), 1.0, {}, "de", "en"}};
+  const nmt::data::PreparedData data = nmt::data::prepare_data(options, run.path() / "run", {1, 1});
+  const int32_t de_id = *data.vocab.src.piece_id("__de__");
+  const int32_t en_id = *data.vocab.src.piece_id("__en__");
+  const auto& ende = data.train.parts()[0].cache;
+  const auto& deen = data.train.parts()[1].cache;
+  REQUIRE((ende.size() > 100 && deen.size() > 100));
+  for (int64_t i = 0; i < ende.size(); ++i) {
+    CHECK((ende.src_id(i, 0) == en_id && ende.tgt_id(i, 0) == de_id));
+    CHECK((deen.src_id(i, 0) == de_id && deen.tgt_id(i, 0) == en_id));
+  }
+}
+
+TEST_CASE("a tokenizer directory with a missing or foreign file names the file and key", "[data]") {
+  nmt::test::TempDir dir;
+  CHECK_THROWS_WITH(load_hf_tokenizer(dir.path()),
+                    Contains("tokenizer_config.json") && Contains("cannot read"));
+  dir.write("tokenizer_config.json", Json{{"tokenizer_class", "BertTokenizer"}}.dump());
+  CHECK_THROWS_WITH(load_hf_tokenizer(dir.path()),
+                    Contains("\"tokenizer_class\" is \"BertTokenizer\""));
+  dir.write("tokenizer_config.json", Json{{"tokenizer_class", "M2M100Tokenizer"}}.dump());
+  CHECK_THROWS_WITH(load_hf_tokenizer(dir.path()), Contains("vocab.json"));
+  M2M100Dir m2m;
+  Json vocab = m2m.vocab;
+  vocab.erase("</s>");
+  int id = 0;
+  for (auto& value : vocab) value = id++;
+  m2m.dir.write("vocab.json", vocab.dump());
+  m2m.dir.write("tokenizer_config.json", Json{{"tokenizer_class", "M2M100Tokenizer"}}.dump());
+  CHECK_THROWS_WITH(load_hf_tokenizer(m2m.dir.path()),
+                    Contains("\"eos_token\"") && Contains("</s>"));
+}
