@@ -10,7 +10,9 @@
 # usage: scripts/bench/scale.sh PAIRS [OUT_DIR]     (default runs/bench-scale)
 #
 # Environment (all optional): RANKS (2), STEPS (5: updates to run), CONFIG (configs/tiny.yaml),
-# NMT_TRAIN (build/nmt-train), PYTHON (python3).
+# NMT_TRAIN (build/nmt-train), PYTHON (python3), SPM_MODEL (a SentencePiece model to use as
+# data.spm_model: no vocabulary phase, e.g. to time the other phases again, or to compare two
+# binaries' token caches byte for byte).
 #
 # Where the figures come from (scripts/bench/scale_run.py):
 #   - phase times, pairs and threads: <run_dir>/phases.jsonl, which nmt-train writes as each
@@ -41,4 +43,4 @@ fi
 exec "$PYTHON" scripts/bench/scale_run.py --nmt-train "$NMT_TRAIN" --config "$CONFIG" \
   --ranks "$RANKS" --steps "$STEPS" --pairs "$PAIRS" \
   --src "$corpus/large.en-de.train.en.gz" --tgt "$corpus/large.en-de.train.de.gz" \
-  --run-dir "$OUT/run-$PAIRS" --json "$OUT/scale-$PAIRS.json"
+  --run-dir "$OUT/run-$PAIRS" --json "$OUT/scale-$PAIRS.json" ${SPM_MODEL:+--spm-model "$SPM_MODEL"}

@@ -61,6 +61,8 @@ def run(args):
                "--set", "data.train_src=" + args.src, "--set", "data.train_tgt=" + args.tgt,
                "--set", "train.max_steps=%d" % args.steps, "--set", "train.log_every=1",
                "--set", "train.valid_every=0", "--set", "checkpoint.every_steps=1000000"]
+    if args.spm_model:
+        command += ["--set", "data.spm_model=" + args.spm_model]
     print("$ " + " ".join(command), file=sys.stderr)
     start = time.time()
     log = open(args.run_dir + ".log", "w")
@@ -216,6 +218,7 @@ def main():
     ap.add_argument("--tgt", required=True)
     ap.add_argument("--run-dir", required=True)
     ap.add_argument("--json", required=True)
+    ap.add_argument("--spm-model", help="data.spm_model: a vocabulary to use, none trained")
     args = ap.parse_args()
     start, end, samples = run(args)
     report(args, start, end, samples)
