@@ -74,7 +74,7 @@ struct TokenCacheRequest {
   /// Ids put first in every source sentence (the corpus's tags, data/lang_tags.h); they
   /// count towards data.max_len but not towards the length ratio of a pair.
   std::vector<int32_t> src_prefix;
-  size_t chunk_pairs = 16384;       ///< pairs per chunk given to an encoding thread
+  size_t chunk_pairs = 16384;  ///< pairs per chunk given to an encoding thread
 };
 
 /// Result of build_or_open_token_cache.

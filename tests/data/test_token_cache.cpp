@@ -137,8 +137,8 @@ TEST_CASE("the cache is byte-identical whatever the encoding threads and chunk s
   options.train_tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 1000).string();
   options.max_len = 40;  // some pairs filtered out, inside chunks
   // One thread, one chunk: the order of the corpus by construction.
-  nmt::data::TokenCacheRequest request{"one", options.train_src, options.train_tgt,
-                                       dir.path() / "one", 1, {}, 1 << 20};
+  nmt::data::TokenCacheRequest request{
+      "one", options.train_src, options.train_tgt, dir.path() / "one", 1, {}, 1 << 20};
   const auto one = build_or_open_token_cache(request, corpus.prepared.vocab, options);
   REQUIRE(one.built);
   CHECK(one.cache.counts().too_long > 0);
@@ -205,7 +205,8 @@ TEST_CASE("a token cache past 2^32 tokens reads the pairs beyond (sparse file)",
     out.write(reinterpret_cast<const char*>(tgt_ids), sizeof(tgt_ids));
     out.seekp(static_cast<std::streamoff>(format::expected_file_size(h) - 1));
     out.put('\0');  // the padding's last byte: the file has its full size
-    if (!out) NMT_SKIP("cannot write a sparse file of " << format::expected_file_size(h) << " bytes here");
+    if (!out)
+      NMT_SKIP("cannot write a sparse file of " << format::expected_file_size(h) << " bytes here");
   }
   REQUIRE(std::filesystem::file_size(file) == format::expected_file_size(h));
   const auto cache = nmt::data::TokenCache::open(file);
