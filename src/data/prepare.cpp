@@ -4,12 +4,36 @@
 
 #include <fmt/format.h>
 
+#include <thread>
+
 #include "data/lang_tags.h"
 #include "util/json_text.h"
 #include "util/log.h"
+#include "util/phase_record.h"
+#include "util/timer.h"
 
 namespace nmt::data {
 namespace {
+
+/// The "encoding" and "cache write" records of phases.jsonl for a cache built now.
+void record_encoding(const std::filesystem::path& run_dir, const std::string& name,
+                     const TokenCacheResult& r, int threads) {
+  if (!r.built) return;
+  const FilterCounts& c = r.cache.counts();
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  record_phase(run_dir, "encoding", r.encode_seconds,
+               {{"cache", name},
+                {"pairs", c.read},
+                {"kept", c.kept()},
+                {"tokens", r.cache.src_tokens() + r.cache.tgt_tokens()},
+                {"threads", threads},
+                {"cores", cores},
+                {"pairs_per_s", r.encode_seconds > 0 ? double(c.read) / r.encode_seconds : 0.0}});
+  std::error_code ignored;
+  const auto bytes = std::filesystem::file_size(r.cache.path(), ignored);
+  record_phase(run_dir, "cache write", r.write_seconds,
+               {{"cache", name}, {"pairs", c.read}, {"file_bytes", static_cast<int64_t>(bytes)}});
+}
 
 void log_counts(const std::string& name, const TokenCacheResult& r) {
   const FilterCounts& c = r.cache.counts();
@@ -18,8 +42,10 @@ void log_counts(const std::string& name, const TokenCacheResult& r) {
             "over length ratio",
             name, c.read, c.kept(), c.empty, c.invalid_utf8, c.too_long, c.length_ratio);
   if (r.built && r.encode_seconds > 0) {
-    log::info("data", "{}: encoded {} pairs in {:.2f} s ({:.0f} sentence pairs/s)", name, c.read,
-              r.encode_seconds, double(c.read) / r.encode_seconds);
+    log::info("data",
+              "{}: encoded {} pairs in {:.2f} s ({:.0f} sentence pairs/s), cache written in "
+              "{:.2f} s",
+              name, c.read, r.encode_seconds, double(c.read) / r.encode_seconds, r.write_seconds);
   } else {
     log::info("data", "{}: token cache reused ({})", name, r.cache.path().string());
   }
@@ -30,8 +56,11 @@ void log_counts(const std::string& name, const TokenCacheResult& r) {
 PreparedData prepare_data(const DataOptions& options, const std::filesystem::path& run_dir,
                           const PrepareOptions& prepare) {
   PreparedData data;
+  const auto vocab_start = Clock::now();
   data.vocab = prepare_vocabularies(options, run_dir,
                                     {prepare.threads, static_cast<uint32_t>(prepare.seed)});
+  if (data.vocab.trained)
+    record_phase(run_dir, "vocabulary", seconds_since(vocab_start), {{"threads", prepare.threads}});
   log::info("data", "vocabulary: {} pieces{} ({})", data.vocab.src.size(),
             data.vocab.joint ? " (joint)" : "", data.vocab.src.model_path().string());
   const std::filesystem::path cache_dir = run_dir / "cache";
@@ -47,6 +76,7 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
          tag_ids(data.vocab.tgt, target_tags(options, corpus, data.vocab.tgt), needed_by)},
         data.vocab, options);
     log_counts(name, result);
+    record_encoding(run_dir, name, result, prepare.threads);
     parts.push_back({corpus.name, corpus.weight, std::move(result.cache)});
   }
   data.train = CorpusSet(std::move(parts), options.sampling_temperature);
@@ -66,6 +96,7 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
          tag_ids(data.vocab.tgt, target_tags(options, set, data.vocab.tgt), needed_by)},
         data.vocab, options);
     log_counts(name, result);
+    record_encoding(run_dir, name, result, prepare.threads);
     data.valid.push_back({set.name, pair_label(set), set.tgt, std::move(result.cache)});
   }
   return data;

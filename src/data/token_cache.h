@@ -4,9 +4,10 @@
 // The file name carries a hash of the inputs, the filter settings and the SentencePiece
 // models, so a restart or a second run reuses it and any change builds a new one.
 //
-// Layout (native little-endian): Header; uint64 src_offsets[pairs + 1];
-// uint64 tgt_offsets[pairs + 1]; uint64 line_numbers[pairs]; src ids; tgt ids (each id array
-// padded to 8 bytes). Lengths exclude BOS/EOS.
+// The layout is in token_cache_format.h (every offset 64-bit); lengths exclude BOS/EOS. It is
+// built by streaming (corpus_encoder.h, token_cache_writer.h): memory does not grow with the
+// corpus, and the launcher builds it once per node for its ranks, which map it (MAP_SHARED:
+// one copy in the page cache however many ranks read it).
 
 #include <cstdint>
 #include <filesystem>
@@ -65,24 +66,26 @@ class TokenCache {
 
 /// What to encode and where the cache lives.
 struct TokenCacheRequest {
-  std::string name;                 ///< "train", "valid": the file is <dir>/<name>.<key>.tok
-  std::filesystem::path src;        ///< source text file
-  std::filesystem::path tgt;        ///< target text file
-  std::filesystem::path dir;        ///< cache folder (created if needed)
-  int threads = 1;                  ///< encoding threads
+  std::string name;           ///< "train", "valid": the file is <dir>/<name>.<key>.tok
+  std::filesystem::path src;  ///< source text file
+  std::filesystem::path tgt;  ///< target text file
+  std::filesystem::path dir;  ///< cache folder (created if needed)
+  int threads = 1;            ///< encoding threads
   /// Ids put first in every source sentence (the corpus's tags, data/lang_tags.h); they
   /// count towards data.max_len but not towards the length ratio of a pair.
   std::vector<int32_t> src_prefix;
   /// Ids put first in every target sentence (an M2M100 or NLLB model's target language code,
   /// data/lang_tags.h target_tags); they count towards data.max_len but not the length ratio.
   std::vector<int32_t> tgt_prefix;
+  size_t chunk_pairs = 16384;  ///< pairs per chunk given to an encoding thread
 };
 
 /// Result of build_or_open_token_cache.
 struct TokenCacheResult {
   TokenCache cache;
-  bool built = false;               ///< encoded now (false: reused an existing file)
-  double encode_seconds = 0;        ///< time spent reading and encoding when built
+  bool built = false;         ///< encoded now (false: reused an existing file)
+  double encode_seconds = 0;  ///< time spent reading and encoding when built
+  double write_seconds = 0;   ///< then joining the streamed parts into the cache file
 };
 
 /// The cache key: a hash of both inputs' contents, the vocabularies (as loaded: their

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "amp/loss_scaler.h"
 #include "checkpoint/checkpoint_dir.h"
@@ -11,6 +12,7 @@
 #include "data/batch_tensors.h"
 #include "data/lang_tags.h"
 #include "data/prepare.h"
+#include "dist/device.h"
 #include "dist/key_value_store.h"
 #include "dist/process_group.h"
 #include "dist/sum_over_ranks.h"
@@ -22,6 +24,7 @@
 #include "train/updater.h"
 #include "train/validator.h"
 #include "util/log.h"
+#include "util/phase_record.h"
 #include "util/timer.h"
 
 namespace nmt::train {
@@ -99,6 +102,7 @@ RunSummary Trainer::run() {
               setup_.train.max_steps);
     return finish(StopReason::kAlreadyDone, epoch, last_train_loss);
   }
+  const auto plan_start = Clock::now();
   data::BatchPrefetcher batches(
       data_.train, planner_, setup_.rank, iterator_,
       {data_.vocab.src.pad_id(), data_.vocab.tgt.bos_id(), data_.vocab.tgt.eos_id()},
@@ -112,13 +116,26 @@ RunSummary Trainer::run() {
               "continuing at step {} of them",
               batches.first_plan_steps(), iterator_.epoch,
               data::format_consumed(iterator_.consumed), iterator_.step);
+  // Every rank plans, and each rank's memory after its first update is what it holds while
+  // training: phases.jsonl gets both per rank (util/phase_record.h).
+  record_phase(setup_.run_dir, "plan", seconds_since(plan_start),
+               {{"rank", setup_.rank}, {"steps", batches.first_plan_steps()}});
   const BatchSource next_batch = [&batches] { return batches.next(); };
   IntervalStats interval = IntervalStats::zero(setup_.device);
   int64_t last_saved = -1, last_validated = -1;
   for (; !stop; stop = should_stop(progress)) {
     const bool log_step = (step_ + 1) % setup_.train.log_every == 0;
+    const auto update_start = Clock::now();
     const UpdatePosition at = updater_->update(step_ + 1, next_batch, interval, log_step);
     ++step_;
+    if (step_ == first_step_ + 1) {
+      const dist::HostMemory memory = dist::host_memory_now();
+      record_phase(setup_.run_dir, "first update", seconds_since(update_start),
+                   {{"rank", setup_.rank},
+                    {"step", step_},
+                    {"host_private_mb", double(memory.private_bytes) / (1 << 20)},
+                    {"host_shared_mb", double(memory.shared_bytes) / (1 << 20)}});
+    }
     iterator_ = at.next;
     epoch = at.epoch;
     progress.tick(step_);

@@ -1,10 +1,14 @@
 
 #include "catch_torch.h"  // first: see the header
 
+#include <cstring>
 #include <fstream>
 
+#include "data/batch_tensors.h"
 #include "data/token_cache.h"
+#include "data/token_cache_format.h"
 #include "data_fixture.h"
+#include "skip.h"
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
@@ -108,4 +112,122 @@ TEST_CASE("a cache whose offsets are damaged is refused, and rebuilt with a warn
   const auto rebuilt = build_or_open_token_cache(request, corpus.prepared.vocab, options);
   CHECK(rebuilt.built);
   CHECK(rebuilt.cache.size() == size);
+}
+
+namespace {
+
+/// The bytes of a file.
+std::string file_bytes(const std::filesystem::path& file) { return nmt::test::read_file(file); }
+
+/// Files of `dir` whose name holds ".tmp-": what a cache build leaves while it runs.
+int temp_files_in(const std::filesystem::path& dir) {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    n += entry.path().filename().string().find(".tmp-") != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("the cache is byte-identical whatever the encoding threads and chunk size", "[data]") {
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  nmt::data::DataOptions options = corpus.options;
+  options.train_src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 1000).string();
+  options.train_tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 1000).string();
+  options.max_len = 40;  // some pairs filtered out, inside chunks
+  // One thread, one chunk: the order of the corpus by construction.
+  nmt::data::TokenCacheRequest request{
+      "one", options.train_src, options.train_tgt, dir.path() / "one", 1, {}, 1 << 20};
+  const auto one = build_or_open_token_cache(request, corpus.prepared.vocab, options);
+  REQUIRE(one.built);
+  CHECK(one.cache.counts().too_long > 0);
+  // Four threads over chunks of 7 pairs, finishing out of order, written in order.
+  request = {"many", options.train_src, options.train_tgt, dir.path() / "many", 4, {}, 7};
+  const auto many = build_or_open_token_cache(request, corpus.prepared.vocab, options);
+  REQUIRE(many.built);
+  CHECK(many.cache.size() == one.cache.size());
+  CHECK(file_bytes(many.cache.path()) == file_bytes(one.cache.path()));
+  CHECK(temp_files_in(dir.path() / "many") == 0);  // the streamed parts are gone
+  // With source tags too (the prefix is written before each source sentence's ids).
+  request = {"tagged-one", options.train_src, options.train_tgt, dir.path() / "t1", 1, {5, 6}};
+  const auto tagged_one = build_or_open_token_cache(request, corpus.prepared.vocab, options);
+  request = {"tagged-one", options.train_src, options.train_tgt, dir.path() / "t3", 3, {5, 6}, 5};
+  const auto tagged_many = build_or_open_token_cache(request, corpus.prepared.vocab, options);
+  CHECK(tagged_one.cache.src_id(0, 1) == 6);
+  CHECK(file_bytes(tagged_many.cache.path()) == file_bytes(tagged_one.cache.path()));
+}
+
+TEST_CASE("a failed encoding leaves no cache and no temporary file behind", "[data]") {
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  nmt::data::DataOptions options = corpus.options;
+  const auto src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 300);
+  const auto tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 299);
+  const nmt::data::TokenCacheRequest request{"train", src, tgt, dir.path() / "cache", 2, {}, 16};
+  CHECK_THROWS_WITH(build_or_open_token_cache(request, corpus.prepared.vocab, options),
+                    Contains("parallel files differ in line count"));
+  CHECK(temp_files_in(dir.path() / "cache") == 0);
+  CHECK(std::filesystem::is_empty(dir.path() / "cache"));
+}
+
+TEST_CASE("a token cache past 2^32 tokens reads the pairs beyond (sparse file)", "[data]") {
+  namespace format = nmt::data::token_cache_format;
+  nmt::test::TempDir dir;
+  const auto file = dir.path() / "big.tok";
+  // Three pairs: the first holds 2^32 + 10 source ids (zeros, never written: a hole), the
+  // others lie beyond 2^32 ids, where 32-bit offsets would wrap to the file's start.
+  const uint64_t big = (uint64_t{1} << 32) + 10;
+  const uint64_t src_offsets[] = {0, big, big + 3, big + 5};
+  const uint64_t tgt_offsets[] = {0, 1, 4, 6};
+  const uint64_t lines[] = {1, 2, 3};
+  const uint16_t src_tail[] = {7, 8, 9, 10, 11};
+  const uint16_t tgt_ids[] = {1, 2, 3, 4, 5, 6};
+  format::Header h{};
+  std::memcpy(h.magic, format::kMagic, sizeof(format::kMagic));
+  h.version = format::kFormatVersion;
+  h.id_bytes = 2;
+  h.pairs = 3;
+  h.src_ids = big + 5;
+  h.tgt_ids = 6;
+  h.read = 3;
+  const uint64_t src_ids_at = sizeof(h) + sizeof(src_offsets) + sizeof(tgt_offsets) + sizeof(lines);
+  const uint64_t tgt_ids_at = src_ids_at + format::padded8(h.src_ids * 2);
+  {
+    std::ofstream out(file, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&h), sizeof(h));
+    out.write(reinterpret_cast<const char*>(src_offsets), sizeof(src_offsets));
+    out.write(reinterpret_cast<const char*>(tgt_offsets), sizeof(tgt_offsets));
+    out.write(reinterpret_cast<const char*>(lines), sizeof(lines));
+    out.seekp(static_cast<std::streamoff>(src_ids_at + 2 * big));
+    out.write(reinterpret_cast<const char*>(src_tail), sizeof(src_tail));
+    out.seekp(static_cast<std::streamoff>(tgt_ids_at));
+    out.write(reinterpret_cast<const char*>(tgt_ids), sizeof(tgt_ids));
+    out.seekp(static_cast<std::streamoff>(format::expected_file_size(h) - 1));
+    out.put('\0');  // the padding's last byte: the file has its full size
+    if (!out)
+      NMT_SKIP("cannot write a sparse file of " << format::expected_file_size(h) << " bytes here");
+  }
+  REQUIRE(std::filesystem::file_size(file) == format::expected_file_size(h));
+  const auto cache = nmt::data::TokenCache::open(file);
+  REQUIRE(cache.size() == 3);
+  CHECK(cache.src_tokens() == static_cast<int64_t>(big + 5));
+  CHECK(cache.src_length(0) == static_cast<int64_t>(big));
+  CHECK(cache.src_id(0, static_cast<int64_t>(big) - 1) == 0);  // in the hole
+  CHECK(cache.src_length(1) == 3);
+  CHECK(cache.src_id(1, 0) == 7);
+  CHECK(cache.src_id(1, 2) == 9);
+  CHECK(cache.src_id(2, 1) == 11);
+  CHECK(cache.tgt_id(2, 1) == 6);
+  CHECK(cache.line_number(2) == 3);
+  // Through the corpus set and the batch tensors, as training reads them.
+  const nmt::data::CorpusSet corpora(cache);
+  CHECK(corpora.src_id(2, 0) == 10);
+  nmt::data::Batch batch;
+  batch.pairs = {1, 2};
+  batch.src_len = 4, batch.tgt_len = 4;
+  const auto tensors = nmt::data::make_batch_tensors(corpora, batch, {0, 2, 3});
+  CHECK(tensors.src[0][0].item<int64_t>() == 7);
+  CHECK(tensors.src[1][1].item<int64_t>() == 11);
+  CHECK(tensors.src[0][3].item<int64_t>() == 3);  // EOS
 }
