@@ -106,9 +106,10 @@ struct Vocabularies {
 
 /// Settings for training SentencePiece models.
 struct VocabTrainingOptions {
-  int threads = 1;     ///< not for training: SentencePiece always trains with a fixed thread
-                       ///< count (vocab.cpp), so any machine trains the same vocabulary
-  uint32_t seed = 1;   ///< seed for sentence sampling
+  int threads = 1;    ///< files read at once to draw the sample (the same sample for any
+                      ///< count); not for training: SentencePiece always trains with a fixed
+                      ///< thread count (vocab.cpp), so any machine trains the same vocabulary
+  uint32_t seed = 1;  ///< which sentences are sampled (data/line_sample.h)
 };
 
 /// Loads data.spm_model when set; otherwise reuses <run_dir>/vocab/{joint,src,tgt}.model or

@@ -6,6 +6,7 @@
 #include <sentencepiece_processor.h>
 
 #include "data/file_hash.h"
+#include "data/line_sample.h"
 #include "data/vocab.h"
 #include "data_fixture.h"
 #include "spm_fixture.h"
@@ -84,6 +85,51 @@ TEST_CASE("a vocabulary trained on gzip-compressed text is the one of the plain 
         nmt::test::read_file(corpus.prepared.vocab.src.model_path()));
   CHECK(from_gz.src.encode("This package provides the library.") ==
         corpus.prepared.vocab.src.encode("This package provides the library."));
+}
+
+TEST_CASE("a vocabulary above data.spm_sample_lines is trained on our seeded sample of the corpus",
+          "[data]") {
+  // SentencePiece drew the sample itself, reading every line of the corpus to do so (and the
+  // seed did not change its draw); now it gets only the lines data/line_sample.h draws. Twenty
+  // source lines carry a letter no other line has: with character coverage 1.0 each drawn one
+  // becomes a piece, so the vocabulary's letters say which lines it was trained on.
+  nmt::test::TempDir dir;
+  const std::vector<std::string> letters = {"α", "β", "γ", "δ", "ε", "ζ", "η", "θ", "ι", "κ",
+                                            "λ", "μ", "ν", "ξ", "ο", "π", "ρ", "σ", "τ", "υ"};
+  std::string src;
+  {
+    nmt::data::LineReader in(std::string(NMT_SOURCE_DIR) + "/data/ddtp.en-de.train.en.gz");
+    std::string line;
+    for (int i = 0; i < 1000 && in.next(&line); ++i)
+      src += line + (i % 50 == 0 ? " " + letters[i / 50] : std::string()) + "\n";
+  }
+  nmt::data::DataOptions o;
+  o.train_src = dir.write("train.en", src).string();
+  o.train_tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "train.de", 1000).string();
+  o.vocab_size = 500;
+  o.spm_sample_lines = 1000;  // of 2000 lines: each marked line is drawn or not, alike likely
+  for (uint32_t seed : {1u, 2u}) {
+    const auto sample =
+        nmt::data::sample_lines({o.train_src, o.train_tgt}, {o.spm_sample_lines, seed, 1, ""});
+    REQUIRE(sample.lines.size() == 1000);
+    std::vector<std::string> drawn, in_vocab;
+    for (const std::string& letter : letters) {
+      if (std::any_of(sample.lines.begin(), sample.lines.end(), [&](const std::string& line) {
+            return line.find(letter) != std::string::npos;
+          }))
+        drawn.push_back(letter);
+    }
+    for (int threads : {1, 2}) {
+      nmt::test::TempDir run;
+      const auto v = nmt::data::prepare_vocabularies(o, run.path() / "run", {threads, seed});
+      REQUIRE(v.trained);
+      in_vocab.clear();
+      for (const std::string& letter : letters)
+        if (v.src.piece_id(letter)) in_vocab.push_back(letter);
+      INFO("seed " << seed << ", " << threads << " thread(s)");
+      CHECK(in_vocab == drawn);
+    }
+  }
 }
 
 TEST_CASE("a bad SentencePiece model is a clear error", "[data]") {
