@@ -81,7 +81,11 @@ const at::Tensor* find(const std::map<std::string, const at::Tensor*>& by_name,
 std::vector<HfTensorSource> hf_tensor_sources(const HfModelConfig& config) {
   const model::ModelOptions& m = config.model;
   SourceList list;
-  // Our module order (transformer.cpp): embeddings, layers, final norms, output.
+  // Our parameter order (named_parameters): the Transformer's own first, then its modules':
+  // embeddings, layers, final norms, output projection.
+  // The one row vector, and the one tensor transformers may leave out (MarianMTModel's
+  // _keys_to_ignore_on_load_missing).
+  if (m.output_bias) list.add("output_bias", {{"final_logits_bias"}}, /*row=*/true);
   switch (m.tie_embeddings) {
     case model::TiedEmbeddings::kAll:
       list.add("encoder_embed.tokens.weight",
@@ -106,9 +110,6 @@ std::vector<HfTensorSource> hf_tensor_sources(const HfModelConfig& config) {
   }
   if (m.tie_embeddings == model::TiedEmbeddings::kNone)
     list.add("output_projection.weight", {{"lm_head.weight"}});
-  // The one row vector, and the one tensor transformers may leave out (MarianMTModel's
-  // _keys_to_ignore_on_load_missing).
-  if (m.output_bias) list.add("output_bias", {{"final_logits_bias"}}, /*row=*/true);
   return list.take();
 }
 

@@ -93,10 +93,10 @@ TEST_CASE("an NLLB config.json is a pre-norm relu model with m2m100 positions", 
 TEST_CASE("marian embedding sharing and tying map onto tie_embeddings", "[hf]") {
   Json j = opus_mt_config();
   j["share_encoder_decoder_embeddings"] = false;
-  j["decoder_vocab_size"] = 1000;
+  j["decoder_vocab_size"] = 60000;
   HfModelConfig c = parse_hf_config(j, "config.json");
   CHECK(c.model.tie_embeddings == model::TiedEmbeddings::kDecoder);
-  CHECK(c.tgt_vocab_size == 1000);
+  CHECK(c.tgt_vocab_size == 60000);
   j["tie_word_embeddings"] = false;
   c = parse_hf_config(j, "config.json");
   CHECK(c.model.tie_embeddings == model::TiedEmbeddings::kNone);
