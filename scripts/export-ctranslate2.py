@@ -219,7 +219,12 @@ _MODEL_KEYS = {
     "positions": {"sinusoidal", "learned"},
     "tie_embeddings": {"none", "decoder", "all"},
     "scale_embeddings": {True, False},
+    # Imported transformers models' settings (silu, marian/m2m100 positions, the logits bias,
+    # another decoder start) are not taught to this exporter yet: refused.
+    "output_bias": {False},
+    "decoder_start": {"bos"},
 }
+_ADDED_KEY_DEFAULTS = {"output_bias": False, "decoder_start": "bos"}
 _INTEGER_KEYS = ("encoder_layers", "decoder_layers", "d_model", "heads", "ffn_dim",
                  "max_positions")
 
@@ -245,6 +250,9 @@ def model_config(config_yaml, origin):
             raise ExportError(f"{origin}: model.{key} = {value!r} cannot be exported to "
                               f"CTranslate2's TransformerSpec (supported: "
                               f"{', '.join(sorted(str(v).lower() for v in allowed))})")
+    # Keys added since some checkpoints were written read as their defaults (as nmt-train does).
+    for key, default in _ADDED_KEY_DEFAULTS.items():
+        model.setdefault(key, default)
     missing = [k for k in _MODEL_KEYS if k not in model]
     if missing:
         raise ExportError(f"{origin}: metadata config lacks model.{missing[0]}")

@@ -165,9 +165,16 @@ void check_data_layout(const Header& header, uint64_t file_size, const std::stri
             expected_size);
 }
 
-/// Reads and checks everything but the tensor bytes: header length, JSON, nmt.format, entries,
-/// that the offsets tile the data section and that the file has exactly that many bytes.
-Header read_header(int fd, const std::filesystem::path& file) {
+/// Which safetensors files a reader accepts.
+enum class HeaderKind {
+  kCheckpoint,  ///< ours: nmt.format and nmt.checksum required
+  kAny,         ///< any safetensors file (e.g. transformers' model.safetensors)
+};
+
+/// Reads and checks everything but the tensor bytes: header length, JSON, nmt.format (for a
+/// checkpoint), entries, that the offsets tile the data section and that the file has exactly
+/// that many bytes.
+Header read_header(int fd, const std::filesystem::path& file, HeaderKind kind) {
   const std::string path = file.string();
   const auto [file_size, header_bytes, text] = read_header_text(fd, file);
 
@@ -194,7 +201,9 @@ Header read_header(int fd, const std::filesystem::path& file) {
                 "{}: header: __metadata__ {}: expected a string, found {}", path,
                 json::quote(meta_key), meta_value.type_name());
       const auto& text_value = meta_value.get_ref<const std::string&>();
-      if (meta_key == kFormatKey) {
+      if (kind == HeaderKind::kAny) {
+        header.metadata.emplace(meta_key, text_value);
+      } else if (meta_key == kFormatKey) {
         NMT_CHECK(text_value == kFormatVersion || text_value == kFormatVersion1, CheckpointError,
                   "{}: unsupported checkpoint format {} (this build reads {} and {})", path,
                   json::quote(text_value), kFormatVersion1, kFormatVersion);
@@ -208,10 +217,11 @@ Header read_header(int fd, const std::filesystem::path& file) {
       }
     }
   }
-  NMT_CHECK(has_format, CheckpointError,
+  NMT_CHECK(kind == HeaderKind::kAny || has_format, CheckpointError,
             "{}: not an nmt-train checkpoint: a safetensors file without {} in its metadata", path,
             kFormatKey);
-  NMT_CHECK(has_checksum, CheckpointError, "{}: header: no {} in the metadata", path, kChecksumKey);
+  NMT_CHECK(kind == HeaderKind::kAny || has_checksum, CheckpointError,
+            "{}: header: no {} in the metadata", path, kChecksumKey);
 
   for (const auto& [key, value] : root.items()) {
     if (key != kMetadataKey) header.tensors.push_back(parse_entry(file, key, value));
@@ -374,14 +384,14 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
   write_checkpoint(file, header, layout);
 }
 
-CheckpointData load_checkpoint(const std::filesystem::path& file) {
-  const int fd = open_for_reading(file);
-  FdCloser closer(fd);
-  Header header = read_header(fd, file);
+namespace {
 
-  CheckpointData data;
+/// Reads the tensors `header` describes into data.tensors, in file order, adding their bytes
+/// to hash.
+void read_tensors(int fd, const std::filesystem::path& file, const Header& header,
+                  CheckpointData& data, XxHash64& hash) {
   data.source = file;
-  data.metadata = std::move(header.metadata);
+  data.metadata = header.metadata;
   data.tensors.reserve(header.tensors.size());
   for (const TensorEntry& entry : header.tensors) {
     data.tensors.emplace_back(entry.name,
@@ -394,7 +404,6 @@ CheckpointData load_checkpoint(const std::filesystem::path& file) {
     return std::tie(header.tensors[a].begin, header.tensors[a].end) <
            std::tie(header.tensors[b].begin, header.tensors[b].end);
   });
-  XxHash64 hash;
   for (const size_t i : order) {
     const TensorEntry& entry = header.tensors[i];
     auto* out = static_cast<char*>(data.tensors[i].second.data_ptr());
@@ -406,6 +415,17 @@ CheckpointData load_checkpoint(const std::filesystem::path& file) {
       done += piece;
     }
   }
+}
+
+}  // namespace
+
+CheckpointData load_checkpoint(const std::filesystem::path& file) {
+  const int fd = open_for_reading(file);
+  FdCloser closer(fd);
+  Header header = read_header(fd, file, HeaderKind::kCheckpoint);
+  CheckpointData data;
+  XxHash64 hash;
+  read_tensors(fd, file, header, data, hash);
   const bool covers_header = header.format != kFormatVersion1;
   if (covers_header) hash_header(hash, header.format, data.metadata, header.tensors);
   const std::string computed = hex64(hash.digest());
@@ -421,7 +441,17 @@ CheckpointData load_checkpoint(const std::filesystem::path& file) {
 std::map<std::string, std::string> read_checkpoint_metadata(const std::filesystem::path& file) {
   const int fd = open_for_reading(file);
   FdCloser closer(fd);
-  return read_header(fd, file).metadata;
+  return read_header(fd, file, HeaderKind::kCheckpoint).metadata;
+}
+
+CheckpointData load_safetensors(const std::filesystem::path& file) {
+  const int fd = open_for_reading(file);
+  FdCloser closer(fd);
+  const Header header = read_header(fd, file, HeaderKind::kAny);
+  CheckpointData data;
+  XxHash64 unused;  // no checksum to compare with
+  read_tensors(fd, file, header, data, unused);
+  return data;
 }
 
 }  // namespace nmt::checkpoint

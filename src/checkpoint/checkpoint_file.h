@@ -59,6 +59,11 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
 /// Every problem is a CheckpointError "<file>: <what is wrong>".
 CheckpointData load_checkpoint(const std::filesystem::path& file);
 
+/// Reads any safetensors file (transformers' model.safetensors): the same checks of header,
+/// offsets and sizes as load_checkpoint, but no nmt.format, no checksum and no legacy fusing;
+/// its metadata comes back whole. Throws CheckpointError "<file>: <what is wrong>".
+CheckpointData load_safetensors(const std::filesystem::path& file);
+
 /// Reads only the header's metadata (no tensor data, no checksum): cheap, for choosing among
 /// checkpoints. Throws CheckpointError like load_checkpoint for a bad header.
 std::map<std::string, std::string> read_checkpoint_metadata(const std::filesystem::path& file);

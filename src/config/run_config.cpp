@@ -60,15 +60,21 @@ Schema bind(RunConfig& c) {
   s.real("model.activation_dropout", &m.activation_dropout, 0, 0.99,
          "dropout after the feed-forward activation");
   s.choice("model.activation", &m.activation,
-           {{"relu", model::Activation::kRelu}, {"gelu", model::Activation::kGelu}},
-           "feed-forward activation");
+           {{"relu", model::Activation::kRelu},
+            {"gelu", model::Activation::kGelu},
+            {"silu", model::Activation::kSilu}},
+           "feed-forward activation: gelu is the exact (erf) form; silu is x * sigmoid(x) (swish)");
   s.choice("model.norm", &m.norm,
            {{"pre", model::NormPosition::kPre}, {"post", model::NormPosition::kPost}},
            "layer norm before (pre) or after (post) each residual block");
   s.choice("model.positions", &m.positions,
            {{"sinusoidal", model::PositionEncoding::kSinusoidal},
-            {"learned", model::PositionEncoding::kLearned}},
-           "position encoding");
+            {"learned", model::PositionEncoding::kLearned},
+            {"marian", model::PositionEncoding::kMarian},
+            {"m2m100", model::PositionEncoding::kM2m100}},
+           "position encoding: sinusoidal (fairseq's table), learned, marian (MarianMT's table: "
+           "frequencies 10000^(-2i/d_model)), m2m100 (fairseq's table from row pad id + 1, "
+           "padding-aware, as M2M100/NLLB)");
   s.integer("model.max_positions", &m.max_positions, 8, 1 << 20,
             "longest sequence the model accepts (tokens)");
   s.choice("model.tie_embeddings", &m.tie_embeddings,
@@ -77,6 +83,14 @@ Schema bind(RunConfig& c) {
             {"all", model::TiedEmbeddings::kAll}},
            "share embeddings: decoder input+output, or all three (needs a joint vocabulary)");
   s.boolean("model.scale_embeddings", &m.scale_embeddings, "multiply embeddings by sqrt(d_model)");
+  s.boolean("model.output_bias", &m.output_bias,
+            "a trained bias added to the logits (MarianMT's final_logits_bias)");
+  s.choice("model.decoder_start", &m.decoder_start,
+           {{"bos", model::DecoderStart::kBos},
+            {"eos", model::DecoderStart::kEos},
+            {"pad", model::DecoderStart::kPad}},
+           "token the decoder input starts with, in training and search (MarianMT: pad, "
+           "M2M100/NLLB: eos)");
 
   data::DataOptions& d = c.data;
   s.corpus_list("data.train", &d.train,
@@ -337,10 +351,11 @@ std::optional<std::string> model_difference(const RunConfig& here, const RunConf
     }
     return lines;
   };
-  static const char* const kShape[] = {"encoder_layers", "decoder_layers", "d_model",
-                                       "heads",          "ffn_dim",        "norm",
-                                       "positions",      "max_positions",  "tie_embeddings",
-                                       "activation",     "scale_embeddings"};
+  static const char* const kShape[] = {"encoder_layers", "decoder_layers",   "d_model",
+                                       "heads",          "ffn_dim",          "norm",
+                                       "positions",      "max_positions",    "tie_embeddings",
+                                       "activation",     "scale_embeddings", "output_bias",
+                                       "decoder_start"};
   const auto a = model_lines(here);
   const auto b = model_lines(stored);
   for (const char* key : kShape) {

@@ -10,7 +10,7 @@
 namespace nmt::data {
 
 BatchTensors random_batch(int64_t sentences, int64_t length, int64_t src_vocab_size,
-                          int64_t tgt_vocab_size, int64_t bos) {
+                          int64_t tgt_vocab_size, int64_t decoder_start) {
   at::Generator generator = at::detail::createCPUGenerator(12345);
   const int64_t first = 4;  // above pad, unk, bos and eos
   const auto random_ids = [&](int64_t size) {
@@ -19,7 +19,8 @@ BatchTensors random_batch(int64_t sentences, int64_t length, int64_t src_vocab_s
   BatchTensors b;
   b.src = random_ids(src_vocab_size);
   b.tgt_out = random_ids(tgt_vocab_size);
-  b.tgt_in = at::cat({at::full({sentences, 1}, bos, at::kLong), b.tgt_out.slice(1, 0, length - 1)}, 1);
+  b.tgt_in = at::cat(
+      {at::full({sentences, 1}, decoder_start, at::kLong), b.tgt_out.slice(1, 0, length - 1)}, 1);
   b.src_tokens = sentences * length;
   b.tgt_tokens = sentences * length;
   b.src_lengths.assign(static_cast<size_t>(sentences), length);
@@ -48,7 +49,7 @@ BatchTensors make_batch_tensors(const CorpusSet& corpus, const Batch& batch,
     t.tgt_lengths.push_back(n + 1);
     for (int64_t k = 0; k < s; ++k) src[row][k] = cache->src_id(pair, k);
     src[row][s] = ids.eos;
-    tgt_in[row][0] = ids.bos;
+    tgt_in[row][0] = ids.decoder_start;
     for (int64_t k = 0; k < n; ++k) {
       const int32_t id = cache->tgt_id(pair, k);
       tgt_in[row][k + 1] = id;

@@ -36,16 +36,16 @@ struct BatchTensors {
 /// Special ids used to build batches.
 struct SpecialIds {
   int64_t pad = 0;
-  int64_t bos = 2;
+  int64_t decoder_start = 2;  ///< first token of the decoder input (model.decoder_start)
   int64_t eos = 3;
 };
 
 /// `sentences` pairs of `length` random ids above the special ones on both sides (no padding),
-/// the decoder input starting with `bos`, from a fixed random stream independent of the
+/// the decoder input starting with `decoder_start`, from a fixed random stream independent of the
 /// training seed: what benchmark --synthetic and the max_tokens auto fit train on. Token
 /// counts are this batch's (global_tgt_tokens too); epoch 1.
 BatchTensors random_batch(int64_t sentences, int64_t length, int64_t src_vocab_size,
-                          int64_t tgt_vocab_size, int64_t bos);
+                          int64_t tgt_vocab_size, int64_t decoder_start);
 
 /// Builds the tensors of a batch from the corpora (a token cache converts to a set of one).
 BatchTensors make_batch_tensors(const CorpusSet& corpus, const Batch& batch,

@@ -163,7 +163,7 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model,
   if (batch == 0) return {};
 
   Stepper stepper(model, model.encode(src_ids), options.cached);
-  Beams beams = start_beams(stepper, batch, beam, ids.bos, device);
+  Beams beams = start_beams(stepper, batch, beam, ids.start, device);
   std::vector<std::vector<Hypothesis>> finished(batch);
   for (int64_t step = 0; !beams.live.empty(); ++step) {
     const int64_t n = static_cast<int64_t>(beams.live.size());

@@ -97,7 +97,8 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
   Stepper stepper(model, model.encode(src_ids), options.cached);
   std::vector<int64_t> live(batch);  // sentence of each row
   for (int64_t i = 0; i < batch; ++i) live[i] = i;
-  at::Tensor last = at::full({batch}, ids.bos, at::TensorOptions().dtype(at::kLong).device(device));
+  at::Tensor last =
+      at::full({batch}, ids.start, at::TensorOptions().dtype(at::kLong).device(device));
   for (int64_t step = 0; !live.empty(); ++step) {
     at::Tensor lprobs = stepper.step(last);
     std::vector<int64_t> row_limit(live.size());

@@ -27,16 +27,18 @@ struct Hypothesis {
 
 /// Target special ids the search needs.
 struct SearchIds {
-  int64_t bos = 2;  ///< fed first
-  int64_t eos = 3;  ///< ends a hypothesis
-  int64_t pad = 0;  ///< never generated
+  int64_t start = 2;  ///< fed first: the model's decoder start (model.decoder_start)
+  int64_t bos = 2;    ///< never generated
+  int64_t eos = 3;    ///< ends a hypothesis
+  int64_t pad = 0;    ///< never generated
 };
 
 /// lp(Y) of Wu et al. 2016 for an output of `length` tokens (EOS included): ((5+len)/6)^alpha.
 double length_penalty(int64_t length, double alpha);
 
 /// Longest output (tokens, without EOS) for a source of src_len tokens:
-/// floor(max_len_a * src_len) + max_len_b, capped at max_positions - 1 (BOS takes position 0).
+/// floor(max_len_a * src_len) + max_len_b, capped at max_positions - 1 (the start token takes
+/// position 0).
 int64_t max_output_length(int64_t src_len, const SearchOptions& options, int64_t max_positions);
 
 /// Translates src_ids [B, S] (int64, right-padded with the model's pad id, EOS-terminated, on

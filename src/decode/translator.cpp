@@ -197,10 +197,13 @@ struct Translator::Impl {
     tgt_vocab = meta.vocab_joint
                     ? src_vocab
                     : stored_vocabulary(newest, checkpoint::vocabulary_file::kTarget, name);
-    ids = {tgt_vocab.bos_id(), tgt_vocab.eos_id(), tgt_vocab.pad_id()};
+    const model::ModelOptions model_options = read_config(meta.config, name);
+    ids = {model::decoder_start_id(model_options.decoder_start, tgt_vocab.bos_id(),
+                                   tgt_vocab.eos_id(), tgt_vocab.pad_id()),
+           tgt_vocab.bos_id(), tgt_vocab.eos_id(), tgt_vocab.pad_id()};
     prefix = source_prefix(meta, options.tgt_lang, src_vocab, name);
-    model = model::Transformer(read_config(meta.config, name), src_vocab.size(), tgt_vocab.size(),
-                               src_vocab.pad_id());
+    model =
+        model::Transformer(model_options, src_vocab.size(), tgt_vocab.size(), src_vocab.pad_id());
     if (files.size() > 1)
       load_parameters(model, checkpoint::average_checkpoints(files, weights), weights, name);
     else

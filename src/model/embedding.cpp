@@ -33,6 +33,28 @@ at::Tensor sinusoidal_positions(int64_t positions, int64_t d_model) {
   return table;
 }
 
+at::Tensor marian_positions(int64_t positions, int64_t d_model) {
+  // Column j of numpy's table has angle t / 10000^(2 * (j / 2) / d); the even columns go to
+  // sines, the odd ones to cosines, so both halves run over i = j / 2.
+  const int64_t sines = (d_model + 1) / 2;
+  const at::Tensor i = at::arange(sines, at::kDouble);
+  const at::Tensor denominator = at::pow(10000.0, i * 2.0 / static_cast<double>(d_model));
+  const at::Tensor angles =
+      at::arange(positions, at::kDouble).unsqueeze(1) / denominator.unsqueeze(0);
+  return at::cat({at::sin(angles), at::cos(angles.slice(1, 0, d_model / 2))}, 1).to(at::kFloat);
+}
+
+at::Tensor m2m100_positions(int64_t max_positions, int64_t d_model, int64_t pad_id) {
+  at::Tensor table = sinusoidal_positions(max_positions + pad_id + 1, d_model);
+  table[pad_id].zero_();
+  return table;
+}
+
+at::Tensor m2m100_position_ids(const at::Tensor& ids, int64_t pad_id, int64_t start_position) {
+  const at::Tensor real = ids.ne(pad_id).to(at::kLong);
+  return (real.cumsum(1) + start_position) * real + pad_id;
+}
+
 InputEmbeddingImpl::InputEmbeddingImpl(const InputEmbeddingOptions& options,
                                        torch::nn::Embedding shared_table)
     : options_(options) {
@@ -55,9 +77,22 @@ InputEmbeddingImpl::InputEmbeddingImpl(const InputEmbeddingOptions& options,
     torch::nn::init::normal_(learned_positions_->weight, 0.0,
                              std::pow(static_cast<double>(options.d_model()), -0.5));
   } else {
-    // A buffer so that .to(device) moves it; it is a pure function of the options.
-    sinusoid_ = register_buffer("sinusoid",
-                                sinusoidal_positions(options.max_positions(), options.d_model()));
+    // A buffer so that .to(device) moves it; it is a pure function of the options, never
+    // stored in checkpoints.
+    const int64_t rows = options.max_positions(), d = options.d_model();
+    at::Tensor table;
+    switch (options.positions()) {
+      case PositionEncoding::kMarian:
+        table = marian_positions(rows, d);
+        break;
+      case PositionEncoding::kM2m100:
+        table = m2m100_positions(rows, d, options.pad_id());
+        break;
+      default:
+        table = sinusoidal_positions(rows, d);
+        break;
+    }
+    sinusoid_ = register_buffer("sinusoid", table);
   }
 }
 
@@ -71,6 +106,9 @@ at::Tensor InputEmbeddingImpl::forward(const at::Tensor& ids, int64_t start_posi
   if (options_.scale()) x = x * std::sqrt(static_cast<double>(options_.d_model()));
   if (learned_positions_) {
     x = x + learned_positions_->weight.slice(0, start_position, end);
+  } else if (options_.positions() == PositionEncoding::kM2m100) {
+    const at::Tensor rows = m2m100_position_ids(ids, options_.pad_id(), start_position);
+    x = x + sinusoid_.index_select(0, rows.reshape(-1)).view({ids.size(0), ids.size(1), -1});
   } else {
     x = x + sinusoid_.slice(0, start_position, end);
   }

@@ -28,7 +28,9 @@ struct InputEmbeddingOptions {
 };
 
 /// dropout(scale * table[ids] + position[start + t]) for ids [B, T] -> [B, T, d_model].
-/// Positions count from the start of each row, so batches must be right-padded.
+/// Positions count from the start of each row, so batches must be right-padded. kM2m100 instead
+/// adds row pad_id + start + (real tokens up to t) of its table, and its zero row pad_id at
+/// padding (fairseq's make_positions, as transformers' M2M100).
 class InputEmbeddingImpl : public torch::nn::Module {
  public:
   /// Builds its own token table, or uses shared_table (owned and registered elsewhere).
@@ -48,7 +50,7 @@ class InputEmbeddingImpl : public torch::nn::Module {
   InputEmbeddingOptions options_;
   torch::nn::Embedding table_{nullptr};
   torch::nn::Embedding learned_positions_{nullptr};  ///< only for kLearned
-  at::Tensor sinusoid_;                              ///< [max_positions, d]; only for kSinusoidal
+  at::Tensor sinusoid_;  ///< fixed table [rows, d]: every encoding but kLearned
 };
 TORCH_MODULE(InputEmbedding);
 
@@ -59,5 +61,18 @@ torch::nn::Embedding make_token_table(int64_t vocab_size, int64_t d_model, int64
 /// Sinusoidal encodings [positions, d] (Vaswani et al. 2017, sec. 3.5): sines in the first
 /// half of the columns, cosines in the second (as tensor2tensor and fairseq).
 at::Tensor sinusoidal_positions(int64_t positions, int64_t d_model);
+
+/// MarianMT's encodings [positions, d] (transformers' MarianSinusoidalPositionalEmbedding):
+/// angle(t, i) = t / 10000^(2i / d); columns [0, ceil(d/2)) sin(angle(t, i)), the rest
+/// cos(angle(t, i)); computed in double and rounded to float32, as numpy does there.
+at::Tensor marian_positions(int64_t positions, int64_t d_model);
+
+/// M2M100's table [max_positions + pad_id + 1, d]: sinusoidal_positions with row pad_id zero
+/// (transformers' M2M100SinusoidalPositionalEmbedding; padding reads that row).
+at::Tensor m2m100_positions(int64_t max_positions, int64_t d_model, int64_t pad_id);
+
+/// M2M100's position rows of ids [B, T] whose first token sits at start_position: pad_id +
+/// (start_position + real tokens of the row up to t) at real tokens, pad_id at padding.
+at::Tensor m2m100_position_ids(const at::Tensor& ids, int64_t pad_id, int64_t start_position);
 
 }  // namespace nmt::model

@@ -39,7 +39,19 @@ FeedForwardImpl::FeedForwardImpl(const LayerOptions& options) : options_(options
 
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
   at::Tensor h = fc1_(x);
-  h = options_.activation() == Activation::kGelu ? at::gelu(h) : at::relu(h);
+  // kGelu is the exact (erf) form, transformers' "gelu"; kSilu is x * sigmoid(x), its "swish"
+  // and "silu".
+  switch (options_.activation()) {
+    case Activation::kGelu:
+      h = at::gelu(h);
+      break;
+    case Activation::kSilu:
+      h = at::silu(h);
+      break;
+    default:
+      h = at::relu(h);
+      break;
+  }
   return fc2_(model::dropout(h, options_.activation_dropout(), is_training()));
 }
 

@@ -8,11 +8,18 @@ namespace nmt::model {
 /// Where layer normalization sits relative to each residual block.
 enum class NormPosition { kPre, kPost };
 /// How token positions are encoded.
-enum class PositionEncoding { kSinusoidal, kLearned };
+enum class PositionEncoding {
+  kSinusoidal,  ///< sines then cosines, frequencies 10000^(-i/(d/2-1)), row t for position t
+  kLearned,     ///< a trained table
+  kMarian,      ///< MarianMT's: sines then cosines, frequencies 10000^(-2i/d), from position 0
+  kM2m100,      ///< M2M100's: the kSinusoidal table from row pad_id + 1, padding-aware (fairseq)
+};
 /// Which embedding matrices share one weight (a joint vocabulary is needed for kAll).
 enum class TiedEmbeddings { kNone, kDecoder, kAll };
 /// Feed-forward activation.
-enum class Activation { kRelu, kGelu };
+enum class Activation { kRelu, kGelu, kSilu };
+/// The token the decoder input starts with, by its role in the target vocabulary.
+enum class DecoderStart { kBos, kEos, kPad };
 
 /// Transformer hyper-parameters; defaults are transformer-base (Vaswani et al. 2017).
 struct ModelOptions {
@@ -30,6 +37,13 @@ struct ModelOptions {
   int64_t max_positions = 1024;          ///< longest sequence the model accepts (tokens)
   TiedEmbeddings tie_embeddings = TiedEmbeddings::kAll;  ///< embedding weight sharing
   bool scale_embeddings = true;          ///< multiply embeddings by sqrt(d_model)
+  bool output_bias = false;  ///< a trained bias [tgt_vocab] added to the logits (Marian's)
+  DecoderStart decoder_start = DecoderStart::kBos;  ///< token fed first to the decoder
 };
+
+/// The id the decoder input starts with, given the target vocabulary's special ids.
+constexpr int64_t decoder_start_id(DecoderStart start, int64_t bos, int64_t eos, int64_t pad) {
+  return start == DecoderStart::kEos ? eos : start == DecoderStart::kPad ? pad : bos;
+}
 
 }  // namespace nmt::model

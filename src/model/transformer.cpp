@@ -69,6 +69,11 @@ TransformerImpl::TransformerImpl(const ModelOptions& options, int64_t src_vocab_
     torch::nn::init::normal_(output_projection_->weight, 0.0,
                              std::pow(static_cast<double>(options.d_model), -0.5));
   }
+  if (options.output_bias) {
+    // A parameter, as Marian trains it (transformers keeps it as a fixed buffer,
+    // final_logits_bias): fine-tuning an imported model goes on training it.
+    output_bias_ = register_parameter("output_bias", at::zeros({tgt_vocab_size}));
+  }
 }
 
 at::Tensor TransformerImpl::output_weight() const {
@@ -86,7 +91,9 @@ EncoderOutput TransformerImpl::encode(const at::Tensor& src_ids) {
 }
 
 at::Tensor TransformerImpl::project(const at::Tensor& x) {
-  return at::linear(decoder_norm_ ? decoder_norm_(x) : x, output_weight());
+  at::Tensor logits = at::linear(decoder_norm_ ? decoder_norm_(x) : x, output_weight());
+  // Added after the product, as transformers does (lm_head(x) + final_logits_bias).
+  return output_bias_.defined() ? logits + output_bias_ : logits;
 }
 
 at::Tensor TransformerImpl::decode(const at::Tensor& tgt_in_ids, const EncoderOutput& encoded) {

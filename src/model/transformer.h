@@ -62,8 +62,10 @@ class TransformerImpl : public torch::nn::Module {
   at::Tensor source_embedding() const { return encoder_embed_->table()->weight; }
   /// Target token table [tgt_vocab, d].
   at::Tensor target_embedding() const { return decoder_embed_->table()->weight; }
-  /// Output projection [tgt_vocab, d] (no bias).
+  /// Output projection [tgt_vocab, d].
   at::Tensor output_weight() const;
+  /// Bias [tgt_vocab] added to the logits; undefined unless options().output_bias.
+  at::Tensor output_bias() const { return output_bias_; }
   /// The options this model was built with.
   const ModelOptions& options() const { return options_; }
   /// The padding id.
@@ -84,6 +86,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::LayerNorm encoder_norm_{nullptr};    ///< pre-norm only
   torch::nn::LayerNorm decoder_norm_{nullptr};    ///< pre-norm only
   torch::nn::Linear output_projection_{nullptr};  ///< untied only
+  at::Tensor output_bias_;                        ///< options.output_bias only
 };
 TORCH_MODULE(Transformer);
 

@@ -28,8 +28,8 @@ data::BatchTensors synthetic_batch(const RunSetup& setup, const data::Vocabulari
   const int64_t length = options.synthetic_length > 0 ? options.synthetic_length
                                                       : std::max<int64_t>(2, setup.data.max_len / 2);
   const int64_t sentences = std::max<int64_t>(1, setup.max_tokens / length);
-  data::BatchTensors b = data::random_batch(sentences, length, vocab.src.size(),
-                                            vocab.tgt.size(), vocab.tgt.bos_id());
+  data::BatchTensors b = data::random_batch(sentences, length, vocab.src.size(), vocab.tgt.size(),
+                                            batch_ids(setup.model, vocab).decoder_start);
   b.global_tgt_tokens = b.tgt_tokens * setup.world_size;
   return b;
 }

@@ -65,7 +65,8 @@ void measure(const RunSetup& setup, const data::PreparedData& data, int64_t memo
     }
     try {
       probe.forward_backward(data::random_batch(sentences, fit.length, data.vocab.src.size(),
-                                                 data.vocab.tgt.size(), data.vocab.tgt.bos_id()));
+                                                data.vocab.tgt.size(),
+                                                batch_ids(setup.model, data.vocab).decoder_start));
       dist::synchronize_cuda(index);
     } catch (const c10::Error& e) {
       // Not only OutOfMemoryError: cuBLAS and NCCL report failed allocations as plain errors.

@@ -13,6 +13,13 @@ std::string vocab_fingerprint(const data::Vocabularies& vocab) {
                      : vocab.src.fingerprint() + "+" + vocab.tgt.fingerprint();
 }
 
+data::SpecialIds batch_ids(const model::ModelOptions& model, const data::Vocabularies& vocab) {
+  const data::Vocab& tgt = vocab.tgt;
+  return {vocab.src.pad_id(),
+          model::decoder_start_id(model.decoder_start, tgt.bos_id(), tgt.eos_id(), tgt.pad_id()),
+          tgt.eos_id()};
+}
+
 UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab) {
   UpdaterSetup u;
   u.model = run.model;
@@ -38,8 +45,7 @@ std::unique_ptr<data::BatchPrefetcher> first_epoch_batches(const RunSetup& run,
       data.train, data::plan_options(run.data, run.max_tokens, run.world_size,
                                      static_cast<uint64_t>(run.train.seed)));
   return std::make_unique<data::BatchPrefetcher>(
-      data.train, planner, run.rank, data::IteratorState{},
-      data::SpecialIds{data.vocab.src.pad_id(), data.vocab.tgt.bos_id(), data.vocab.tgt.eos_id()},
+      data.train, planner, run.rank, data::IteratorState{}, batch_ids(run.model, data.vocab),
       run.data.prefetch, /*pin_memory=*/run.device.is_cuda());
 }
 

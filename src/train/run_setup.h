@@ -19,6 +19,7 @@
 
 namespace nmt::data {
 class BatchPrefetcher;
+struct SpecialIds;
 struct PreparedData;
 struct Vocabularies;
 }
@@ -52,6 +53,10 @@ struct RunSetup {
 
 /// The fingerprint of the vocabulary (both models' when they are separate).
 std::string vocab_fingerprint(const data::Vocabularies& vocab);
+
+/// The ids batches are built with: the source padding, the target EOS, and the decoder start
+/// model.decoder_start names.
+data::SpecialIds batch_ids(const model::ModelOptions& model, const data::Vocabularies& vocab);
 
 /// What the Updater of this run is built from.
 UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab);

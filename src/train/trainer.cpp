@@ -103,10 +103,9 @@ RunSummary Trainer::run() {
     return finish(StopReason::kAlreadyDone, epoch, last_train_loss);
   }
   const auto plan_start = Clock::now();
-  data::BatchPrefetcher batches(
-      data_.train, planner_, setup_.rank, iterator_,
-      {data_.vocab.src.pad_id(), data_.vocab.tgt.bos_id(), data_.vocab.tgt.eos_id()},
-      setup_.data.prefetch, /*pin_memory=*/setup_.device.is_cuda());
+  data::BatchPrefetcher batches(data_.train, planner_, setup_.rank, iterator_,
+                                batch_ids(setup_.model, data_.vocab), setup_.data.prefetch,
+                                /*pin_memory=*/setup_.device.is_cuda());
   if (iterator_.consumed.empty())
     log::info("train", "{} steps in epoch {}{}", batches.first_plan_steps(), iterator_.epoch,
               iterator_.step > 0 ? fmt::format(", continuing at its step {}", iterator_.step) : "");

@@ -96,7 +96,7 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
   at::Tensor loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(setup.device));
   at::Tensor nll = at::zeros_like(loss);
   int64_t tokens = 0;
-  const data::SpecialIds ids{data.vocab.src.pad_id(), data.vocab.tgt.bos_id(), data.vocab.tgt.eos_id()};
+  const data::SpecialIds ids = batch_ids(setup.model, data.vocab);
   std::vector<std::string> hypotheses, refs;
   for (const data::Step& step : plan.steps) {
     const data::Batch& batch = step.batches[static_cast<size_t>(setup.rank)];
@@ -124,7 +124,9 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
     decode::SearchOptions search;
     search.beam = setup.train.valid_beam;
     search.nbest = 1;
-    const auto found = decode::search(*model, src, {ids.bos, ids.eos, ids.pad}, search);
+    const auto found = decode::search(
+        *model, src, {ids.decoder_start, data.vocab.tgt.bos_id(), ids.eos, data.vocab.tgt.pad_id()},
+        search);
     for (size_t row = 0; row < found.size(); ++row) {
       hypotheses.push_back(data.vocab.tgt.decode(found[row].front().tokens));
       const int64_t line = set.cache.line_number(batch.pairs[row]);

@@ -156,7 +156,7 @@ TEST_CASE("the same seed gives the same draws, another seed others", "[decode][s
 TEST_CASE("sampled translations are reproducible and independent of the batch",
           "[decode][sampling]") {
   nmt::model::Transformer model = tiny_model(21, kSampledModel);
-  const SearchIds ids{kBos, kEos, kPad};
+  const SearchIds ids{kBos, kBos, kEos, kPad};
   const at::Tensor src = random_batch(8, 22);
   SamplingOptions s;
   s.seed = 5;
@@ -236,7 +236,7 @@ TEST_CASE("a sentence's draws change with its batch's padding only where a draw 
   // without padding; where the tokens differ, the first differing step must be a draw that
   // close to a boundary of the distribution.
   nmt::model::Transformer model = tiny_model(31, kSampledModel);
-  const SearchIds ids{kBos, kEos, kPad};
+  const SearchIds ids{kBos, kBos, kEos, kPad};
   const at::Tensor batch = random_batch(8, 32);
   SamplingOptions s;
   s.seed = 9;
@@ -293,7 +293,7 @@ TEST_CASE("a tiny temperature draws the most probable token, never NaN", "[decod
 TEST_CASE("sampling scores are the model's log-probabilities of the drawn tokens",
           "[decode][sampling]") {
   nmt::model::Transformer model = tiny_model(23, kSampledModel);
-  const SearchIds ids{kBos, kEos, kPad};
+  const SearchIds ids{kBos, kBos, kEos, kPad};
   const at::Tensor src = random_batch(3, 24);
   SamplingOptions s;
   s.temperature = 3.0;

@@ -30,7 +30,7 @@ using nmt::test::tiny_model;
 
 namespace {
 
-const SearchIds kIds{kBos, kEos, kPad};
+const SearchIds kIds{kBos, kBos, kEos, kPad};
 
 /// Random sentences (ids 4..V-1, then EOS), right-padded into one batch.
 at::Tensor batch_of(const std::vector<std::vector<int64_t>>& sentences) {

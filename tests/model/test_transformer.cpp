@@ -1,6 +1,7 @@
 #include "catch_torch.h"  // first: see the header
 #include "skip.h"
 
+#include <cmath>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,11 +13,14 @@
 #include <torch/utils.h>
 
 #include "model/attention.h"
+#include "model/embedding.h"
+#include "model/layers.h"
 #include "model/transformer.h"
 #include "util/error.h"
 
 
 using nmt::model::Activation;
+using nmt::model::DecoderStart;
 using nmt::model::DecoderState;
 using nmt::model::EncoderOutput;
 using nmt::model::ModelOptions;
@@ -60,6 +64,15 @@ std::vector<std::pair<std::string, ModelOptions>> variants() {
   dec.tie_embeddings = TiedEmbeddings::kDecoder;
   dec.scale_embeddings = false;
   v.emplace_back("post-norm, sinusoidal, tie decoder, unscaled", dec);
+  ModelOptions marian = tiny_options();
+  marian.positions = PositionEncoding::kMarian;
+  marian.activation = Activation::kSilu;
+  marian.output_bias = true;
+  v.emplace_back("post-norm, marian positions, silu, output bias", marian);
+  ModelOptions m2m100 = tiny_options();
+  m2m100.norm = NormPosition::kPre;
+  m2m100.positions = PositionEncoding::kM2m100;
+  v.emplace_back("pre-norm, m2m100 positions", m2m100);
   return v;
 }
 
@@ -469,4 +482,92 @@ TEST_CASE("on a GPU, bf16 autocast gives finite logits matching incremental deco
     (at::log_softmax(logits, -1) * tgt.ne(kPad).unsqueeze(-1)).sum().backward();
     for (const at::Tensor& p : model->parameters()) CHECK(all_finite(p.grad()));
   }
+}
+
+TEST_CASE("marian positions: sines then cosines of t / 10000^(2i/d), from position 0", "[model]") {
+  // d = 4: angles t and t / 100 (10000^(2/4)); columns sin t, sin t/100, cos t, cos t/100.
+  const at::Tensor table = nmt::model::marian_positions(3, 4);
+  REQUIRE(table.sizes() == at::IntArrayRef({3, 4}));
+  CHECK(table.scalar_type() == at::kFloat);
+  for (int64_t t = 0; t < 3; ++t) {
+    INFO("position " << t);
+    const double a = static_cast<double>(t), b = a / 100.0;
+    const at::Tensor expected =
+        at::tensor({std::sin(a), std::sin(b), std::cos(a), std::cos(b)}, at::kDouble)
+            .to(at::kFloat);
+    CHECK(at::allclose(table[t], expected, 0, 1e-7));
+  }
+  // An odd width has one sine more than cosines (transformers' sentinel ceil(d / 2)): d = 5,
+  // angles t / 10000^(0, 2/5, 4/5).
+  const at::Tensor odd = nmt::model::marian_positions(2, 5);
+  REQUIRE(odd.sizes() == at::IntArrayRef({2, 5}));
+  const double f1 = std::pow(10000.0, 0.4), f2 = std::pow(10000.0, 0.8);
+  const at::Tensor row1 = at::tensor({std::sin(1.0), std::sin(1 / f1), std::sin(1 / f2),
+                                      std::cos(1.0), std::cos(1 / f1)},
+                                     at::kDouble)
+                              .to(at::kFloat);
+  CHECK(at::allclose(odd[1], row1, 0, 1e-7));
+}
+
+TEST_CASE("m2m100 positions: the sinusoidal table from row pad + 1, zero at padding", "[model]") {
+  // d = 4: frequencies 1 and 10000^-1 (the fairseq table: ln(10000) / (d/2 - 1) apart).
+  const at::Tensor table = nmt::model::m2m100_positions(/*max_positions=*/3, 4, /*pad_id=*/1);
+  REQUIRE(table.sizes() == at::IntArrayRef({5, 4}));
+  CHECK(at::equal(table[1], at::zeros({4})));
+  for (int64_t r : {0, 2, 4}) {
+    INFO("row " << r);
+    const double a = static_cast<double>(r), b = a * 1e-4;
+    const at::Tensor expected = at::tensor({std::sin(a), std::sin(b), std::cos(a), std::cos(b)});
+    CHECK(at::allclose(table[r], expected.to(at::kFloat), 0, 1e-6));
+  }
+}
+
+TEST_CASE("m2m100 position ids count real tokens from pad + 1, padding at pad", "[model]") {
+  const at::Tensor rows = ids({{5, 6, 7, kPad, kPad}, {5, kPad, kPad, kPad, kPad}});
+  CHECK(at::equal(nmt::model::m2m100_position_ids(rows, kPad, 0),
+                  ids({{2, 3, 4, 1, 1}, {2, 1, 1, 1, 1}})));
+  // One step of incremental decoding at position 3 (three tokens decoded before it).
+  CHECK(at::equal(nmt::model::m2m100_position_ids(ids({{7}, {kPad}}), kPad, 3), ids({{5}, {1}})));
+}
+
+TEST_CASE("feed-forward activations: silu is x * sigmoid(x), gelu the erf form", "[model]") {
+  for (const Activation activation : {Activation::kSilu, Activation::kGelu}) {
+    ModelOptions o = tiny_options();
+    o.activation = activation;
+    nmt::model::FeedForward ffn{nmt::model::LayerOptions(o)};
+    ffn->eval();
+    torch::manual_seed(3);
+    const at::Tensor x = at::randn({2, 3, o.d_model});
+    const auto p = ffn->named_parameters();
+    const at::Tensor h = at::linear(x, p["fc1.weight"], p["fc1.bias"]);
+    const at::Tensor act = activation == Activation::kSilu
+                               ? h * at::sigmoid(h)
+                               : h * 0.5 * (1 + at::erf(h / std::sqrt(2.0)));
+    const at::Tensor expected = at::linear(act, p["fc2.weight"], p["fc2.bias"]);
+    CHECK(at::allclose(ffn(x), expected, 1e-6, 1e-6));
+  }
+}
+
+TEST_CASE("the output bias is added to every position's logits", "[model]") {
+  ModelOptions o = tiny_options();
+  Transformer plain = make_model(o, 7);
+  o.output_bias = true;
+  Transformer biased = make_model(o, 7);
+  REQUIRE(biased->output_bias().sizes() == at::IntArrayRef({kVocab}));
+  CHECK(biased->parameter_count() == plain->parameter_count() + kVocab);
+  const at::Tensor bias = at::randn({kVocab});
+  {
+    at::NoGradGuard no_grad;
+    biased->output_bias().copy_(bias);
+  }
+  const at::Tensor src = source();
+  const at::Tensor tgt = ids({{2, 4, 5}, {2, 7, 8}});
+  CHECK(at::allclose(biased->forward(src, tgt), plain->forward(src, tgt) + bias, 1e-6, 1e-6));
+}
+
+TEST_CASE("the decoder start id is bos, eos or pad as the option says", "[model]") {
+  CHECK(nmt::model::decoder_start_id(DecoderStart::kBos, 2, 3, 0) == 2);
+  CHECK(nmt::model::decoder_start_id(DecoderStart::kEos, 2, 3, 0) == 3);
+  CHECK(nmt::model::decoder_start_id(DecoderStart::kPad, 2, 3, 0) == 0);
+  CHECK(ModelOptions{}.decoder_start == DecoderStart::kBos);  // today's behaviour by default
 }

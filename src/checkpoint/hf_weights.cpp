@@ -1,0 +1,218 @@
+#include "checkpoint/hf_weights.h"
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint_file.h"
+#include "util/error.h"
+#include "util/shape.h"
+
+namespace nmt::checkpoint {
+namespace {
+
+namespace names = attention_projection;
+
+/// Collects the sources of one model, with our names and theirs spelled out once.
+class SourceList {
+ public:
+  /// ours.{weight,bias} <- theirs.{weight,bias}.
+  void linear(const std::string& ours, const std::string& theirs) {
+    for (const char* p : {"weight", "bias"}) add(ours + "." + p, {{theirs + "." + p}});
+  }
+  /// ours.{weight,bias} <- theirs_block.{weight,bias} stacked by rows.
+  void fused(const std::string& ours, const std::vector<std::string>& theirs) {
+    for (const char* p : {"weight", "bias"}) {
+      std::vector<std::vector<std::string>> parts;
+      for (const std::string& block : theirs) parts.push_back({block + "." + p});
+      add(ours + "." + p, std::move(parts));
+    }
+  }
+  void add(std::string ours, std::vector<std::vector<std::string>> parts, bool row = false) {
+    sources_.push_back({std::move(ours), std::move(parts), row, /*zeros_when_missing=*/row});
+  }
+  std::vector<HfTensorSource> take() { return std::move(sources_); }
+
+ private:
+  std::vector<HfTensorSource> sources_;
+};
+
+/// The projections and norms of encoder (cross = false) or decoder layer i.
+void add_layer(SourceList& list, bool decoder, int64_t i) {
+  const std::string ours = fmt::format("{}_layers.{}.", decoder ? "decoder" : "encoder", i);
+  const std::string theirs = fmt::format("model.{}.layers.{}.", decoder ? "decoder" : "encoder", i);
+  const std::string self = ours + std::string(names::kSelfAttention) + ".";
+  list.fused(
+      self + std::string(names::kQueryKeyValue),
+      {theirs + "self_attn.q_proj", theirs + "self_attn.k_proj", theirs + "self_attn.v_proj"});
+  list.linear(self + std::string(names::kOutput), theirs + "self_attn.out_proj");
+  list.linear(ours + "self_attn_norm", theirs + "self_attn_layer_norm");
+  if (decoder) {
+    const std::string cross = ours + std::string(names::kCrossAttention) + ".";
+    list.linear(cross + std::string(names::kQuery), theirs + "encoder_attn.q_proj");
+    list.fused(cross + std::string(names::kKeyValue),
+               {theirs + "encoder_attn.k_proj", theirs + "encoder_attn.v_proj"});
+    list.linear(cross + std::string(names::kOutput), theirs + "encoder_attn.out_proj");
+    list.linear(ours + "cross_attn_norm", theirs + "encoder_attn_layer_norm");
+  }
+  list.linear(ours + "ffn.fc1", theirs + "fc1");
+  list.linear(ours + "ffn.fc2", theirs + "fc2");
+  list.linear(ours + "ffn_norm", theirs + "final_layer_norm");
+}
+
+/// Whether a transformers tensor is a fixed position table (a function of the config).
+bool is_position_table(const std::string& name) {
+  return name.find(".embed_positions.") != std::string::npos;
+}
+
+const at::Tensor* find(const std::map<std::string, const at::Tensor*>& by_name,
+                       const std::string& name) {
+  const auto it = by_name.find(name);
+  return it == by_name.end() ? nullptr : it->second;
+}
+
+}  // namespace
+
+std::vector<HfTensorSource> hf_tensor_sources(const HfModelConfig& config) {
+  const model::ModelOptions& m = config.model;
+  SourceList list;
+  // Our parameter order (named_parameters): the Transformer's own first, then its modules':
+  // embeddings, layers, final norms, output projection.
+  // The one row vector, and the one tensor transformers may leave out (MarianMTModel's
+  // _keys_to_ignore_on_load_missing).
+  if (m.output_bias) list.add("output_bias", {{"final_logits_bias"}}, /*row=*/true);
+  switch (m.tie_embeddings) {
+    case model::TiedEmbeddings::kAll:
+      list.add("encoder_embed.tokens.weight",
+               {{"model.shared.weight", "model.encoder.embed_tokens.weight",
+                 "model.decoder.embed_tokens.weight", "lm_head.weight"}});
+      break;
+    case model::TiedEmbeddings::kDecoder:
+      list.add("encoder_embed.tokens.weight", {{"model.encoder.embed_tokens.weight"}});
+      list.add("decoder_embed.tokens.weight",
+               {{"model.decoder.embed_tokens.weight", "lm_head.weight"}});
+      break;
+    case model::TiedEmbeddings::kNone:
+      list.add("encoder_embed.tokens.weight", {{"model.encoder.embed_tokens.weight"}});
+      list.add("decoder_embed.tokens.weight", {{"model.decoder.embed_tokens.weight"}});
+      break;
+  }
+  for (int64_t i = 0; i < m.encoder_layers; ++i) add_layer(list, /*decoder=*/false, i);
+  for (int64_t i = 0; i < m.decoder_layers; ++i) add_layer(list, /*decoder=*/true, i);
+  if (m.norm == model::NormPosition::kPre) {
+    list.linear("encoder_norm", "model.encoder.layer_norm");
+    list.linear("decoder_norm", "model.decoder.layer_norm");
+  }
+  if (m.tie_embeddings == model::TiedEmbeddings::kNone)
+    list.add("output_projection.weight", {{"lm_head.weight"}});
+  return list.take();
+}
+
+NamedTensors from_hf_tensors(const NamedTensors& hf, const HfModelConfig& config,
+                             const std::string& origin) {
+  std::map<std::string, const at::Tensor*> by_name;
+  for (const auto& [name, tensor] : hf) by_name.emplace(name, &tensor);
+  std::set<std::string> used;
+  NamedTensors out;
+  for (const HfTensorSource& source : hf_tensor_sources(config)) {
+    if (source.zeros_when_missing && find(by_name, source.parts[0][0]) == nullptr) {
+      out.emplace_back(source.name, at::zeros({config.tgt_vocab_size}));
+      continue;
+    }
+    std::vector<at::Tensor> blocks;
+    for (const std::vector<std::string>& aliases : source.parts) {
+      const at::Tensor* found = nullptr;
+      for (const std::string& alias : aliases) {
+        const at::Tensor* t = find(by_name, alias);
+        if (t != nullptr) used.insert(alias);
+        if (found == nullptr) found = t;
+      }
+      NMT_CHECK(found != nullptr, CheckpointError, "{}: no tensor {} (for {} of a {} model)",
+                origin, aliases.front(), source.name, hf_model_type_name(config.type));
+      NMT_CHECK(blocks.empty() || found->sizes() == blocks[0].sizes(), CheckpointError,
+                "{}: {} has shape {}, its sibling blocks {}", origin, aliases.front(),
+                shape_string(found->sizes()), shape_string(blocks[0].sizes()));
+      blocks.push_back(*found);
+    }
+    at::Tensor tensor = blocks.size() == 1 ? blocks[0] : at::cat(blocks, 0);
+    if (source.row_vector) {
+      NMT_CHECK(tensor.dim() == 2 && tensor.size(0) == 1, CheckpointError,
+                "{}: {} has shape {}, expected [1, n]", origin, source.parts[0][0],
+                shape_string(tensor.sizes()));
+      tensor = tensor.reshape({-1});
+    }
+    out.emplace_back(source.name, tensor.contiguous());
+  }
+  std::vector<std::string> left;
+  for (const auto& [name, tensor] : hf) {
+    if (!used.count(name) && !is_position_table(name)) left.push_back(name);
+  }
+  NMT_CHECK(left.empty(), CheckpointError,
+            "{}: {} tensor(s) that a {} model as config.json describes does not have, e.g. {}",
+            origin, left.size(), hf_model_type_name(config.type), left.empty() ? "" : left[0]);
+  return out;
+}
+
+NamedTensors to_hf_tensors(const NamedTensors& ours, const HfModelConfig& config) {
+  std::map<std::string, const at::Tensor*> by_name;
+  for (const auto& [name, tensor] : ours) by_name.emplace(name, &tensor);
+  NamedTensors out;
+  for (const HfTensorSource& source : hf_tensor_sources(config)) {
+    const at::Tensor* tensor = find(by_name, source.name);
+    NMT_CHECK(tensor != nullptr, CheckpointError, "no model parameter {} to export", source.name);
+    const std::vector<at::Tensor> blocks =
+        tensor->chunk(static_cast<int64_t>(source.parts.size()), 0);
+    for (size_t i = 0; i < source.parts.size(); ++i) {
+      at::Tensor block = source.row_vector ? blocks[i].reshape({1, -1}) : blocks[i];
+      out.emplace_back(source.parts[i].front(), block.contiguous());
+    }
+  }
+  return out;
+}
+
+HfModel read_hf_model(const std::filesystem::path& dir) {
+  HfModel model;
+  model.config = read_hf_config(dir);
+  const std::filesystem::path single = dir / "model.safetensors";
+  const std::filesystem::path index = dir / "model.safetensors.index.json";
+  NamedTensors hf;
+  if (std::filesystem::exists(single)) {
+    hf = load_safetensors(single).tensors;
+  } else if (std::filesystem::exists(index)) {
+    // Sharded (save_pretrained above max_shard_size): {"weight_map": {tensor: shard file}}.
+    std::ifstream in(index);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::set<std::string> shards;
+    try {
+      const auto json = nlohmann::json::parse(text.str());
+      for (const auto& [name, file] : json.at("weight_map").items())
+        shards.insert(file.get<std::string>());
+    } catch (const nlohmann::json::exception& e) {
+      NMT_THROW(CheckpointError, "{}: expected {{\"weight_map\": {{tensor: file}}}}: {}",
+                index.string(), e.what());
+    }
+    for (const std::string& shard : shards) {
+      NMT_CHECK(std::filesystem::path(shard).filename() == shard, CheckpointError,
+                "{}: shard {} is not a file name in the directory", index.string(), shard);
+      CheckpointData part = load_safetensors(dir / shard);
+      for (auto& item : part.tensors) hf.push_back(std::move(item));
+    }
+  } else {
+    NMT_CHECK(!std::filesystem::exists(dir / "pytorch_model.bin"), CheckpointError,
+              "{}: only pytorch_model.bin, a pickle, which nmt-train does not load; write "
+              "safetensors with transformers: model.save_pretrained(dir, safe_serialization=True)",
+              dir.string());
+    NMT_THROW(CheckpointError, "{}: no model.safetensors (nor model.safetensors.index.json)",
+              dir.string());
+  }
+  model.tensors = from_hf_tensors(hf, model.config, dir.string());
+  return model;
+}
+
+}  // namespace nmt::checkpoint

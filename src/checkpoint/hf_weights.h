@@ -1,0 +1,59 @@
+#pragma once
+// The tensors of a transformers MarianMT or M2M100 model and ours, both ways. Each of our model
+// parameters (names within the model group, tensor_layout.h) is made of one or more transformers
+// tensors stacked by rows: the fused attention projections (qkv_proj = q, k, v;
+// cross-attention kv_proj = k, v), the rest one to one. Tied tables have several transformers
+// names (model.shared.weight, model.encoder.embed_tokens.weight, ..., lm_head.weight): reading
+// takes the first present, as transformers ties them on load; writing writes the first.
+// The sinusoidal position tables transformers may store (embed_positions) are a function of
+// the config and are not read.
+//
+// Reading a directory: model.safetensors, or the shards model.safetensors.index.json lists.
+// A directory with only pytorch_model.bin (a pickle, which we never load) is refused with
+// one line saying how to write safetensors.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "checkpoint/hf_config.h"
+#include "checkpoint/tensor_layout.h"
+
+namespace nmt::checkpoint {
+
+/// One of our model parameters and the transformers tensors it is made of.
+struct HfTensorSource {
+  std::string
+      name;  ///< ours, within the model group ("encoder_layers.0.self_attn.qkv_proj.weight")
+  /// Row blocks, concatenated in order (dim 0); each lists the transformers names that hold
+  /// that block, preferred first.
+  std::vector<std::vector<std::string>> parts;
+  bool row_vector = false;  ///< ours [n], transformers' [1, n] (final_logits_bias)
+  /// Absent: zeros (transformers ignores a missing final_logits_bias and loads zeros).
+  bool zeros_when_missing = false;
+};
+
+/// Every parameter of the model a config describes, in our module order, with its sources.
+std::vector<HfTensorSource> hf_tensor_sources(const HfModelConfig& config);
+
+/// Our model parameters from a transformers state dict (dtypes kept). Throws CheckpointError,
+/// naming `origin`, for a missing tensor (but final_logits_bias, zeros as in transformers), a
+/// block of the wrong shape, or a tensor left over (one the config does not explain, e.g.
+/// layernorm_embedding's).
+NamedTensors from_hf_tensors(const NamedTensors& hf, const HfModelConfig& config,
+                             const std::string& origin);
+
+/// The transformers state dict of our model parameters (tied tables once, under their first
+/// name). Throws CheckpointError for a missing parameter.
+NamedTensors to_hf_tensors(const NamedTensors& ours, const HfModelConfig& config);
+
+/// A transformers model directory read as ours.
+struct HfModel {
+  HfModelConfig config;  ///< from config.json
+  NamedTensors tensors;  ///< our model parameters, names within the model group
+};
+
+/// Reads dir/config.json and its safetensors weights. Throws CheckpointError naming the file.
+HfModel read_hf_model(const std::filesystem::path& dir);
+
+}  // namespace nmt::checkpoint
