@@ -14,7 +14,8 @@
 namespace nmt::data {
 namespace {
 
-using Json = nlohmann::json;
+// Unordered: vocab.json is looked up by piece (ordered_json finds keys by a linear search).
+using HfJson = nlohmann::json;
 
 /// The files and keys read here, named once for the reader and its messages.
 constexpr const char* kTokenizerConfig = "tokenizer_config.json";
@@ -34,21 +35,21 @@ std::string read_file(const std::filesystem::path& file) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-Json read_json(const std::filesystem::path& file) {
+HfJson read_json(const std::filesystem::path& file) {
   const std::string text = read_file(file);
   try {
-    return Json::parse(text);
-  } catch (const Json::exception& e) {
+    return HfJson::parse(text);
+  } catch (const HfJson::exception& e) {
     throw DataError(fmt::format("{}: not JSON: {}", file.string(), e.what()), {__FILE__, __LINE__});
   }
 }
 
 /// A special token's text: tokenizer_config.json writes either a string or an AddedToken
 /// ({"content": ...}); `fallback` when the key is absent.
-std::string token_text(const Json& config, const char* key, const std::string& fallback,
+std::string token_text(const HfJson& config, const char* key, const std::string& fallback,
                        const std::filesystem::path& file) {
   if (!config.contains(key) || config.at(key).is_null()) return fallback;
-  const Json& value = config.at(key);
+  const HfJson& value = config.at(key);
   if (value.is_string()) return value.get<std::string>();
   NMT_CHECK(value.is_object() && value.contains("content") && value.at("content").is_string(),
             DataError, "{}: key \"{}\" is {}, expected a token string or {{\"content\": ...}}",
@@ -62,10 +63,10 @@ struct AddedToken {
   std::string content;
   bool special = true;
 };
-std::map<int32_t, AddedToken> added_tokens(const Json& config, const std::filesystem::path& file) {
+std::map<int32_t, AddedToken> added_tokens(const HfJson& config, const std::filesystem::path& file) {
   std::map<int32_t, AddedToken> out;
   if (!config.contains(kAddedTokensKey)) return out;
-  const Json& tokens = config.at(kAddedTokensKey);
+  const HfJson& tokens = config.at(kAddedTokensKey);
   NMT_CHECK(tokens.is_object(), DataError, "{}: key \"{}\" is {}, expected an object",
             file.string(), kAddedTokensKey, tokens.type_name());
   for (const auto& [key, value] : tokens.items()) {
@@ -90,12 +91,12 @@ std::map<int32_t, AddedToken> added_tokens(const Json& config, const std::filesy
 
 /// tokenizer.json's added_tokens ([{"id": ..., "content": ..., "special": ...}]): where
 /// transformers 5 keeps the special tokens and language codes of a tokenizers-backed class.
-std::map<int32_t, AddedToken> added_tokens_of_json(const Json& json,
+std::map<int32_t, AddedToken> added_tokens_of_json(const HfJson& json,
                                                    const std::filesystem::path& file) {
   std::map<int32_t, AddedToken> out;
   NMT_CHECK(json.contains("added_tokens") && json.at("added_tokens").is_array(), DataError,
             "{}: key \"added_tokens\" is missing or not a list", file.string());
-  for (const Json& token : json.at("added_tokens")) {
+  for (const HfJson& token : json.at("added_tokens")) {
     NMT_CHECK(token.is_object() && token.contains("id") && token.at("id").is_number_integer() &&
                   token.at("id").get<int64_t>() >= 0 && token.contains("content") &&
                   token.at("content").is_string(),
@@ -111,10 +112,10 @@ std::map<int32_t, AddedToken> added_tokens_of_json(const Json& json,
 
 /// Checks that tokenizer.json's model.vocab (what AutoTokenizer encodes with) gives every
 /// token the id of `tokens`.
-void check_tokenizer_json_vocab(const Json& json, const std::vector<std::string>& tokens,
+void check_tokenizer_json_vocab(const HfJson& json, const std::vector<std::string>& tokens,
                                 const std::filesystem::path& file, const std::string& model) {
   if (!json.contains("model") || !json.at("model").contains("vocab")) return;
-  const Json& vocab = json.at("model").at("vocab");
+  const HfJson& vocab = json.at("model").at("vocab");
   if (!vocab.is_object()) return;
   for (const auto& [token, id] : vocab.items()) {
     const bool same = id.is_number_integer() && id.get<int64_t>() >= 0 &&
@@ -134,7 +135,7 @@ void check_tokenizer_json_vocab(const Json& json, const std::vector<std::string>
 
 /// M2M100Tokenizer's language codes (tokenizer_config.json "language_codes"), which it puts
 /// right after vocab.json's ids in this order (transformers' FAIRSEQ_LANGUAGE_CODES).
-std::vector<std::string_view> m2m100_language_codes(const Json& config,
+std::vector<std::string_view> m2m100_language_codes(const HfJson& config,
                                                     const std::filesystem::path& file) {
   static constexpr std::string_view kM2M100 =
       "af am ar ast az ba be bg bn br bs ca ceb cs cy da de el en es et fa ff fi fr fy ga gd gl "
@@ -157,7 +158,7 @@ std::vector<std::string_view> m2m100_language_codes(const Json& config,
 
 /// vocab.json ({"token": id}) as the token of each id; ids must run 0..n-1 without gaps.
 std::vector<std::string> tokens_by_id(const std::filesystem::path& file) {
-  const Json vocab = read_json(file);
+  const HfJson vocab = read_json(file);
   NMT_CHECK(vocab.is_object() && !vocab.empty(), DataError,
             "{}: expected an object of token: id, found {}", file.string(), vocab.type_name());
   std::vector<std::string> tokens(vocab.size());
@@ -230,7 +231,7 @@ int32_t required_id(const std::vector<std::string>& tokens, const std::string& t
 /// The table of one side: `tokens` with the configured special tokens and the language codes
 /// marked.
 TokenTable make_table(HfTokenizerKind kind, std::vector<std::string> tokens,
-                      std::set<int32_t> special, const Json& config,
+                      std::set<int32_t> special, const HfJson& config,
                       const std::filesystem::path& config_file) {
   TokenTable t;
   t.kind = kind;
@@ -264,7 +265,7 @@ TokenTable make_table(HfTokenizerKind kind, std::vector<std::string> tokens,
   return t;
 }
 
-HfTokenizerKind kind_of(const Json& config, const std::filesystem::path& dir,
+HfTokenizerKind kind_of(const HfJson& config, const std::filesystem::path& dir,
                         const std::filesystem::path& file) {
   NMT_CHECK(config.contains(kClassKey) && config.at(kClassKey).is_string(), DataError,
             "{}: key \"{}\" is missing: cannot tell which tokenizer this is (MarianTokenizer, "
@@ -298,7 +299,7 @@ std::vector<std::string> nllb_tokens(const std::string& spm_bytes,
 
 HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vocab_size) {
   const std::filesystem::path config_file = dir / kTokenizerConfig;
-  const Json config = read_json(config_file);
+  const HfJson config = read_json(config_file);
   NMT_CHECK(config.is_object(), DataError, "{}: expected an object, found {}", config_file.string(),
             config.type_name());
   HfTokenizer out;
@@ -357,7 +358,7 @@ HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vo
       const std::string spm = read_file(dir / kBpeModel);
       std::vector<std::string> tokens = nllb_tokens(spm, dir / kBpeModel);
       if (std::filesystem::exists(dir / kTokenizerJson)) {
-        const Json json = read_json(dir / kTokenizerJson);
+        const HfJson json = read_json(dir / kTokenizerJson);
         check_tokenizer_json_vocab(json, tokens, dir / kTokenizerJson, (dir / kBpeModel).string());
         added = added_tokens_of_json(json, dir / kTokenizerJson);
         added_file = dir / kTokenizerJson;

@@ -138,12 +138,12 @@ TEST_CASE("the cache is byte-identical whatever the encoding threads and chunk s
   options.max_len = 40;  // some pairs filtered out, inside chunks
   // One thread, one chunk: the order of the corpus by construction.
   nmt::data::TokenCacheRequest request{
-      "one", options.train_src, options.train_tgt, dir.path() / "one", 1, {}, 1 << 20};
+      "one", options.train_src, options.train_tgt, dir.path() / "one", 1, {}, {}, 1 << 20};
   const auto one = build_or_open_token_cache(request, corpus.prepared.vocab, options);
   REQUIRE(one.built);
   CHECK(one.cache.counts().too_long > 0);
   // Four threads over chunks of 7 pairs, finishing out of order, written in order.
-  request = {"many", options.train_src, options.train_tgt, dir.path() / "many", 4, {}, 7};
+  request = {"many", options.train_src, options.train_tgt, dir.path() / "many", 4, {}, {}, 7};
   const auto many = build_or_open_token_cache(request, corpus.prepared.vocab, options);
   REQUIRE(many.built);
   CHECK(many.cache.size() == one.cache.size());
@@ -152,7 +152,7 @@ TEST_CASE("the cache is byte-identical whatever the encoding threads and chunk s
   // With source tags too (the prefix is written before each source sentence's ids).
   request = {"tagged-one", options.train_src, options.train_tgt, dir.path() / "t1", 1, {5, 6}};
   const auto tagged_one = build_or_open_token_cache(request, corpus.prepared.vocab, options);
-  request = {"tagged-one", options.train_src, options.train_tgt, dir.path() / "t3", 3, {5, 6}, 5};
+  request = {"tagged-one", options.train_src, options.train_tgt, dir.path() / "t3", 3, {5, 6}, {}, 5};
   const auto tagged_many = build_or_open_token_cache(request, corpus.prepared.vocab, options);
   CHECK(tagged_one.cache.src_id(0, 1) == 6);
   CHECK(file_bytes(tagged_many.cache.path()) == file_bytes(tagged_one.cache.path()));
@@ -164,7 +164,7 @@ TEST_CASE("a failed encoding leaves no cache and no temporary file behind", "[da
   nmt::data::DataOptions options = corpus.options;
   const auto src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 300);
   const auto tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 299);
-  const nmt::data::TokenCacheRequest request{"train", src, tgt, dir.path() / "cache", 2, {}, 16};
+  const nmt::data::TokenCacheRequest request{"train", src, tgt, dir.path() / "cache", 2, {}, {}, 16};
   CHECK_THROWS_WITH(build_or_open_token_cache(request, corpus.prepared.vocab, options),
                     Contains("parallel files differ in line count"));
   CHECK(temp_files_in(dir.path() / "cache") == 0);
