@@ -325,7 +325,7 @@ TEST_CASE("language keys: ISO codes, both or neither, required by lang_tags targ
   CHECK_THAT(file_error(dir, head + ", src_lang: xx, tgt_lang: de}\n"),
              Contains("run.yaml:3:7: data.train[0]: src_lang: expected an ISO 639 language code: "
                       "two letters of ISO 639-1 (e.g. de, en) or three of ISO 639-3 (e.g. deu, "
-                      "gsw), found 'xx'"));
+                      "gsw), optionally with an ISO 15924 script (e.g. zho_Hant), found 'xx'"));
   // Three letters are looked up, not only their form: deo is no code (a slip for deu).
   CHECK_THAT(file_error(dir, head + ", src_lang: en, tgt_lang: deo}\n"),
              Contains("run.yaml:3:7: data.train[0]: tgt_lang: expected an ISO 639 language code"));
