@@ -1,5 +1,5 @@
-// nmt-ckpt: inspect (info), compare (diff) and average checkpoints of nmt-train, and print
-// the names of their tensors (layout).
+// nmt-ckpt: inspect (info), compare (diff) and average checkpoints of nmt-train, print the
+// names of their tensors (layout), and import Hugging Face models as checkpoints (import-hf).
 #include <filesystem>
 #include <iostream>
 #include <vector>
@@ -8,6 +8,7 @@
 #include "checkpoint/checkpoint_tools.h"
 #include "checkpoint/tensor_groups.h"
 #include "config/ckpt_cli.h"
+#include "hf/hf_import.h"
 #include "util/log.h"
 #include "util/main_guard.h"
 
@@ -38,6 +39,11 @@ int run(int argc, char** argv) {
       log::info("ckpt", "wrote {}: the average of {} checkpoints", command.output, inputs.size());
       return 0;
     }
+    case config::CkptAction::kImportHf:
+      std::cout << hf::import_summary_json(
+                       hf::import_hf_model(command.inputs.at(0), command.output))
+                << std::flush;
+      return 0;
   }
   return 1;
 }

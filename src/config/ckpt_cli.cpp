@@ -10,7 +10,8 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
   CkptCommand command;
   CLI::App app{
       "nmt-ckpt: inspects, compares and averages nmt-train checkpoints (safetensors files in\n"
-      "<run_dir>/checkpoints/). Each command verifies the files it reads (checksum included).",
+      "<run_dir>/checkpoints/), and imports Hugging Face transformers models as checkpoints.\n"
+      "Each command verifies the files it reads (checksum included).",
       "nmt-ckpt"};
   app.set_version_flag("--version", std::string(NMT_VERSION));
   app.require_subcommand(1);
@@ -38,8 +39,18 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
       "      JSON: how checkpoint tensors are named: the groups (model., ema., optim., scaler.,\n"
       "      rng., vocab.) with what each holds, the optimizer slots, the scaler fields, the\n"
       "      vocabulary files and the pattern of the rng names.\n";
+  const std::string import_doc =
+      "  nmt-ckpt import-hf HF_DIR -o OUT\n"
+      "      Writes OUT, a checkpoint of the transformers model in HF_DIR (as save_pretrained\n"
+      "      writes it: config.json, model.safetensors, tokenizer files) of model_type marian\n"
+      "      (OPUS-MT) or m2m_100 (M2M100, NLLB-200), for train.init_from and nmt-translate.\n"
+      "      What we do not compute exactly is refused naming the file and key; a\n"
+      "      pytorch_model.bin without safetensors is refused. JSON: output, model_type,\n"
+      "      tokenizer, parameters, vocabulary sizes, languages, and model_yaml (the model:\n"
+      "      section a fine-tuning config must repeat).\n";
   const std::string errors_doc = std::string(kExitCodesDoc) + "\n";
-  app.footer("Commands:\n" + info_doc + diff_doc + average_doc + layout_doc + errors_doc);
+  app.footer("Commands:\n" + info_doc + diff_doc + average_doc + layout_doc + import_doc +
+             errors_doc);
 
   CLI::App* info = app.add_subcommand("info", "print a JSON summary of one checkpoint");
   std::string info_path;
@@ -71,6 +82,19 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
       app.add_subcommand("layout", "print how checkpoint tensors are named, as JSON");
   layout->footer(layout_doc + errors_doc);
 
+  CLI::App* import_hf = app.add_subcommand(
+      "import-hf", "write a checkpoint of a Hugging Face MarianMT, M2M100 or NLLB model directory");
+  std::string import_dir;
+  import_hf
+      ->add_option("HF_DIR", import_dir,
+                   "model directory (config.json, model.safetensors, "
+                   "tokenizer files)")
+      ->required();
+  import_hf->add_option("-o,--output", command.output, "checkpoint file to write (atomically)")
+      ->required()
+      ->type_name("OUT");
+  import_hf->footer(import_doc + errors_doc);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -85,6 +109,9 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
     command.inputs = {diff_a, diff_b};
   } else if (layout->parsed()) {
     command.action = CkptAction::kLayout;
+  } else if (import_hf->parsed()) {
+    command.action = CkptAction::kImportHf;
+    command.inputs = {import_dir};
   } else {
     command.action = CkptAction::kAverage;
     command.output = average_out;

@@ -122,7 +122,10 @@ void validate_run_config(const RunConfig& c, const Schema& s, const std::filesys
     NMT_THROW(ConfigError, "{}: model.heads ({}) must divide model.d_model ({})",
               where("model.heads"), c.model.heads, c.model.d_model);
   }
-  if (c.model.tie_embeddings == model::TiedEmbeddings::kAll && !c.data.joint_vocab) {
+  // Fine-tuning takes the vocabularies of the model it starts from, which decide: an imported
+  // Marian model has two SentencePiece models over one id table, and one embedding table.
+  if (c.model.tie_embeddings == model::TiedEmbeddings::kAll && !c.data.joint_vocab &&
+      c.train.init_from.empty()) {
     NMT_THROW(ConfigError,
               "{}: model.tie_embeddings 'all' shares source and target embeddings, which needs "
               "data.joint_vocab: true (found false)",

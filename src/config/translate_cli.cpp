@@ -123,7 +123,12 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
                "cached state (slow; for comparisons)");
   app.add_option("--tgt-lang", o.tgt_lang,
                  "target language of a multilingual model (trained with data.lang_tags: "
-                 "target), e.g. de; required for one, refused for others")
+                 "target, or an imported multilingual one), e.g. de; required for one, refused "
+                 "for others")
+      ->type_name("LANG");
+  app.add_option("--src-lang", o.src_lang,
+                 "source language of an imported M2M100 or NLLB model (its code starts every "
+                 "source), e.g. en; required for one, refused for others")
       ->type_name("LANG");
   app.add_option("--threads", o.threads, "CPU threads for LibTorch (0: its default)")
       ->check(CLI::NonNegativeNumber)

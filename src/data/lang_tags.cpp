@@ -88,6 +88,15 @@ std::string language_tag(const Vocab& vocab, std::string_view code, const std::s
   return matches.front();
 }
 
+std::vector<std::string> vocabulary_languages(const Vocab& vocab) {
+  std::vector<std::string> out;
+  const TokenTable* table = vocab.hf_table();
+  if (table == nullptr) return out;
+  for (int32_t id : table->language_ids)
+    out.emplace_back(code_of_token(table->kind, table->tokens[static_cast<size_t>(id)]));
+  return out;
+}
+
 std::vector<std::string> source_tags(const DataOptions& options, const CorpusOptions& corpus,
                                      const Vocab& vocab) {
   std::vector<std::string> tags;

@@ -61,6 +61,11 @@ std::vector<std::string> source_tags(const DataOptions& options, const CorpusOpt
 /// than one (e.g. two scripts), listing them.
 std::string language_tag(const Vocab& vocab, std::string_view code, const std::string& needed_by);
 
+/// The languages an imported vocabulary has codes for, as its codes spell them ("de" of
+/// `__de__`, "deu" of `>>deu<<`, "deu_Latn"), in id order; empty for nmt-train's own
+/// vocabularies (their tags follow the run's languages).
+std::vector<std::string> vocabulary_languages(const Vocab& vocab);
+
 /// source_tags with the language codes where `vocab` puts them: the target language's (ours,
 /// Marian's), or the source language's (M2M100, NLLB; the target's then starts the target).
 std::vector<std::string> source_tags(const DataOptions& options, const CorpusOptions& corpus,

@@ -90,14 +90,16 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
   for (const CorpusOptions& set : validation_sets(options)) {
     const std::string name = options.valid.empty() ? "valid" : "valid-" + set.name;
     const std::string needed_by = "data.valid entry " + set.name;
+    std::vector<int32_t> tgt_prefix =
+        tag_ids(data.vocab.tgt, target_tags(options, set, data.vocab.tgt), needed_by);
     TokenCacheResult result = build_or_open_token_cache(
         {name, set.src, set.tgt, cache_dir, prepare.threads,
-         tag_ids(data.vocab.src, source_tags(options, set, data.vocab.src), needed_by),
-         tag_ids(data.vocab.tgt, target_tags(options, set, data.vocab.tgt), needed_by)},
+         tag_ids(data.vocab.src, source_tags(options, set, data.vocab.src), needed_by), tgt_prefix},
         data.vocab, options);
     log_counts(name, result);
     record_encoding(run_dir, name, result, prepare.threads);
-    data.valid.push_back({set.name, pair_label(set), set.tgt, std::move(result.cache)});
+    data.valid.push_back(
+        {set.name, pair_label(set), set.tgt, std::move(result.cache), std::move(tgt_prefix)});
   }
   return data;
 }
@@ -166,8 +168,8 @@ std::string batch_stats_json(const PlanStats& ours, const PlanStats& naive, int6
 }
 
 std::string batch_stats_table(const PlanStats& ours, const PlanStats& naive) {
-  std::string t = fmt::format("{:<28} {:>16} {:>22}\n", "epoch 1", "token buckets",
-                              "naive (sentence count)");
+  std::string t =
+      fmt::format("{:<28} {:>16} {:>22}\n", "epoch 1", "token buckets", "naive (sentence count)");
   auto row = [&t](const char* name, const std::string& a, const std::string& b) {
     t += fmt::format("{:<28} {:>16} {:>22}\n", name, a, b);
   };

@@ -22,6 +22,9 @@ struct ValidationSet {
   std::string pair;  ///< its language pair, "en-de"; empty when it names none
   std::string tgt;   ///< its target file (the references of BLEU and chrF)
   TokenCache cache;
+  /// The tags its targets start with (an M2M100 or NLLB vocabulary's target-language code):
+  /// validation's search forces them first. Empty: none.
+  std::vector<int32_t> tgt_prefix;
 };
 
 /// Vocabularies and encoded corpora of a run.

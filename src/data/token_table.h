@@ -46,7 +46,9 @@ struct TokenTable {
   int32_t pad_id = -1;
   int32_t unk_id = -1;
   int32_t eos_id = -1;
-  int32_t decoder_start_id = -1;  ///< the decoder's first input (Vocab::bos_id)
+  /// The decoder's first input as the tokenizer class has it (checked against config.json's
+  /// decoder_start_token_id on import; the model option model.decoder_start decides).
+  int32_t decoder_start_id = -1;
   /// A piece the SentencePiece model does not know is looked up by its text among `tokens`
   /// (the tokenizer looks every piece up in vocab.json); false: it is always unk_id (NLLB's
   /// fairseq mapping goes through the SentencePiece id).

@@ -168,7 +168,10 @@ Vocab Vocab::from_serialized(const std::string& bytes, const std::string& name) 
     vocab.encoding_fingerprint_ = vocab.fingerprint_;
     const TokenTable& table = vocab.hf_->table();
     vocab.pad_id_ = table.pad_id;
-    vocab.bos_id_ = table.decoder_start_id;
+    // bos: the tokenizer's <s> (M2M100, NLLB), which search never generates; Marian has none,
+    // and pad stands in. The decoder's first input is the model's (model.decoder_start).
+    const std::optional<int32_t> bos = vocab.hf_->token_id("<s>");
+    vocab.bos_id_ = bos && vocab.hf_->is_special(*bos) ? *bos : table.pad_id;
     vocab.eos_id_ = table.eos_id;
     vocab.unk_id_ = table.unk_id;
     vocab.processor_ = std::move(processor);
@@ -291,6 +294,11 @@ Vocabularies prepare_vocabularies(const DataOptions& options, const std::filesys
     v.tgt = ensure(dir / "tgt.model", targets);
   }
   return v;
+}
+
+std::string vocabularies_fingerprint(const Vocabularies& vocab) {
+  return vocab.joint ? vocab.src.fingerprint()
+                     : vocab.src.fingerprint() + "+" + vocab.tgt.fingerprint();
 }
 
 }  // namespace nmt::data

@@ -62,8 +62,9 @@ class Vocab {
   /// special tokens): inserted by id, never encoded from text.
   bool is_control(int32_t id) const;
   int32_t pad_id() const { return pad_id_; }
-  /// The decoder's first input: bos, or an imported model's decoder start token (Marian: pad,
-  /// M2M100 and NLLB: eos).
+  /// The beginning-of-sentence token, never generated: `<s>` (an imported Marian vocabulary
+  /// has none: its pad). The decoder's first input is the model's choice among bos, eos and
+  /// pad (model.decoder_start: Marian's pad, M2M100's and NLLB's eos).
   int32_t bos_id() const { return bos_id_; }
   int32_t eos_id() const { return eos_id_; }
   int32_t unk_id() const { return unk_id_; }
@@ -103,6 +104,10 @@ struct Vocabularies {
   bool joint = true;   ///< src and tgt share one model
   bool trained = false;  ///< a model was trained by this call (not loaded)
 };
+
+/// What checkpoints record of a run's vocabularies: the fingerprint of the joint model, or
+/// "<source>+<target>".
+std::string vocabularies_fingerprint(const Vocabularies& vocab);
 
 /// Settings for training SentencePiece models.
 struct VocabTrainingOptions {

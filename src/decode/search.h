@@ -31,6 +31,10 @@ struct SearchIds {
   int64_t bos = 2;    ///< never generated
   int64_t eos = 3;    ///< ends a hypothesis
   int64_t pad = 0;    ///< never generated
+  /// Tokens every output starts with, one per step from the first, whatever the model
+  /// prefers (scored 0, as transformers' forced_bos_token_id): the target language's code of
+  /// an M2M100 or NLLB model, trained to come first. Empty: none.
+  std::vector<int64_t> forced_prefix;
 };
 
 /// lp(Y) of Wu et al. 2016 for an output of `length` tokens (EOS included): ((5+len)/6)^alpha.

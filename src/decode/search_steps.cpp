@@ -67,6 +67,11 @@ at::Tensor long_tensor(const std::vector<int64_t>& values, const at::Device& dev
 
 void constrain(at::Tensor& lprobs, const SearchIds& ids, const std::vector<int64_t>& row_limit,
                int64_t step) {
+  if (step < static_cast<int64_t>(ids.forced_prefix.size())) {
+    lprobs.fill_(kNegInf);
+    lprobs.select(1, ids.forced_prefix[static_cast<size_t>(step)]).fill_(0.0);
+    return;
+  }
   lprobs.select(1, ids.pad).fill_(kNegInf);
   lprobs.select(1, ids.bos).fill_(kNegInf);
   std::vector<int64_t> forced;
@@ -88,6 +93,9 @@ void check_input(const model::TransformerImpl& model, const at::Tensor& src_ids,
   TORCH_CHECK(ids.bos != ids.eos && ids.pad != ids.eos,
               "search: BOS, EOS and pad must differ (bos ", ids.bos, ", eos ", ids.eos, ", pad ",
               ids.pad, ")");
+  for (int64_t token : ids.forced_prefix)
+    TORCH_CHECK(token != ids.eos && token != ids.pad && token != ids.bos,
+                "search: a forced token (", token, ") is BOS, EOS or pad");
 }
 
 }  // namespace nmt::decode

@@ -44,7 +44,8 @@ std::vector<int64_t> output_limits(const at::Tensor& src_ids, int64_t pad,
 /// values as an int64 tensor on device.
 at::Tensor long_tensor(const std::vector<int64_t>& values, const at::Device& device);
 
-/// Bans pad and BOS everywhere, and everything but EOS in rows that reached their limit.
+/// Bans pad and BOS everywhere, and everything but EOS in rows that reached their limit; at a
+/// step within ids.forced_prefix, everything but its token, which scores 0.
 void constrain(at::Tensor& lprobs, const SearchIds& ids, const std::vector<int64_t>& row_limit,
                int64_t step);
 

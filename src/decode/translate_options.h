@@ -34,9 +34,13 @@ struct TranslateOptions {
   int64_t progress_min_lines = 1000;          ///< inputs this long report progress even when stderr
                                               ///< is not a terminal
   SearchOptions search;                       ///< beam, length penalty, lengths, nbest, caching
-  /// Target language of a multilingual model (its `<2xx>` tag goes first in every source);
-  /// required for one, refused for any other model. Empty: none.
+  /// Target language of a multilingual model (its `<2xx>` tag goes first in every source; an
+  /// imported M2M100 or NLLB model's code starts every output instead); required for one,
+  /// refused for any other model. Empty: none.
   std::string tgt_lang;
+  /// Source language of a multilingual model whose sources start with their own language's
+  /// code (an imported M2M100 or NLLB model); required for one, refused for others.
+  std::string src_lang;
 };
 
 }  // namespace nmt::decode

@@ -25,16 +25,16 @@
 #include "checkpoint/tensor_groups.h"
 #include "data/corpus_reader.h"
 #include "data/lang_tags.h"
-#include "util/utf8.h"
 #include "data/vocab.h"
 #include "decode/sampling.h"
 #include "decode/search.h"
 #include "model/transformer.h"
 #include "util/error.h"
-#include "util/shape.h"
 #include "util/log.h"
 #include "util/phase_progress.h"
+#include "util/shape.h"
 #include "util/timer.h"
+#include "util/utf8.h"
 
 namespace nmt::decode {
 namespace {
@@ -43,7 +43,6 @@ namespace {
 constexpr size_t kChunkLines = 10000;
 /// Time between progress lines.
 constexpr std::chrono::seconds kProgressEvery{5};
-
 
 using checkpoint::TensorGroup;
 
@@ -66,26 +65,69 @@ TensorGroup weights_group(const checkpoint::CheckpointData& data, WeightsChoice 
   return has_ema ? TensorGroup::kEma : TensorGroup::kModel;
 }
 
-/// The ids put first in every source: the `<2xx>` tag of --tgt-lang for a multilingual
-/// model (metadata lang_tags: target), nothing for any other. Throws ConfigError when
-/// --tgt-lang is missing for the one, given for the other, or names an unknown language.
-std::vector<int32_t> source_prefix(const checkpoint::RunMetadata& meta, const std::string& tgt_lang,
-                                   const data::Vocab& vocab, const std::string& name) {
+/// The language codes of a multilingual model: first in every source, and forced first in
+/// every output where the vocabulary puts the target's there (data/lang_tags.h).
+struct LanguagePrefixes {
+  std::vector<int32_t> source;  ///< --tgt-lang's tag (ours, Marian's), or --src-lang's code
+  std::vector<int64_t> target;  ///< --tgt-lang's code (M2M100, NLLB); empty otherwise
+};
+
+/// The prefixes of --src-lang and --tgt-lang. A model of nmt-train (metadata lang_tags:
+/// target) takes --tgt-lang among the languages it was trained on; an imported one, any
+/// language its vocabulary has a code for (by either ISO 639 code). Throws ConfigError when a
+/// language is missing, given for a model that takes none, or unknown.
+LanguagePrefixes language_prefixes(const checkpoint::RunMetadata& meta,
+                                   const TranslateOptions& options, const data::Vocab& src_vocab,
+                                   const data::Vocab& tgt_vocab, const std::string& name) {
+  const std::string& tgt_lang = options.tgt_lang;
+  const std::string& src_lang = options.src_lang;
   if (!meta.target_lang_tags) {
     NMT_CHECK(tgt_lang.empty(), ConfigError,
               "--tgt-lang {}: {} is not a multilingual model (trained without data.lang_tags: "
               "target); leave --tgt-lang out",
               tgt_lang, name);
+    NMT_CHECK(src_lang.empty(), ConfigError,
+              "--src-lang {}: {} is not a multilingual model; leave --src-lang out", src_lang,
+              name);
     return {};
   }
-  const std::string known = fmt::format("{}", fmt::join(meta.languages, ", "));
+  const bool imported = src_vocab.hf_table() != nullptr;
+  const std::string known =
+      imported ? fmt::format(
+                     "{} languages of its vocabulary, e.g. {}", meta.languages.size(),
+                     fmt::join(meta.languages.begin(),
+                               meta.languages.begin() + std::min<size_t>(5, meta.languages.size()),
+                               ", "))
+               : fmt::format("one of {}", fmt::join(meta.languages, ", "));
   NMT_CHECK(!tgt_lang.empty(), ConfigError,
-            "{} is a multilingual model: give the target language with --tgt-lang (one of {})",
+            "{} is a multilingual model: give the target language with --tgt-lang ({})", name,
+            known);
+  NMT_CHECK(imported || std::find(meta.languages.begin(), meta.languages.end(), tgt_lang) !=
+                            meta.languages.end(),
+            ConfigError, "--tgt-lang {}: not a language of {} (known: {})", tgt_lang, name,
+            fmt::join(meta.languages, ", "));
+  const std::string tgt_needed_by = "--tgt-lang " + tgt_lang;
+  LanguagePrefixes out;
+  if (src_vocab.language_placement() == data::LanguageCodePlacement::kTargetInSource) {
+    NMT_CHECK(src_lang.empty(), ConfigError,
+              "--src-lang {}: {} reads the source language from the text (only the target's "
+              "tag leads the source); leave --src-lang out",
+              src_lang, name);
+    out.source = data::tag_ids(src_vocab, {data::language_tag(src_vocab, tgt_lang, tgt_needed_by)},
+                               tgt_needed_by);
+    return out;
+  }
+  NMT_CHECK(!src_lang.empty(), ConfigError,
+            "{} starts every source with its language's code: give the source language with "
+            "--src-lang ({})",
             name, known);
-  NMT_CHECK(std::find(meta.languages.begin(), meta.languages.end(), tgt_lang) !=
-                meta.languages.end(),
-            ConfigError, "--tgt-lang {}: not a language of {} (known: {})", tgt_lang, name, known);
-  return data::tag_ids(vocab, {data::language_tag(tgt_lang)}, "--tgt-lang " + tgt_lang);
+  const std::string src_needed_by = "--src-lang " + src_lang;
+  out.source = data::tag_ids(src_vocab, {data::language_tag(src_vocab, src_lang, src_needed_by)},
+                             src_needed_by);
+  for (int32_t id : data::tag_ids(
+           tgt_vocab, {data::language_tag(tgt_vocab, tgt_lang, tgt_needed_by)}, tgt_needed_by))
+    out.target.push_back(id);
+  return out;
 }
 
 /// The SentencePiece model `file` (checkpoint::vocabulary_file) stored in a checkpoint.
@@ -106,8 +148,8 @@ void load_parameters(model::Transformer& model, const checkpoint::CheckpointData
     const std::string key = checkpoint::tensor_name(group, item.key());
     NMT_CHECK(saved != nullptr, CheckpointError, "{}: tensor {} is missing", name, key);
     NMT_CHECK(saved->sizes() == item.value().sizes(), CheckpointError,
-              "{}: tensor {} has shape {}, the model built from the stored config expects {}",
-              name, key, shape_string(saved->sizes()), shape_string(item.value().sizes()));
+              "{}: tensor {} has shape {}, the model built from the stored config expects {}", name,
+              key, shape_string(saved->sizes()), shape_string(item.value().sizes()));
     item.value().copy_(*saved);
   }
 }
@@ -141,8 +183,8 @@ std::vector<std::string> read_input(const std::string& input) {
 /// Checks the options that the constructor relies on.
 void check_options(const TranslateOptions& options) {
   validate(options.search);
-  NMT_CHECK(options.max_tokens >= 1, ConfigError,
-            "max_tokens: expected an integer >= 1, found {}", options.max_tokens);
+  NMT_CHECK(options.max_tokens >= 1, ConfigError, "max_tokens: expected an integer >= 1, found {}",
+            options.max_tokens);
   NMT_CHECK(options.average >= 0, ConfigError, "average: expected an integer >= 0, found {}",
             options.average);
 }
@@ -173,9 +215,9 @@ struct Translator::Impl {
   data::Vocab tgt_vocab;
   model::Transformer model{nullptr};
   SearchIds ids;
-  std::vector<int32_t> prefix;  ///< ids first in every source (--tgt-lang's tag)
+  std::vector<int32_t> prefix;  ///< ids first in every source (--tgt-lang's tag, --src-lang's code)
   log::PhaseProgress* progress = nullptr;  ///< set during translate_file, when it reports
-  int64_t done = 0;              ///< sentences translated so far in translate_file
+  int64_t done = 0;                        ///< sentences translated so far in translate_file
 
   Impl(const TranslateOptions& o, const ModelConfigReader& read_config) : options(o) {
     check_options(options);
@@ -201,7 +243,9 @@ struct Translator::Impl {
     ids = {model::decoder_start_id(model_options.decoder_start, tgt_vocab.bos_id(),
                                    tgt_vocab.eos_id(), tgt_vocab.pad_id()),
            tgt_vocab.bos_id(), tgt_vocab.eos_id(), tgt_vocab.pad_id()};
-    prefix = source_prefix(meta, options.tgt_lang, src_vocab, name);
+    LanguagePrefixes languages = language_prefixes(meta, options, src_vocab, tgt_vocab, name);
+    prefix = std::move(languages.source);
+    ids.forced_prefix = std::move(languages.target);
     model =
         model::Transformer(model_options, src_vocab.size(), tgt_vocab.size(), src_vocab.pad_id());
     if (files.size() > 1)
@@ -215,7 +259,8 @@ struct Translator::Impl {
 
   void log_loaded(const std::string& name, TensorGroup weights, bool joint, double seconds) const {
     log::info("translate", "loaded {}{}{} in {:.2f} s: {} parameters, vocabulary {}{}, on {}{}",
-              name, files.size() > 1 ? fmt::format(" (average of the newest {})", files.size()) : "",
+              name,
+              files.size() > 1 ? fmt::format(" (average of the newest {})", files.size()) : "",
               weights == TensorGroup::kEma ? ", moving-average weights" : "", seconds,
               model->parameter_count(), src_vocab.size(),
               joint ? std::string(" (joint)") : fmt::format("+{}", tgt_vocab.size()), device.str(),
@@ -386,14 +431,13 @@ TranslateStats Translator::translate_file(const std::string& input, const std::s
   }
   stats.seconds = seconds_since(start);
   const SearchOptions& searched = impl_->options.search;
-  log::info("translate",
-            "{} sentences in {:.2f} s: {:.1f} sentences/s, {:.1f} output tokens/s ({}, {})",
-            stats.sentences, stats.seconds,
-            stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0,
-            stats.seconds > 0 ? stats.output_tokens / stats.seconds : 0.0,
-            searched.sampling ? "sampling " + describe(*searched.sampling)
-                              : fmt::format("beam {}", searched.beam),
-            searched.cached ? "cached" : "uncached");
+  log::info(
+      "translate", "{} sentences in {:.2f} s: {:.1f} sentences/s, {:.1f} output tokens/s ({}, {})",
+      stats.sentences, stats.seconds, stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0,
+      stats.seconds > 0 ? stats.output_tokens / stats.seconds : 0.0,
+      searched.sampling ? "sampling " + describe(*searched.sampling)
+                        : fmt::format("beam {}", searched.beam),
+      searched.cached ? "cached" : "uncached");
   return stats;
 }
 

@@ -7,10 +7,11 @@
 
 #include <ATen/ATen.h>
 
-#include "util/atomic_file.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/run_metadata.h"
 #include "checkpoint/tensor_groups.h"
+#include "data/token_table.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -60,23 +61,35 @@ std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& co
   NMT_CHECK(!meta.config.empty(), CheckpointError,
             "train.init_from {}: no metadata key \"config\": not a checkpoint of nmt-train", name);
   const config::RunConfig trained = config::parse_stored_config(meta.config, name);
+  // The parameters fit only the network they were trained in: a key that changes it (an
+  // activation, the norm placement, ...) would go unnoticed by the shape checks.
+  if (const auto difference = config::model_difference(config, trained))
+    NMT_THROW(ConfigError, "train.init_from {}: {}; set it as the checkpoint has it", name,
+              *difference);
   const data::DataOptions& here = config.data;
+  // An imported Hugging Face vocabulary is fixed by its model, whatever data.vocab_size says.
+  const bool imported_vocab =
+      data::is_serialized_hf_vocab(model_bytes(source, checkpoint::vocabulary_file::kSource));
   NMT_CHECK(here.joint_vocab == meta.vocab_joint, ConfigError,
             "data.joint_vocab is {} but train.init_from {} was trained with {} vocabularies",
             here.joint_vocab ? "true" : "false", name, meta.vocab_joint ? "one joint" : "separate");
   if (!here.spm_model.empty()) {
-    NMT_CHECK(read_bytes(here.spm_model) == model_bytes(source, checkpoint::vocabulary_file::kSource), ConfigError,
-              "data.spm_model {} is not the vocabulary train.init_from {} was trained with; "
-              "leave data.spm_model unset to use the checkpoint's",
-              here.spm_model, name);
-  } else if (trained.data.spm_model.empty()) {
+    NMT_CHECK(
+        read_bytes(here.spm_model) == model_bytes(source, checkpoint::vocabulary_file::kSource),
+        ConfigError,
+        "data.spm_model {} is not the vocabulary train.init_from {} was trained with; "
+        "leave data.spm_model unset to use the checkpoint's",
+        here.spm_model, name);
+  } else if (trained.data.spm_model.empty() && !imported_vocab) {
     NMT_CHECK(here.vocab_size == trained.data.vocab_size, ConfigError,
               "data.vocab_size is {} but train.init_from {} was trained with data.vocab_size {}; "
               "the checkpoint's vocabulary is reused, so set data.vocab_size: {}",
               here.vocab_size, name, trained.data.vocab_size, trained.data.vocab_size);
   }
-  log::info("train", "fine-tuning from {} (step {}): its parameters and vocabulary; optimizer, "
-            "schedule and data position start anew", name, meta.step);
+  log::info("train",
+            "fine-tuning from {} (step {}): its parameters and vocabulary; optimizer, "
+            "schedule and data position start anew",
+            name, meta.step);
   return source;
 }
 
@@ -85,10 +98,13 @@ void install_init_vocabulary(const LoadedCheckpoint& source, const config::RunCo
   const std::filesystem::path dir = std::filesystem::path(config.run_dir) / "vocab";
   const std::string origin = source.path.string();
   if (config.data.joint_vocab) {
-    install_file(dir / "joint.model", model_bytes(source, checkpoint::vocabulary_file::kSource), origin);
+    install_file(dir / "joint.model", model_bytes(source, checkpoint::vocabulary_file::kSource),
+                 origin);
   } else {
-    install_file(dir / "src.model", model_bytes(source, checkpoint::vocabulary_file::kSource), origin);
-    install_file(dir / "tgt.model", model_bytes(source, checkpoint::vocabulary_file::kTarget), origin);
+    install_file(dir / "src.model", model_bytes(source, checkpoint::vocabulary_file::kSource),
+                 origin);
+    install_file(dir / "tgt.model", model_bytes(source, checkpoint::vocabulary_file::kTarget),
+                 origin);
   }
 }
 

@@ -9,8 +9,7 @@
 namespace nmt::train {
 
 std::string vocab_fingerprint(const data::Vocabularies& vocab) {
-  return vocab.joint ? vocab.src.fingerprint()
-                     : vocab.src.fingerprint() + "+" + vocab.tgt.fingerprint();
+  return data::vocabularies_fingerprint(vocab);
 }
 
 data::SpecialIds batch_ids(const model::ModelOptions& model, const data::Vocabularies& vocab) {

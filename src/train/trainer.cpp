@@ -61,8 +61,12 @@ void Trainer::restore(const checkpoint::CheckpointData& saved, const std::filesy
 
 void Trainer::initialize_from(const checkpoint::CheckpointData& saved,
                               const std::filesystem::path& file) {
-  check_languages(checkpoint::RunMetadata::parse(saved.metadata, file.string()),
-                  data::run_languages(setup_.data), file.string(), "fine-tuning");
+  // A model of ours has tags for the languages it was trained on, and learns no new one here.
+  // An imported vocabulary has codes for all its languages (NLLB's 200): fine-tuning on any of
+  // them is its purpose, and a language without a code was refused when the data was encoded.
+  if (data_.vocab.src.hf_table() == nullptr)
+    check_languages(checkpoint::RunMetadata::parse(saved.metadata, file.string()),
+                    data::run_languages(setup_.data), file.string(), "fine-tuning");
   load_initial_parameters(saved, file, *updater_, data_.vocab);
   log::info("train", "initialized the model from {}", file.string());
 }

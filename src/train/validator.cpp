@@ -24,9 +24,12 @@ namespace {
 
 double set_selection(const SetScores& set, BestMetric metric) {
   switch (metric) {
-    case BestMetric::kBleu: return -set.bleu.value_or(0);
-    case BestMetric::kChrf: return -set.chrf.value_or(0);
-    case BestMetric::kLoss: break;
+    case BestMetric::kBleu:
+      return -set.bleu.value_or(0);
+    case BestMetric::kChrf:
+      return -set.chrf.value_or(0);
+    case BestMetric::kLoss:
+      break;
   }
   return set.loss;
 }
@@ -89,9 +92,8 @@ Validator::~Validator() = default;
 SetScores Validator::State::validate_set(model::Transformer& model, size_t index) {
   const data::ValidationSet& set = data.valid[index];
   const data::BatchPlanner planner(
-      set.cache,
-      data::plan_options(setup.data, setup.max_tokens, setup.world_size,
-                         static_cast<uint64_t>(setup.train.seed)));
+      set.cache, data::plan_options(setup.data, setup.max_tokens, setup.world_size,
+                                    static_cast<uint64_t>(setup.train.seed)));
   const data::EpochPlan plan = planner.plan_epoch(1);
   at::Tensor loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(setup.device));
   at::Tensor nll = at::zeros_like(loss);
@@ -124,9 +126,12 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
     decode::SearchOptions search;
     search.beam = setup.train.valid_beam;
     search.nbest = 1;
-    const auto found = decode::search(
-        *model, src, {ids.decoder_start, data.vocab.tgt.bos_id(), ids.eos, data.vocab.tgt.pad_id()},
-        search);
+    const decode::SearchIds search_ids{ids.decoder_start,
+                                       data.vocab.tgt.bos_id(),
+                                       ids.eos,
+                                       data.vocab.tgt.pad_id(),
+                                       {set.tgt_prefix.begin(), set.tgt_prefix.end()}};
+    const auto found = decode::search(*model, src, search_ids, search);
     for (size_t row = 0; row < found.size(); ++row) {
       hypotheses.push_back(data.vocab.tgt.decode(found[row].front().tokens));
       const int64_t line = set.cache.line_number(batch.pairs[row]);
@@ -172,9 +177,12 @@ bool Validator::patience_exhausted() const {
 
 const char* Validator::metric_name() const {
   switch (s_->setup.train.best_metric) {
-    case BestMetric::kBleu: return "BLEU";
-    case BestMetric::kChrf: return "chrF";
-    case BestMetric::kLoss: break;
+    case BestMetric::kBleu:
+      return "BLEU";
+    case BestMetric::kChrf:
+      return "chrF";
+    case BestMetric::kLoss:
+      break;
   }
   return "validation loss";
 }

@@ -117,7 +117,7 @@ TEST_CASE(
   CHECK(*vocab.piece_id("__en__") == static_cast<int32_t>(m2m.vocab.size()));
   CHECK(*vocab.piece_id("__de__") == static_cast<int32_t>(m2m.vocab.size()) + 7);
   CHECK((vocab.pad_id() == 1 && vocab.eos_id() == 2 && vocab.unk_id() == 3));
-  CHECK(vocab.bos_id() == 2);  // M2M100's decoder starts with </s>
+  CHECK(vocab.bos_id() == 0);  // <s>; the decoder starts with </s> (model.decoder_start eos)
   sentencepiece::SentencePieceProcessor sp;
   REQUIRE(sp.LoadFromSerializedProto(m2m.model).ok());
   const std::string text = "This package contains common files.";
@@ -140,7 +140,7 @@ TEST_CASE("an NLLB directory has fairseq's ids: the model's one up, specials 0-3
   const Vocab& vocab = tokenizer.vocab.src;
   CHECK(tokenizer.kind == HfTokenizerKind::kNllb);
   CHECK(vocab.size() == nllb.size + 4);
-  CHECK((vocab.pad_id() == 1 && vocab.eos_id() == 2 && vocab.unk_id() == 3 && vocab.bos_id() == 2));
+  CHECK((vocab.pad_id() == 1 && vocab.eos_id() == 2 && vocab.unk_id() == 3 && vocab.bos_id() == 0));
   sentencepiece::SentencePieceProcessor sp;
   REQUIRE(sp.LoadFromSerializedProto(nllb.model).ok());
   const std::string text = "You can specify a set of files \xF0\x9F\x98\x80 to protect.";
@@ -180,7 +180,7 @@ TEST_CASE("a Marian directory encodes each side with its own model, ids from one
   const Vocab& src = tokenizer.vocab.src;
   const Vocab& tgt = tokenizer.vocab.tgt;
   CHECK(src.size() == static_cast<int64_t>(vocab.size()));
-  CHECK(tgt.bos_id() == vocab.at("<pad>").get<int32_t>());  // Marian's decoder starts with pad
+  CHECK(tgt.bos_id() == vocab.at("<pad>").get<int32_t>());  // Marian has no <s>: pad stands in
   CHECK(src.encode("Paket") != tgt.encode("Paket"));
   const std::string german = "Dieses Paket enth\xC3\xA4lt Dateien.";
   CHECK(tgt.decode(tgt.encode(german)) == german);

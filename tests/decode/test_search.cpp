@@ -223,6 +223,47 @@ TEST_CASE("the length limit forces EOS", "[decode][search]") {
   }
 }
 
+TEST_CASE("a forced prefix starts every output and scores 0, greedy and beam", "[decode][search]") {
+  // As transformers' forced_bos_token_id (an M2M100 or NLLB model's target-language code):
+  // the tokens come first whatever the model prefers, and only what follows is scored.
+  Transformer model = tiny_model(6);
+  const auto sentences = random_sentences(6, 17);
+  SearchIds ids = kIds;
+  ids.forced_prefix = {5, 7};
+  for (int64_t beam : {1, 3}) {
+    INFO("beam " << beam);
+    SearchOptions o;
+    o.beam = beam;
+    o.nbest = beam;
+    const auto found = search(*model, batch_of(sentences), ids, o);
+    for (size_t i = 0; i < found.size(); ++i) {
+      REQUIRE(found[i].size() == static_cast<size_t>(beam));
+      for (const Hypothesis& h : found[i]) {
+        REQUIRE(h.tokens.size() >= 2);
+        CHECK((h.tokens[0] == 5 && h.tokens[1] == 7));
+        // The teacher-forced score less the prefix's own log-probabilities.
+        c10::InferenceMode guard;
+        std::vector<int64_t> input{kBos};
+        input.insert(input.end(), h.tokens.begin(), h.tokens.end());
+        const at::Tensor lprobs =
+            model->forward(batch_of({sentences[i]}), batch_of({input}))[0].log_softmax(-1);
+        const double prefix = lprobs[0][5].item<double>() + lprobs[1][7].item<double>();
+        CHECK(h.score == Approx(forced_score(model, sentences[i], h.tokens) - prefix).margin(1e-4));
+      }
+    }
+  }
+  // Without the prefix greedy search prefers other first tokens: the forcing is what shows.
+  const auto free = search(*model, batch_of(sentences), kIds, SearchOptions{});
+  bool differs = false;
+  for (const auto& hyps : free)
+    differs =
+        differs || hyps.at(0).tokens.size() < 2 || hyps[0].tokens[0] != 5 || hyps[0].tokens[1] != 7;
+  CHECK(differs);
+  // A forced EOS, pad or BOS is a caller's error.
+  ids.forced_prefix = {kEos};
+  CHECK_THROWS(search(*model, batch_of(sentences), ids, SearchOptions{}));
+}
+
 TEST_CASE("search runs under CPU autocast (bf16)", "[decode][search][amp]") {
   Transformer model = tiny_model(7);
   const auto sentences = random_sentences(4, 17);

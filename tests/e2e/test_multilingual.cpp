@@ -169,6 +169,11 @@ TEST_CASE("a multilingual run validates each pair, translates each direction, an
   CHECK(unknown.exit_code != 0);
   CHECK_THAT(unknown.err, Contains("--tgt-lang fr: not a language of"));
   CHECK_THAT(unknown.err, Contains("(known: de, en)"));
+  // --src-lang is for models whose sources start with their own language's code (imported
+  // M2M100, NLLB); ours read it from the text.
+  const auto source = run_command(translate + " --tgt-lang de --src-lang en");
+  CHECK(source.exit_code != 0);
+  CHECK_THAT(source.err, Contains("--src-lang en:") && Contains("leave --src-lang out"));
 }
 
 TEST_CASE("resuming or fine-tuning with another language list is refused naming both",

@@ -1,0 +1,155 @@
+#include "hf/hf_import.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint_file.h"
+#include "checkpoint/checkpoint_tools.h"
+#include "checkpoint/hf_weights.h"
+#include "checkpoint/run_metadata.h"
+#include "checkpoint/tensor_groups.h"
+#include "config/run_config.h"
+#include "data/hf_tokenizer.h"
+#include "data/lang_tags.h"
+#include "data/vocab.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace nmt::hf {
+namespace {
+
+/// Metadata keys only an imported checkpoint has.
+constexpr const char* kImportedFrom = "imported_from";  ///< the directory, as given
+constexpr const char* kHfModelType = "hf_model_type";   ///< config.json's model_type
+
+/// config.json and the tokenizer must agree on the ids the model was trained with: a
+/// directory whose files come from two models would otherwise import and translate badly.
+void check_ids(const checkpoint::HfModelConfig& config, const data::Vocabularies& vocab,
+               const std::filesystem::path& dir) {
+  const std::string file = (dir / "config.json").string();
+  const auto check = [&](const char* key, int64_t model_id, int64_t tokenizer_id,
+                         const char* token) {
+    NMT_CHECK(model_id == tokenizer_id, CheckpointError,
+              "{}: {} is {}, but the tokenizer in {} has {} at id {}: the config and the "
+              "tokenizer files are not of one model",
+              file, key, model_id, dir.string(), token, tokenizer_id);
+  };
+  check("pad_token_id", config.pad_id, vocab.src.pad_id(), "its pad token");
+  check("pad_token_id", config.pad_id, vocab.tgt.pad_id(), "its target pad token");
+  check("eos_token_id", config.eos_id, vocab.tgt.eos_id(), "its eos token");
+  const int64_t start = model::decoder_start_id(config.model.decoder_start, vocab.tgt.bos_id(),
+                                                vocab.tgt.eos_id(), vocab.tgt.pad_id());
+  check("decoder_start_token_id", config.decoder_start_id, start, "the decoder start token");
+  const auto check_size = [&](const char* key, int64_t rows, const data::Vocab& side,
+                              const char* what) {
+    NMT_CHECK(rows == side.size(), CheckpointError,
+              "{}: {} is {}, but the tokenizer in {} has {} {} ids", file, key, rows, dir.string(),
+              side.size(), what);
+  };
+  check_size("vocab_size", config.src_vocab_size, vocab.src, "source");
+  check_size(config.type == checkpoint::HfModelType::kMarian ? "decoder_vocab_size" : "vocab_size",
+             config.tgt_vocab_size, vocab.tgt, "target");
+}
+
+/// The run config a fine-tuning config starts from: the directory's architecture, its
+/// vocabulary's shape, and the directory as where the parameters came from.
+config::RunConfig stored_config(const checkpoint::HfModelConfig& model,
+                                const data::Vocabularies& vocab, const std::filesystem::path& dir) {
+  config::RunConfig c;
+  c.model = model.model;
+  c.data.joint_vocab = vocab.joint;
+  c.data.vocab_size = std::clamp<int64_t>(vocab.src.size(), 16, int64_t{1} << 20);
+  c.train.init_from = std::filesystem::absolute(dir).lexically_normal().string();
+  return c;
+}
+
+/// The model section of a config's YAML (the lines from "model:" to the next section).
+std::string model_section(const std::string& yaml) {
+  const size_t begin = yaml.find("model:\n");
+  if (begin == std::string::npos) return {};
+  size_t end = begin;
+  while ((end = yaml.find('\n', end)) != std::string::npos && end + 1 < yaml.size() &&
+         yaml[end + 1] == ' ')
+    ++end;
+  return yaml.substr(begin, end == std::string::npos ? std::string::npos : end + 1 - begin);
+}
+
+}  // namespace
+
+ImportSummary import_hf_model(const std::filesystem::path& hf_dir,
+                              const std::filesystem::path& output) {
+  using checkpoint::TensorGroup;
+  // Everything is read and checked before anything is written.
+  checkpoint::HfModel model = checkpoint::read_hf_model(hf_dir);
+  data::HfTokenizer tokenizer = data::load_hf_tokenizer(hf_dir, model.config.src_vocab_size);
+  const data::Vocabularies& vocab = tokenizer.vocab;
+  check_ids(model.config, vocab, hf_dir);
+
+  const config::RunConfig config = stored_config(model.config, vocab, hf_dir);
+  checkpoint::RunMetadata meta;
+  meta.config = config::to_yaml(config, /*with_docs=*/false);
+  meta.config_hash = config::config_hash(config);
+  meta.vocab_fingerprint = data::vocabularies_fingerprint(vocab);
+  meta.vocab_joint = vocab.joint;
+  meta.languages = data::vocabulary_languages(vocab.src);
+  std::sort(meta.languages.begin(), meta.languages.end());
+  meta.target_lang_tags = !meta.languages.empty();
+
+  checkpoint::CheckpointData data;
+  for (auto& [name, tensor] : model.tensors)
+    checkpoint::add_tensor(data, TensorGroup::kModel, name, std::move(tensor));
+  namespace file = checkpoint::vocabulary_file;
+  checkpoint::add_tensor(data, TensorGroup::kVocabulary, file::kSource,
+                         checkpoint::bytes_tensor(vocab.src.serialized()));
+  if (!vocab.joint)
+    checkpoint::add_tensor(data, TensorGroup::kVocabulary, file::kTarget,
+                           checkpoint::bytes_tensor(vocab.tgt.serialized()));
+  data.metadata = meta.to_map();
+  const std::string type(checkpoint::hf_model_type_name(model.config.type));
+  data.metadata[kImportedFrom] = hf_dir.string();
+  data.metadata[kHfModelType] = type;
+
+  if (output.has_parent_path()) std::filesystem::create_directories(output.parent_path());
+  checkpoint::save_checkpoint(output, data);
+
+  ImportSummary summary;
+  summary.output = output;
+  summary.model_type = type;
+  summary.tokenizer = std::string(data::hf_tokenizer_name(tokenizer.kind));
+  summary.parameters = checkpoint::model_parameter_count(data);
+  summary.src_vocab_size = vocab.src.size();
+  summary.tgt_vocab_size = vocab.tgt.size();
+  summary.joint_vocab = vocab.joint;
+  summary.languages = meta.languages;
+  summary.model_yaml = model_section(meta.config);
+  log::info(
+      "ckpt",
+      "imported {} ({} model, {} tokenizer{}) into {}: {} parameters, vocabulary "
+      "{}{}",
+      hf_dir.string(), type, summary.tokenizer,
+      summary.languages.empty() ? std::string()
+                                : fmt::format(", {} language codes", summary.languages.size()),
+      output.string(), summary.parameters, summary.src_vocab_size,
+      summary.joint_vocab ? std::string(" (joint)") : fmt::format("+{}", summary.tgt_vocab_size));
+  return summary;
+}
+
+std::string import_summary_json(const ImportSummary& summary) {
+  nlohmann::ordered_json j;
+  j["output"] = summary.output.string();
+  j["model_type"] = summary.model_type;
+  j["tokenizer"] = summary.tokenizer;
+  j["parameters"] = summary.parameters;
+  j["src_vocab_size"] = summary.src_vocab_size;
+  j["tgt_vocab_size"] = summary.tgt_vocab_size;
+  j["joint_vocab"] = summary.joint_vocab;
+  j["languages"] = summary.languages;
+  j["model_yaml"] = summary.model_yaml;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace nmt::hf

@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""An imported Hugging Face model translates as transformers does, and fine-tunes (issue #35).
+
+    test_hf_import.py --bin BUILD_DIR --work DIR VARIANT [--fine-tune]
+
+For VARIANT (marian, marian_multi, m2m100, nllb) the test builds, without the hub, a tokenizer
+directory as tests/scripts/test_hf_tokenizer.py does (tiny SentencePiece models trained on
+data/ddtp lines) and a seeded random transformers model of the matching type whose vocabulary
+is that tokenizer's, saves both with save_pretrained into one directory (as a user's download
+looks), and imports it with `nmt-ckpt import-hf`. Then:
+  - `nmt-translate --beam 1` on 200 lines gives, line by line, the text of transformers'
+    generate (greedy; pad and bos suppressed as our search does; the language code forced
+    first for M2M100 and NLLB, given first in the text for a multilingual Marian model), cut
+    at our length limit and decoded with skip_special_tokens=True;
+  - with --fine-tune: nmt-train with train.init_from the imported checkpoint (the model section
+    from import-hf's answer) takes one update at learning rate 0, whose checkpoint holds the
+    imported parameters unchanged (nmt-ckpt diff), then two more updates, and nmt-translate
+    translates the fine-tuned run.
+Without transformers or sentencepiece it prints "SKIPPED: <reason>" and exits 77.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_hf_tokenizer as tokenizers  # noqa: E402  (the tokenizer builders, shared)
+
+REPO = tokenizers.REPO
+LINES = 200
+MAX_LEN_B = 12  # our limit: 0 * source tokens + 12 output tokens
+SKIP = 77
+
+# tokenizer class, model type, (source language, target language) of the translation.
+VARIANTS = {
+    "marian": ("marian", "marian", ("", "")),
+    "marian_multi": ("marian", "marian", ("", "de")),
+    "m2m100": ("m2m100", "m2m100", ("en", "de")),
+    "nllb": ("nllb", "m2m100", ("en", "de")),
+}
+
+
+def build_marian_bilingual(spm, transformers, work, en, de):
+    """As test_hf_tokenizer's Marian tokenizer, without language codes (OPUS-MT de-en's kind)."""
+    import random
+
+    src = tokenizers.train_spm(spm, en, os.path.join(work, "source"), "unigram", 300)
+    tgt = tokenizers.train_spm(spm, de, os.path.join(work, "target"), "unigram", 300)
+    pieces = sorted(set(tokenizers.spm_pieces(spm, src)) | set(tokenizers.spm_pieces(spm, tgt)))
+    random.Random(1).shuffle(pieces)
+    tokens = ["</s>", "<unk>"] + pieces + ["<pad>"]
+    vocab = os.path.join(work, "vocab.json")
+    tokenizers.write_json(vocab, {token: i for i, token in enumerate(tokens)})
+    return transformers.MarianTokenizer(source_spm=src, target_spm=tgt, vocab=vocab)
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def make_model(kind, tok, out_dir):
+    """A seeded random model whose ids are the tokenizer's, saved to out_dir."""
+    import torch
+    import transformers
+
+    # M2M100Tokenizer's language codes follow vocab.json outside len(tok), as the hub's
+    # M2M100 configs count them in vocab_size.
+    codes = getattr(tok, "lang_code_to_id", {}) or {}
+    vocab = max([len(tok)] + [i + 1 for i in codes.values()])
+    d_model = 32
+    common = dict(vocab_size=vocab, d_model=d_model, encoder_layers=2, decoder_layers=2,
+                  encoder_attention_heads=4, decoder_attention_heads=4,
+                  encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=256,
+                  dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                  scale_embedding=True)
+    torch.manual_seed(1234)
+    pad, eos = tok.pad_token_id, tok.eos_token_id
+    if kind == "marian":
+        config = transformers.MarianConfig(decoder_vocab_size=vocab, pad_token_id=pad,
+                                           eos_token_id=eos, decoder_start_token_id=pad,
+                                           forced_eos_token_id=None, activation_function="swish",
+                                           **common)
+        model = transformers.MarianMTModel(config)
+    else:
+        config = transformers.M2M100Config(pad_token_id=pad, bos_token_id=tok.bos_token_id,
+                                           eos_token_id=eos, decoder_start_token_id=eos,
+                                           encoder_layerdrop=0.0, decoder_layerdrop=0.0,
+                                           activation_function="relu", **common)
+        model = transformers.M2M100ForConditionalGeneration(config)
+    with torch.no_grad():
+        for name, tensor in model.named_parameters():
+            if "embed_positions" not in name and tensor.is_floating_point():
+                tensor.normal_(0.0, 0.3)
+        # Some outputs then end with EOS before the length limit (M2M100 has no logits bias:
+        # its outputs mostly run to the limit).
+        if kind == "marian":
+            model.final_logits_bias[0, eos] = 1.0
+    model.eval()
+    model.save_pretrained(out_dir, safe_serialization=True)
+    return model, config
+
+
+def hf_translations(kind, tok, model, config, lines, src_lang, tgt_lang):
+    """transformers' greedy translation of each line, cut to MAX_LEN_B tokens, as text."""
+    import torch
+
+    pad, eos = config.pad_token_id, config.eos_token_id
+    suppress = [pad]
+    if getattr(config, "bos_token_id", None) is not None and config.bos_token_id != eos:
+        suppress.append(config.bos_token_id)
+    forced = None
+    texts = lines
+    if kind == "marian" and tgt_lang:
+        texts = [tokenizers.HF_CODE["marian"][tgt_lang] + " " + line for line in lines]
+    elif kind != "marian":
+        tok.src_lang = tokenizers.HF_CODE[kind][src_lang]
+        forced = tok.convert_tokens_to_ids(tokenizers.HF_CODE[kind][tgt_lang])
+    out = []
+    for begin in range(0, len(texts), 25):
+        batch = tok(texts[begin:begin + 25], return_tensors="pt", padding=True)
+        with torch.no_grad():
+            generated = model.generate(**batch, do_sample=False, num_beams=1,
+                                       max_new_tokens=MAX_LEN_B + 1, min_length=0,
+                                       suppress_tokens=suppress, forced_bos_token_id=forced)
+        for seq in generated.tolist():
+            tokens = []
+            for token in seq[1:]:  # after the decoder start
+                if token == eos:
+                    break
+                tokens.append(token)
+            tokens = tokens[:MAX_LEN_B]
+            if forced is not None:
+                # The forced code: M2M100Tokenizer (5.x) writes it out in decode, where
+                # nmt-translate (and NllbTokenizer) drop it as a special token.
+                assert tokens[0] == forced, (tokens, forced)
+                tokens = tokens[1:]
+            out.append(tok.decode(tokens, skip_special_tokens=True))
+    return out
+
+
+def nmt_translations(bin_dir, checkpoint, lines, src_lang, tgt_lang, work):
+    source = os.path.join(work, "input.txt")
+    with open(source, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    cmd = [os.path.join(bin_dir, "nmt-translate"), "--checkpoint", checkpoint, "--input", source,
+           "--beam", "1", "--max-len-a", "0", "--max-len-b", str(MAX_LEN_B), "--device", "cpu"]
+    if tgt_lang:
+        cmd += ["--tgt-lang", tgt_lang]
+    if src_lang:
+        cmd += ["--src-lang", src_lang]
+    return run(cmd).stdout.split("\n")[:len(lines)]
+
+
+def fine_tune(bin_dir, checkpoint, summary, src_lang, tgt_lang, work):
+    """One update at lr 0 keeps the parameters; two more train; the run translates."""
+    run_dir = os.path.join(work, "run")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    data = os.path.join(REPO, "data")
+    lines = [f"run_dir: {run_dir}", summary["model_yaml"].rstrip("\n"), "data:",
+             f"  joint_vocab: {str(summary['joint_vocab']).lower()}",
+             "  max_len: 64", "  max_tokens: 1024"]
+    if tgt_lang:
+        lines += ["  lang_tags: target", "  train:",
+                  f"    - {{name: ende, src: {data}/ddtp.en-de.train.en.gz, "
+                  f"tgt: {data}/ddtp.en-de.train.de.gz, src_lang: en, tgt_lang: {tgt_lang}}}"]
+    else:
+        lines += [f"  train_src: {data}/ddtp.en-de.train.en.gz",
+                  f"  train_tgt: {data}/ddtp.en-de.train.de.gz"]
+    lines += ["train:", "  seed: 1", "  warmup_steps: 1", "  log_every: 1", "  valid_every: 0",
+              f"  init_from: {checkpoint}", "amp:", "  mode: off", "dist:", "  nproc_per_node: 1",
+              "checkpoint:", "  every_steps: 1", "  keep_last: 5"]
+    config = os.path.join(work, "finetune.yaml")
+    with open(config, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    train = os.path.join(bin_dir, "nmt-train")
+    run([train, "--config", config, "--set", "train.max_steps=1", "--set", "train.lr=0"])
+    first = os.path.join(run_dir, "checkpoints", "checkpoint-00000001.safetensors")
+    if not os.path.exists(first):
+        first = sorted(os.listdir(os.path.join(run_dir, "checkpoints")))
+        sys.exit(f"no step-1 checkpoint; found {first}")
+    diff = subprocess.run([os.path.join(bin_dir, "nmt-ckpt"), "diff", checkpoint, first],
+                          capture_output=True, text=True)
+    if diff.returncode != 0:
+        sys.exit(f"an update at lr 0 changed the imported parameters: {diff.stdout[-2000:]}")
+    run([train, "--config", config, "--set", "train.max_steps=3", "--set", "train.lr=0.001"])
+    diff = subprocess.run([os.path.join(bin_dir, "nmt-ckpt"), "diff", checkpoint,
+                           os.path.join(run_dir, "checkpoints", "checkpoint-00000003.safetensors")],
+                          capture_output=True, text=True)
+    if diff.returncode == 0:
+        sys.exit("three updates at lr 0.001 left the parameters unchanged")
+    out = nmt_translations(bin_dir, run_dir, ["This package contains common files."], src_lang,
+                           tgt_lang, work)
+    print(f"fine-tuned: 1 update at lr 0 kept every parameter, 2 more changed them; "
+          f"translation after: {out[0]!r}")
+
+
+def refusals(bin_dir, model_dir, work):
+    """What cannot be imported exactly is refused naming the file and key; nothing is written."""
+    cases = [
+        ("config.json", {"activation_function": "tanh"}, "activation_function"),
+        ("config.json", {"pad_token_id": 1, "decoder_start_token_id": 1},
+         "pad_token_id is 1, but the tokenizer"),
+        ("config.json", {"vocab_size": 1000}, "vocab_size"),
+        ("pytorch_model.bin", None, "safetensors"),
+    ]
+    for file, edits, expected in cases:
+        key = next(iter(edits)) if edits else None
+        bad = os.path.join(work, f"bad-{key or 'bin'}")
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(model_dir, bad)
+        if key:
+            with open(os.path.join(bad, file), encoding="utf-8") as f:
+                config = json.load(f)
+            config.update(edits)
+            with open(os.path.join(bad, file), "w", encoding="utf-8") as f:
+                json.dump(config, f)
+        else:
+            os.rename(os.path.join(bad, "model.safetensors"), os.path.join(bad, file))
+        out = os.path.join(work, f"bad-{key or 'bin'}.safetensors")
+        r = subprocess.run([os.path.join(bin_dir, "nmt-ckpt"), "import-hf", bad, "-o", out],
+                           capture_output=True, text=True)
+        message = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+        print(f"{file} {edits}: exit {r.returncode}: {message}")
+        if r.returncode != 1 or expected not in message or os.path.exists(out):
+            sys.exit(f"expected exit 1, a message naming {expected!r}, and no {out}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bin", required=True, help="the build folder with nmt-ckpt, nmt-translate")
+    p.add_argument("--work", required=True)
+    p.add_argument("--fine-tune", action="store_true")
+    p.add_argument("--refusals", action="store_true", help="check the refusals instead")
+    p.add_argument("variant", choices=sorted(VARIANTS))
+    a = p.parse_args()
+    try:
+        import sentencepiece as spm
+        import transformers
+    except ImportError as e:
+        print(f"SKIPPED: no {e.name} in {sys.executable}")
+        sys.exit(SKIP)
+    kind, _, (src_lang, tgt_lang) = VARIANTS[a.variant]
+    mode = "-finetune" if a.fine_tune else "-refusals" if a.refusals else ""
+    work = os.path.join(a.work, a.variant + mode)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    en = tokenizers.read_lines("ddtp.en-de.train.en.gz", 3000)
+    de = tokenizers.read_lines("ddtp.en-de.train.de.gz", 3000)
+    build = build_marian_bilingual if a.variant == "marian" else tokenizers.BUILD[kind]
+    built = build(spm, transformers, work, en[:2000], de[:2000])
+    model_dir = os.path.join(work, "hf")
+    built.save_pretrained(model_dir)
+    if kind == "nllb":
+        shutil.copy(os.path.join(work, "spm", "sentencepiece.bpe.model"), model_dir)
+    tok = transformers.AutoTokenizer.from_pretrained(model_dir)
+    model, config = make_model(kind, tok, model_dir)
+
+    if a.refusals:
+        refusals(a.bin, model_dir, work)
+        return
+    checkpoint = os.path.join(work, "imported.safetensors")
+    summary = json.loads(run([os.path.join(a.bin, "nmt-ckpt"), "import-hf", model_dir, "-o",
+                              checkpoint]).stdout)
+    print(f"transformers {transformers.__version__}, {type(tok).__name__}: imported "
+          f"{summary['parameters']} parameters, vocabulary {summary['src_vocab_size']}, "
+          f"{len(summary['languages'])} languages")
+    if a.fine_tune:
+        fine_tune(a.bin, checkpoint, summary, src_lang, tgt_lang, work)
+        return
+
+    lines = [line for line in tokenizers.AWKWARD if line.strip()]
+    # Corpus lines of up to 100 source tokens (the model's 256 positions hold them).
+    lines += [line for line in en[2000:] + de[2000:]
+              if line.strip() and len(tok(line)["input_ids"]) <= 100][:LINES - len(lines)]
+    expected = hf_translations(kind, tok, model, config, lines, src_lang, tgt_lang)
+    got = nmt_translations(a.bin, checkpoint, lines, src_lang, tgt_lang, work)
+    bad = [i for i, (e, g) in enumerate(zip(expected, got)) if e != g]
+    ended = sum(1 for e in expected if e)  # non-empty outputs
+    print(f"{len(lines)} lines: {len(lines) - len(bad)} identical ({ended} non-empty outputs)")
+    for i in bad[:5]:
+        print(f"line {i + 1}: {lines[i]!r}\n  transformers: {expected[i]!r}\n  nmt-translate: "
+              f"{got[i]!r}")
+    if bad or len(got) != len(lines):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
