@@ -1,13 +1,16 @@
-// nmt-ckpt: inspect (info), compare (diff) and average checkpoints of nmt-train, and print
-// the names of their tensors (layout).
+// nmt-ckpt: inspect (info), compare (diff) and average checkpoints of nmt-train, print the
+// names of their tensors (layout), and export one to Hugging Face transformers (export-hf).
 #include <filesystem>
 #include <iostream>
 #include <vector>
+
+#include <fmt/ranges.h>
 
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/checkpoint_tools.h"
 #include "checkpoint/tensor_groups.h"
 #include "config/ckpt_cli.h"
+#include "hf/hf_export.h"
 #include "util/log.h"
 #include "util/main_guard.h"
 
@@ -36,6 +39,15 @@ int run(int argc, char** argv) {
       const std::vector<std::filesystem::path> inputs(command.inputs.begin(), command.inputs.end());
       checkpoint::save_checkpoint(command.output, checkpoint::average_checkpoints(inputs));
       log::info("ckpt", "wrote {}: the average of {} checkpoints", command.output, inputs.size());
+      return 0;
+    }
+    case config::CkptAction::kExportHf: {
+      const hf::HfExportResult result = hf::export_hf(
+          {command.inputs.at(0), command.output, command.average, command.weights, command.force});
+      log::info("ckpt", "wrote {}: a transformers {} model ({} checkpoint(s), {} weights): {}",
+                command.output, result.model_type, result.checkpoints.size(),
+                result.moving_average ? "moving-average" : "trained",
+                fmt::join(result.files, ", "));
       return 0;
     }
   }
