@@ -4,10 +4,11 @@
     test_hf_export.py --work DIR --train BIN train
     test_hf_export.py --work DIR --ckpt BIN --translate BIN matches VARIANT
     test_hf_export.py --work DIR --ckpt BIN refuses
+    test_hf_export.py --work DIR --ckpt BIN weights
 
 `train` (a CTest fixture) trains each variant briefly into DIR/<variant> on a slice of the
-shipped corpus: `demo` (configs/demo.yaml's shape, smaller: pre-norm, positions m2m100, one
-shared table: an M2M100 export), `postnorm` (post-norm, positions marian, separate
+shipped corpus: `demo` (configs/demo.yaml, smaller: pre-norm, positions m2m100, one shared
+table: an M2M100 export), `postnorm` (post-norm, positions marian, separate
 vocabularies, decoder-tied embeddings, silu, a logits bias: a MarianMT export with
 separate_vocabs) and `learned` (learned positions, which no transformers architecture has).
 
@@ -21,7 +22,9 @@ and checks on the first 200 test sentences:
     compared as the target SentencePiece model decodes the ids, and as the tokenizer's
     decode(skip_special_tokens=True) gives them on lines without <unk>.
 `refuses` checks that the learned-positions model is refused with one error line naming
-model.positions, and that nothing is written.
+model.positions, and that nothing is written. `weights` checks that --weights raw|ema|auto and
+--average 2 export the tensors nmt-translate would translate with (the demo run has a moving
+average and a checkpoint at each of its two updates).
 
 Without transformers (or sentencepiece, safetensors) it prints "SKIPPED: <reason>" and exits
 77 (CTest: skipped).
@@ -51,10 +54,11 @@ MAX_LEN_A, MAX_LEN_B = 1.2, 10
 COMMON = ["model.encoder_layers=2", "model.decoder_layers=2", "model.d_model=64", "model.heads=4",
           "model.ffn_dim=256", "data.vocab_size=800", "data.max_tokens=1024", "train.lr=0.005",
           "train.warmup_steps=10", f"train.max_steps={STEPS}", "train.valid_every=0",
-          "train.threads=1", f"checkpoint.every_steps={STEPS}", "train.log_every=1"]
+          "train.threads=1", "checkpoint.every_steps=1", "train.log_every=1"]
 VARIANTS = {
-    "demo": (["model.norm=pre", "model.positions=m2m100", "model.tie_embeddings=all",
-              "data.joint_vocab=true"], "m2m_100"),
+    # configs/demo.yaml's own norm, positions and embeddings: the shipped config exports. With
+    # a moving average, for the --weights and --average choices.
+    "demo": (["train.ema_decay=0.9"], "m2m_100"),
     "postnorm": (["model.norm=post", "model.positions=marian", "model.tie_embeddings=decoder",
                   "data.joint_vocab=false", "model.activation=silu", "model.output_bias=true"],
                  "marian"),
@@ -269,6 +273,40 @@ def cmd_refuses(args):
     return 1 if failures else 0
 
 
+def cmd_weights(args):
+    import_or_skip()
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    run_dir = os.path.join(args.work, "demo")
+    folder = os.path.join(run_dir, "checkpoints")
+    files = [os.path.join(folder, f) for f in sorted(os.listdir(folder))
+             if f.endswith(".safetensors")]
+    ours, theirs = "encoder_embed.tokens.weight", "model.shared.weight"
+    cases = [(["--weights", "raw"], files[-1:], "model."),
+             (["--weights", "ema"], files[-1:], "ema."),
+             ([], files[-1:], "ema."),  # auto: the moving average when there is one
+             (["--average", "2", "--weights", "raw"], files[-2:], "model.")]
+    failures = []
+    for flags, inputs, group in cases:
+        out = os.path.join(args.work, "export-weights")
+        run([args.ckpt, "export-hf", run_dir, out, "--force"] + flags)
+        exported = load_file(os.path.join(out, "model.safetensors"))[theirs]
+        expected = np.mean([load_file(f)[group + ours].astype(np.float64) for f in inputs],
+                           axis=0).astype(np.float32)
+        same = exported.dtype == np.float32 and np.array_equal(exported, expected)
+        print(f"weights: {' '.join(flags) or '(auto)'}: {theirs} "
+              f"{'equals' if same else 'differs from'} {group}{ours} of {len(inputs)} file(s)")
+        if not same:
+            failures.append(f"{' '.join(flags) or 'auto'} exported other tensors")
+    if len(files) < 2 or np.array_equal(load_file(files[-1])["model." + ours],
+                                        load_file(files[-1])["ema." + ours]):
+        failures.append("the run has too few checkpoints, or raw and ema weights are equal")
+    for failure in failures:
+        print(f"FAILED: weights: {failure}")
+    return 1 if failures else 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", required=True)
@@ -280,8 +318,10 @@ def main():
     matches = sub.add_parser("matches")
     matches.add_argument("variant", choices=[v for v, (_, t) in VARIANTS.items() if t])
     sub.add_parser("refuses")
+    sub.add_parser("weights")
     args = parser.parse_args()
-    return {"train": cmd_train, "matches": cmd_matches, "refuses": cmd_refuses}[args.command](args)
+    return {"train": cmd_train, "matches": cmd_matches, "refuses": cmd_refuses,
+            "weights": cmd_weights}[args.command](args)
 
 
 if __name__ == "__main__":
