@@ -1,13 +1,17 @@
 // nmt-ckpt: inspect (info), compare (diff) and average checkpoints of nmt-train, print the
-// names of their tensors (layout), and import Hugging Face models as checkpoints (import-hf).
+// names of their tensors (layout), import a Hugging Face model as a checkpoint (import-hf) and
+// export one to Hugging Face transformers (export-hf).
 #include <filesystem>
 #include <iostream>
 #include <vector>
+
+#include <fmt/ranges.h>
 
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/checkpoint_tools.h"
 #include "checkpoint/tensor_groups.h"
 #include "config/ckpt_cli.h"
+#include "hf/hf_export.h"
 #include "hf/hf_import.h"
 #include "util/log.h"
 #include "util/main_guard.h"
@@ -44,6 +48,15 @@ int run(int argc, char** argv) {
                        hf::import_hf_model(command.inputs.at(0), command.output))
                 << std::flush;
       return 0;
+    case config::CkptAction::kExportHf: {
+      const hf::HfExportResult result = hf::export_hf(
+          {command.inputs.at(0), command.output, command.average, command.weights, command.force});
+      log::info("ckpt", "wrote {}: a transformers {} model ({} checkpoint(s), {} weights): {}",
+                command.output, result.model_type, result.checkpoints.size(),
+                result.moving_average ? "moving-average" : "trained",
+                fmt::join(result.files, ", "));
+      return 0;
+    }
   }
   return 1;
 }

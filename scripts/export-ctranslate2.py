@@ -216,11 +216,11 @@ _MODEL_KEYS = {
     "dropout": None, "attention_dropout": None, "activation_dropout": None,
     "activation": {"relu", "gelu"},
     "norm": {"pre", "post"},
-    "positions": {"sinusoidal", "learned"},
+    "positions": {"sinusoidal", "learned", "marian", "m2m100"},
     "tie_embeddings": {"none", "decoder", "all"},
     "scale_embeddings": {True, False},
-    # Imported transformers models' settings (silu, marian/m2m100 positions, the logits bias,
-    # another decoder start) are not taught to this exporter yet: refused.
+    # Imported transformers models' settings (silu, the logits bias, another decoder start)
+    # are not taught to this exporter yet: refused.
     "output_bias": {False},
     "decoder_start": {"bos"},
 }
@@ -315,6 +315,28 @@ def sinusoidal_positions(positions, d_model):
     return table.astype(np.float32)
 
 
+def marian_positions(positions, d_model):
+    """model/embedding.cpp's marian_positions (MarianMT's table): sines then cosines, angle
+    t / 10000^(2i / d_model), position 0 first, float64 arithmetic cast to float32."""
+    sines = (d_model + 1) // 2
+    denominator = np.power(10000.0, np.arange(sines, dtype=np.float64) * 2.0 / d_model)
+    angles = np.arange(positions, dtype=np.float64)[:, None] / denominator[None, :]
+    return np.concatenate([np.sin(angles), np.cos(angles[:, :d_model // 2])],
+                          axis=1).astype(np.float32)
+
+
+def position_table(kind, positions, d_model, pad_id):
+    """The table CTranslate2 reads row t from for the token at position t. m2m100 (fairseq's,
+    padding-aware) gives the t-th real token row t + pad_id + 1 of the sinusoidal table: equal
+    for right-padded sources and a decoder that starts with a token other than pad (bos, the
+    only start this exporter takes)."""
+    if kind == "marian":
+        return marian_positions(positions, d_model)
+    if kind == "m2m100":
+        return sinusoidal_positions(positions + pad_id + 1, d_model)[pad_id + 1:]
+    return sinusoidal_positions(positions, d_model)
+
+
 # --- the CTranslate2 specification -------------------------------------------------------
 
 def set_linear(spec, weights, scope, bias=True):
@@ -385,7 +407,8 @@ def build_spec(model, weights, src_pieces, tgt_pieces, special):
             table = weights.get(f"{side}_embed.positions.weight")
         else:
             # Written out, so CTranslate2 uses exactly this table, not its own formula.
-            table = sinusoidal_positions(max_positions, d_model)
+            table = position_table(model["positions"], max_positions, d_model,
+                                   special["pad_id"])
         stack.position_encodings.encodings = table
     spec.encoder.embeddings[0].weight = encoder_tokens
     spec.decoder.embeddings.weight = decoder_tokens

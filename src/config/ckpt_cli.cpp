@@ -10,7 +10,7 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
   CkptCommand command;
   CLI::App app{
       "nmt-ckpt: inspects, compares and averages nmt-train checkpoints (safetensors files in\n"
-      "<run_dir>/checkpoints/), and imports Hugging Face transformers models as checkpoints.\n"
+      "<run_dir>/checkpoints/), and imports and exports Hugging Face transformers models.\n"
       "Each command verifies the files it reads (checksum included).",
       "nmt-ckpt"};
   app.set_version_flag("--version", std::string(NMT_VERSION));
@@ -48,9 +48,17 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
       "      pytorch_model.bin without safetensors is refused. JSON: output, model_type,\n"
       "      tokenizer, parameters, vocabulary sizes, languages, and model_yaml (the model:\n"
       "      section a fine-tuning config must repeat).\n";
+  const std::string export_hf_doc =
+      "  nmt-ckpt export-hf IN OUT [--average K] [--weights auto|ema|raw] [--force]\n"
+      "      Writes OUT, a Hugging Face transformers model directory (config.json,\n"
+      "      model.safetensors, generation_config.json, tokenizer files) that\n"
+      "      AutoModelForSeq2SeqLM and AutoTokenizer load. IN is a checkpoint file or a run\n"
+      "      directory, picked as nmt-translate picks it. Post-norm models with positions\n"
+      "      marian export as MarianMT, pre-norm ones with positions m2m100 (tied, no output\n"
+      "      bias) as M2M100; any other is refused, naming the keys to change.\n";
   const std::string errors_doc = std::string(kExitCodesDoc) + "\n";
   app.footer("Commands:\n" + info_doc + diff_doc + average_doc + layout_doc + import_doc +
-             errors_doc);
+             export_hf_doc + errors_doc);
 
   CLI::App* info = app.add_subcommand("info", "print a JSON summary of one checkpoint");
   std::string info_path;
@@ -94,6 +102,25 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
       ->required()
       ->type_name("OUT");
   import_hf->footer(import_doc + errors_doc);
+  CLI::App* export_hf = app.add_subcommand(
+      "export-hf", "write a Hugging Face transformers model directory of a checkpoint");
+  std::string export_in, export_out, weights = "auto";
+  export_hf->add_option("IN", export_in, "checkpoint file or run directory")->required();
+  export_hf->add_option("OUT", export_out, "model directory to write")->required();
+  export_hf
+      ->add_option("--average", command.average,
+                   "export the element-wise mean of the newest K checkpoints of the run directory")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("K");
+  export_hf
+      ->add_option("--weights", weights,
+                   "ema: the moving average of train.ema_decay; raw: the trained parameters; "
+                   "auto: ema when the checkpoint has it, else raw")
+      ->check(CLI::IsMember({"auto", "ema", "raw"}))
+      ->capture_default_str()
+      ->type_name("auto|ema|raw");
+  export_hf->add_flag("--force", command.force, "replace OUT if it exists");
+  export_hf->footer(export_hf_doc + errors_doc);
 
   try {
     app.parse(argc, argv);
@@ -112,6 +139,13 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
   } else if (import_hf->parsed()) {
     command.action = CkptAction::kImportHf;
     command.inputs = {import_dir};
+  } else if (export_hf->parsed()) {
+    command.action = CkptAction::kExportHf;
+    command.inputs = {export_in};
+    command.output = export_out;
+    command.weights = weights == "ema"   ? decode::WeightsChoice::kEma
+                      : weights == "raw" ? decode::WeightsChoice::kRaw
+                                         : decode::WeightsChoice::kAuto;
   } else {
     command.action = CkptAction::kAverage;
     command.output = average_out;

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "data/hf_tokenizer_files.h"
 #include "util/error.h"
 
 namespace nmt::data {
@@ -17,14 +18,9 @@ namespace {
 // Unordered: vocab.json is looked up by piece (ordered_json finds keys by a linear search).
 using HfJson = nlohmann::json;
 
-/// The files and keys read here, named once for the reader and its messages.
-constexpr const char* kTokenizerConfig = "tokenizer_config.json";
-constexpr const char* kVocabJson = "vocab.json";
-constexpr const char* kTargetVocabJson = "target_vocab.json";
-constexpr const char* kMarianSource = "source.spm";
-constexpr const char* kMarianTarget = "target.spm";
-constexpr const char* kBpeModel = "sentencepiece.bpe.model";
-constexpr const char* kTokenizerJson = "tokenizer.json";
+/// The keys read here, named once for the reader and its messages (the files:
+/// hf_tokenizer_files.h).
+using namespace hf_tokenizer_file;
 constexpr const char* kClassKey = "tokenizer_class";
 constexpr const char* kAddedTokensKey = "added_tokens_decoder";
 

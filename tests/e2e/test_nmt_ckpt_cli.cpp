@@ -48,8 +48,9 @@ std::filesystem::path save(const TempDir& dir, const std::string& name,
 TEST_CASE("nmt-ckpt --help documents every command and flag", "[e2e]") {
   const auto r = ckpt("--help");
   CHECK(r.exit_code == 0);
-  for (const char* word : {"info PATH", "diff A B", "average OUT IN...", "nmt-ckpt layout",
-                           "--atol", "--all", "parameter_hash", "averaged_from", "--version"}) {
+  for (const char* word :
+       {"info PATH", "diff A B", "average OUT IN...", "nmt-ckpt layout", "export-hf IN OUT",
+        "--atol", "--all", "parameter_hash", "averaged_from", "--version"}) {
     CHECK_THAT(r.out, Contains(word));
   }
   CHECK_THAT(r.out, Contains("exit code 1 (2 for a wrong command line)"));
@@ -57,6 +58,8 @@ TEST_CASE("nmt-ckpt --help documents every command and flag", "[e2e]") {
   CHECK(ckpt("diff onlyone").exit_code == 2);
   CHECK(ckpt("diff a b --atol -1").exit_code == 2);
   CHECK_THAT(ckpt("diff --help").out, Contains("--atol"));
+  CHECK_THAT(ckpt("export-hf --help").out, Contains("--weights") && Contains("--force"));
+  CHECK(ckpt("export-hf onlyone").exit_code == 2);
 }
 
 TEST_CASE("nmt-ckpt layout prints the tensor names as JSON", "[e2e]") {

@@ -38,7 +38,8 @@ STEPS = 240
 
 # Each variant is a tiny model trained briefly; together they cover pre- and post-norm, tied
 # (all three, or decoder input and output) and untied embeddings, joint and separate
-# vocabularies, sinusoidal and learned positions, relu and gelu, scaled and unscaled embeddings.
+# vocabularies, m2m100 (configs/tiny.yaml's), sinusoidal, marian and learned positions, relu
+# and gelu, scaled and unscaled embeddings.
 # One thread: CTest runs tests side by side.
 COMMON = ["model.encoder_layers=2", "model.decoder_layers=2", "model.d_model=64", "model.heads=4",
           "model.ffn_dim=256", "data.vocab_size=1000", "data.max_tokens=2048", "train.lr=0.005",
@@ -50,8 +51,13 @@ VARIANTS = {
     "postnorm_untied_separate": ["model.norm=post", "model.tie_embeddings=none",
                                  "data.joint_vocab=false", "model.positions=learned",
                                  "model.activation=gelu"],
+    # The built-in default positions (sinusoidal), which older checkpoints have.
     "prenorm_decodertied_unscaled": ["model.norm=pre", "model.tie_embeddings=decoder",
-                                     "data.joint_vocab=true", "model.scale_embeddings=false"],
+                                     "data.joint_vocab=true", "model.scale_embeddings=false",
+                                     "model.positions=sinusoidal"],
+    # configs/transformer-base.yaml's settings: post-norm with MarianMT's position table.
+    "postnorm_marian": ["model.norm=post", "model.positions=marian", "model.tie_embeddings=all",
+                        "data.joint_vocab=true"],
 }
 
 

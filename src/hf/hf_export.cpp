@@ -1,0 +1,182 @@
+#include "hf/hf_export.h"
+
+#include <ATen/ATen.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/checkpoint_file.h"
+#include "checkpoint/checkpoint_tools.h"
+#include "checkpoint/hf_config_writer.h"
+#include "checkpoint/hf_weights.h"
+#include "checkpoint/run_metadata.h"
+#include "checkpoint/tensor_groups.h"
+#include "config/translate_cli.h"
+#include "data/hf_tokenizer_writer.h"
+#include "data/vocab.h"
+#include "decode/search_options.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace nmt::hf {
+namespace {
+
+using checkpoint::TensorGroup;
+using Json = nlohmann::ordered_json;
+
+/// The weights to export, as nmt-translate chooses them (decode/translator.cpp).
+TensorGroup weights_group(const checkpoint::CheckpointData& data, decode::WeightsChoice choice,
+                          const std::string& name) {
+  const bool has_ema = checkpoint::has_group(data, TensorGroup::kEma);
+  switch (choice) {
+    case decode::WeightsChoice::kRaw:
+      return TensorGroup::kModel;
+    case decode::WeightsChoice::kEma:
+      NMT_CHECK(has_ema, CheckpointError,
+                "--weights ema: {} has no {}* tensors (it was trained without "
+                "train.ema_decay); use --weights raw",
+                name, checkpoint::group_prefix(TensorGroup::kEma));
+      return TensorGroup::kEma;
+    case decode::WeightsChoice::kAuto:
+      break;
+  }
+  return has_ema ? TensorGroup::kEma : TensorGroup::kModel;
+}
+
+data::Vocab stored_vocabulary(const checkpoint::CheckpointData& data, std::string_view file,
+                              const std::string& name) {
+  const std::string tensor = checkpoint::tensor_name(TensorGroup::kVocabulary, file);
+  return data::Vocab::from_serialized(
+      checkpoint::tensor_bytes(checkpoint::tensor_at(data, TensorGroup::kVocabulary, file)),
+      fmt::format("{} ({})", name, tensor));
+}
+
+/// generation_config.json: what transformers' generate needs to search as nmt-translate does.
+/// Mapped exactly: the decoder start, never generating pad or bos (suppress_tokens, as our
+/// search), eos forced at the length limit (forced_eos_token_id at max_length - 1, counting the
+/// start token: our cap of max_positions - 1 tokens, then eos), the beam size. Not mappable:
+/// our limit of max_len_a * source tokens + max_len_b per sentence (transformers has one
+/// max_length or max_new_tokens per call), and our length penalty ((5 + |Y|) / 6)^alpha of Wu
+/// et al. (transformers divides beam scores by |Y|^length_penalty); length_penalty is left at
+/// transformers' default.
+Json generation_config(const checkpoint::HfModelConfig& c) {
+  const decode::SearchOptions defaults;
+  Json j;
+  j["decoder_start_token_id"] = c.decoder_start_id;
+  if (c.bos_id >= 0) j["bos_token_id"] = c.bos_id;
+  j["eos_token_id"] = c.eos_id;
+  j["pad_token_id"] = c.pad_id;
+  j["forced_eos_token_id"] = c.eos_id;
+  std::vector<int64_t> suppress = {c.pad_id};
+  if (c.bos_id >= 0 && c.bos_id != c.eos_id && c.bos_id != c.pad_id) suppress.push_back(c.bos_id);
+  j["suppress_tokens"] = suppress;
+  j["num_beams"] = defaults.beam;
+  j["max_length"] = c.model.max_positions + 1;
+  j["do_sample"] = false;
+  return j;
+}
+
+/// A folder beside `output` that is removed unless committed (renamed to `output`).
+class StagingDir {
+ public:
+  explicit StagingDir(std::filesystem::path output)
+      : output_(std::move(output)), path_(temp_path_for(output_)) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~StagingDir() {
+    std::error_code ignored;
+    if (!committed_) std::filesystem::remove_all(path_, ignored);
+  }
+  StagingDir(const StagingDir&) = delete;
+  StagingDir& operator=(const StagingDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+
+  /// Replaces `output` (when force allowed it to exist) with the staged folder.
+  void commit() {
+    std::filesystem::remove_all(output_);
+    std::filesystem::rename(path_, output_);
+    committed_ = true;
+  }
+
+ private:
+  std::filesystem::path output_;
+  std::filesystem::path path_;
+  bool committed_ = false;
+};
+
+}  // namespace
+
+HfExportResult export_hf(const HfExportOptions& options) {
+  NMT_CHECK(options.average >= 0, ConfigError, "--average: expected an integer >= 0, found {}",
+            options.average);
+  NMT_CHECK(options.force || !std::filesystem::exists(options.output), ConfigError,
+            "{} exists: give another output directory, or --force to replace it",
+            options.output.string());
+  HfExportResult result;
+  result.checkpoints = checkpoint::model_checkpoints(options.checkpoint, options.average);
+  // The newest file holds the vocabulary and the config (which averaging drops).
+  const checkpoint::CheckpointData newest = checkpoint::load_checkpoint(result.checkpoints.back());
+  const std::string name = result.checkpoints.back().string();
+  const TensorGroup group = weights_group(newest, options.weights, name);
+  result.moving_average = group == TensorGroup::kEma;
+  const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(newest.metadata, name);
+  NMT_CHECK(!meta.config.empty(), CheckpointError, "{}: no metadata key \"{}\"", name,
+            checkpoint::meta_key::kConfig);
+  data::Vocabularies vocab;
+  vocab.joint = meta.vocab_joint;
+  vocab.src = stored_vocabulary(newest, checkpoint::vocabulary_file::kSource, name);
+  vocab.tgt = meta.vocab_joint
+                  ? vocab.src
+                  : stored_vocabulary(newest, checkpoint::vocabulary_file::kTarget, name);
+  const model::ModelOptions model_options = config::stored_model_options(meta.config, name);
+
+  // Refused before anything is written.
+  checkpoint::HfModelConfig hf;
+  try {
+    hf = checkpoint::hf_config_for(
+        model_options, {vocab.src.size(), vocab.tgt.size(), vocab.tgt.pad_id(), vocab.tgt.eos_id(),
+                        vocab.tgt.bos_id()});
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(fmt::format("{}: {}", name, e.what()), e.where());
+  }
+  result.model_type = std::string(checkpoint::hf_model_type_name(hf.type));
+
+  checkpoint::NamedTensors ours = checkpoint::group_tensors(
+      result.checkpoints.size() > 1 ? checkpoint::average_checkpoints(result.checkpoints, group)
+                                    : newest,
+      group);
+  if (hf.model.output_bias && !model_options.output_bias) {
+    // MarianMTModel adds final_logits_bias to the logits; zeros add nothing.
+    const at::Tensor& embeddings =
+        checkpoint::tensor_at(newest, group, "encoder_embed.tokens.weight");
+    ours.emplace_back("output_bias", at::zeros({hf.tgt_vocab_size}, embeddings.options()));
+  }
+
+  StagingDir staging(options.output);
+  checkpoint::CheckpointData weights;
+  weights.tensors = checkpoint::to_hf_tensors(ours, hf);
+  weights.metadata = {{"format", "pt"}};  // what transformers' save_pretrained writes
+  checkpoint::save_checkpoint(staging.path() / "model.safetensors", weights);
+  result.files.push_back("model.safetensors");
+  auto write_json = [&](const std::string& file, const Json& json) {
+    std::ofstream out(staging.path() / file);
+    out << json.dump(2) << "\n";
+    out.close();
+    NMT_CHECK(out.good(), CheckpointError, "{}: cannot write the file",
+              (staging.path() / file).string());
+    result.files.push_back(file);
+  };
+  write_json("config.json", checkpoint::hf_config_json(hf));
+  write_json("generation_config.json", generation_config(hf));
+  for (std::string& file :
+       data::write_hf_tokenizer(vocab, staging.path(), model_options.max_positions))
+    result.files.push_back(std::move(file));
+  staging.commit();
+  return result;
+}
+
+}  // namespace nmt::hf

@@ -1,0 +1,204 @@
+// data/hf_tokenizer_writer: our vocabularies as Hugging Face tokenizer files. Read back through
+// data/hf_tokenizer.h they give our ids; an imported tokenizer's files come back as imported.
+// That transformers' own AutoTokenizer gives our ids is tests/scripts/test_hf_export.py.
+#include "catch_torch.h"  // first: see the header
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "data/hf_tokenizer.h"
+#include "data/hf_tokenizer_writer.h"
+#include "data/vocab.h"
+#include "data_fixture.h"
+#include "spm_fixture.h"
+#include "util/error.h"
+
+using Catch::Matchers::Contains;
+using nmt::data::HfTokenizerKind;
+using nmt::data::load_hf_tokenizer;
+using nmt::data::Vocab;
+using nmt::data::Vocabularies;
+using nmt::data::write_hf_tokenizer;
+using nmt::test::read_file;
+using nmt::test::TempDir;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+const std::vector<std::string> kLines = {
+    "This package contains common files.",
+    "Dieses Paket enth\xC3\xA4lt Dateien.",
+    "  leading and trailing spaces  ",
+    "unknown \xF0\x9F\x98\x80 characters \xE6\xBC\xA2",
+    "the tag <2de> as text",
+    "",
+};
+
+/// A SentencePiece model trained as nmt-train trains them: pad 0, unk 1, bos 2, eos 3, the
+/// tags control symbols.
+std::filesystem::path train_own_model(const TempDir& dir, const std::string& shipped,
+                                      const std::string& name) {
+  const auto corpus = nmt::test::head_of(dir, shipped, name + ".txt", 2000);
+  const std::string prefix = (dir.path() / name).string();
+  const auto status = sentencepiece::SentencePieceTrainer::Train(
+      "--input=" + corpus.string() + " --model_prefix=" + prefix +
+      " --vocab_size=400 --character_coverage=1.0 --num_threads=1 --minloglevel=2"
+      " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --control_symbols=<2de>,<2en>");
+  if (!status.ok()) throw std::runtime_error("training SentencePiece: " + status.ToString());
+  return prefix + ".model";
+}
+
+/// A SentencePiece model with SentencePiece's default specials, as Hugging Face's have.
+std::string train_hf_model(const TempDir& dir, const std::string& shipped, const std::string& name,
+                           const std::string& type) {
+  const auto corpus = nmt::test::head_of(dir, shipped, name + ".txt", 2000);
+  const std::string prefix = (dir.path() / name).string();
+  const auto status = sentencepiece::SentencePieceTrainer::Train(
+      "--input=" + corpus.string() + " --model_prefix=" + prefix +
+      " --vocab_size=300 --character_coverage=1.0 --num_threads=1 --minloglevel=2"
+      " --model_type=" +
+      type);
+  if (!status.ok()) throw std::runtime_error("training SentencePiece: " + status.ToString());
+  return read_file(prefix + ".model");
+}
+
+std::vector<std::string> ordinary_pieces(const std::string& model) {
+  sentencepiece::SentencePieceProcessor sp;
+  REQUIRE(sp.LoadFromSerializedProto(model).ok());
+  std::vector<std::string> pieces;
+  for (int i = 0; i < sp.GetPieceSize(); ++i)
+    if (!sp.IsUnknown(i) && !sp.IsControl(i)) pieces.push_back(sp.IdToPiece(i));
+  return pieces;
+}
+
+Json read_json(const std::filesystem::path& file) { return Json::parse(read_file(file)); }
+
+/// Each side of `a` and `b` serializes alike (ids, special tokens and models).
+void check_same_vocabularies(const Vocabularies& a, const Vocabularies& b) {
+  CHECK(a.src.serialized() == b.src.serialized());
+  CHECK(a.tgt.serialized() == b.tgt.serialized());
+}
+
+}  // namespace
+
+TEST_CASE("our joint vocabulary is written as a MarianTokenizer that gives our ids", "[data]") {
+  TempDir dir;
+  const Vocab ours = Vocab::load(train_own_model(dir, "ddtp.en-de.train.en.gz", "joint"));
+  const TempDir out;
+  const auto files = write_hf_tokenizer({ours, ours, true, false}, out.path(), 256);
+  CHECK(files == std::vector<std::string>{"source.spm", "target.spm", "vocab.json",
+                                          "tokenizer_config.json"});
+  const Json config = read_json(out.path() / "tokenizer_config.json");
+  CHECK(config.at("tokenizer_class") == "MarianTokenizer");
+  CHECK(config.at("separate_vocabs") == false);
+  CHECK(config.at("eos_token") == "</s>");
+  CHECK(config.at("unk_token") == "<unk>");
+  CHECK(config.at("pad_token") == "<pad>");
+  CHECK(config.at("model_max_length") == 256);
+  const Json vocab = read_json(out.path() / "vocab.json");
+  CHECK(static_cast<int64_t>(vocab.size()) == ours.size());
+  CHECK(vocab.at("<2de>") == *ours.piece_id("<2de>"));
+
+  const auto tokenizer = load_hf_tokenizer(out.path());
+  CHECK(tokenizer.kind == HfTokenizerKind::kMarian);
+  const Vocab& read = tokenizer.vocab.src;
+  CHECK(read.size() == ours.size());
+  CHECK((read.pad_id() == 0 && read.unk_id() == 1 && read.eos_id() == 3));
+  for (const std::string& line : kLines) {
+    INFO(line);
+    CHECK(read.encode(line) == ours.encode(line));
+  }
+}
+
+TEST_CASE("separate vocabularies are written with separate_vocabs and each side's ids", "[data]") {
+  TempDir dir;
+  const Vocab src = Vocab::load(train_own_model(dir, "ddtp.en-de.train.en.gz", "src"));
+  const Vocab tgt = Vocab::load(train_own_model(dir, "ddtp.en-de.train.de.gz", "tgt"));
+  const TempDir out;
+  const auto files = write_hf_tokenizer({src, tgt, false, false}, out.path(), 128);
+  CHECK(std::count(files.begin(), files.end(), "target_vocab.json") == 1);
+  CHECK(read_json(out.path() / "tokenizer_config.json").at("separate_vocabs") == true);
+  CHECK(read_file(out.path() / "target.spm") == tgt.serialized());
+  const Json target_vocab = read_json(out.path() / "target_vocab.json");
+  sentencepiece::SentencePieceProcessor sp;
+  REQUIRE(sp.LoadFromSerializedProto(tgt.serialized()).ok());
+  for (int id = 0; id < sp.GetPieceSize(); ++id) CHECK(target_vocab.at(sp.IdToPiece(id)) == id);
+}
+
+TEST_CASE("a model with user-defined tags is written with them as control symbols", "[data]") {
+  TempDir dir;
+  const auto corpus = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "corpus.txt", 2000);
+  const Vocab legacy = Vocab::load(
+      nmt::test::train_user_defined_tag_vocab(corpus, dir.path() / "legacy", {"<BT>"}, 400));
+  REQUIRE(legacy.retyped_tags() == std::vector<std::string>{"<BT>"});
+  const TempDir out;
+  write_hf_tokenizer({legacy, legacy, true, false}, out.path(), 128);
+  sentencepiece::SentencePieceProcessor sp;
+  REQUIRE(sp.Load((out.path() / "source.spm").string()).ok());
+  CHECK(sp.IsControl(sp.PieceToId("<BT>")));
+  const std::vector<int32_t> ids = legacy.encode("a <BT> line");
+  CHECK(load_hf_tokenizer(out.path()).vocab.src.encode("a <BT> line") == ids);
+}
+
+TEST_CASE("an imported Marian tokenizer is written back as it was read", "[data]") {
+  TempDir dir;
+  const std::string source = train_hf_model(dir, "ddtp.en-de.train.en.gz", "source", "unigram");
+  const std::string target = train_hf_model(dir, "ddtp.en-de.train.de.gz", "target", "unigram");
+  dir.write("source.spm", source);
+  dir.write("target.spm", target);
+  Json vocab = {{"</s>", 0}, {"<unk>", 1}};
+  for (const auto* model : {&source, &target})
+    for (const std::string& piece : ordinary_pieces(*model))
+      if (!vocab.contains(piece)) vocab[piece] = vocab.size();
+  for (const char* token : {">>deu<<", ">>fra<<", "<pad>"}) vocab[token] = vocab.size();
+  dir.write("vocab.json", vocab.dump());
+  dir.write("tokenizer_config.json", Json{{"tokenizer_class", "MarianTokenizer"}}.dump());
+  const auto imported = load_hf_tokenizer(dir.path());
+
+  const TempDir out;
+  write_hf_tokenizer(imported.vocab, out.path(), 512);
+  CHECK(read_file(out.path() / "source.spm") == source);
+  CHECK(read_file(out.path() / "target.spm") == target);
+  CHECK(read_json(out.path() / "vocab.json") == vocab);
+  CHECK(read_json(out.path() / "tokenizer_config.json").at("separate_vocabs") == false);
+  check_same_vocabularies(load_hf_tokenizer(out.path()).vocab, imported.vocab);
+}
+
+TEST_CASE("an imported M2M100 tokenizer is written back with its language codes", "[data]") {
+  TempDir dir;
+  const std::string model = train_hf_model(dir, "ddtp.en-de.train.en.gz", "bpe", "bpe");
+  dir.write("sentencepiece.bpe.model", model);
+  Json vocab = Json::object();
+  for (const char* special : {"<s>", "<pad>", "</s>", "<unk>"}) vocab[special] = vocab.size();
+  std::vector<std::string> pieces = ordinary_pieces(model);
+  std::reverse(pieces.begin(), pieces.end());
+  for (const std::string& piece : pieces) vocab[piece] = vocab.size();
+  dir.write("vocab.json", vocab.dump());
+  dir.write("tokenizer_config.json",
+            Json{{"tokenizer_class", "M2M100Tokenizer"}, {"language_codes", "wmt21"}}.dump());
+  const auto imported = load_hf_tokenizer(dir.path());
+
+  const TempDir out;
+  write_hf_tokenizer(imported.vocab, out.path(), 1024);
+  CHECK(read_file(out.path() / "sentencepiece.bpe.model") == model);
+  CHECK(read_json(out.path() / "vocab.json") == vocab);
+  CHECK(read_json(out.path() / "tokenizer_config.json").at("language_codes") == "wmt21");
+  check_same_vocabularies(load_hf_tokenizer(out.path()).vocab, imported.vocab);
+}
+
+TEST_CASE("an imported NLLB tokenizer is refused, saying what to do", "[data]") {
+  TempDir dir;
+  const std::string model =
+      train_hf_model(dir, "ddtp.en-de.train.en.gz", "sentencepiece.bpe", "bpe");
+  dir.write("tokenizer_config.json", Json{{"tokenizer_class", "NllbTokenizer"}}.dump());
+  const auto imported = load_hf_tokenizer(dir.path());
+  const TempDir out;
+  CHECK_THROWS_AS(write_hf_tokenizer(imported.vocab, out.path(), 1024), nmt::DataError);
+  CHECK_THROWS_WITH(write_hf_tokenizer(imported.vocab, out.path(), 1024),
+                    Contains("NLLB") && Contains("tokenizer.json"));
+}

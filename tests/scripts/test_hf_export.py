@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""`nmt-ckpt export-hf` writes what transformers loads and runs as nmt-translate does (#35).
+
+    test_hf_export.py --work DIR --train BIN train
+    test_hf_export.py --work DIR --ckpt BIN --translate BIN matches VARIANT
+    test_hf_export.py --work DIR --ckpt BIN refuses
+    test_hf_export.py --work DIR --ckpt BIN weights
+
+`train` (a CTest fixture) trains each variant briefly into DIR/<variant> on a slice of the
+shipped corpus: `demo` (configs/demo.yaml, smaller: pre-norm, positions m2m100, one shared
+table: an M2M100 export), `postnorm` (post-norm, positions marian, separate
+vocabularies, decoder-tied embeddings, silu, a logits bias: a MarianMT export with
+separate_vocabs) and `learned` (learned positions, which no transformers architecture has).
+
+`matches VARIANT` exports the run, loads it with AutoTokenizer and AutoModelForSeq2SeqLM alone,
+and checks on the first 200 test sentences:
+  - the tokenizer's ids equal the checkpoint's own SentencePiece ids (+ </s>), on those lines and
+    on awkward text (unknown characters, empty lines, leading, trailing, repeated spaces);
+  - generate (greedy: num_beams=1, do_sample=False; pad and bos suppressed and eos forced at
+    the length limit by the exported generation_config, as our search does; our length limit
+    of 1.2 x source + 10 per line) gives nmt-translate --beam 1's output on every line,
+    compared as the target SentencePiece model decodes the ids, and as the tokenizer's
+    decode(skip_special_tokens=True) gives them on lines without <unk>.
+`refuses` checks that the learned-positions model is refused with one error line naming
+model.positions, and that nothing is written. `weights` checks that --weights raw|ema|auto and
+--average 2 export the tensors nmt-translate would translate with (the demo run has a moving
+average and a checkpoint at each of its two updates).
+
+Without transformers (or sentencepiece, safetensors) it prints "SKIPPED: <reason>" and exits
+77 (CTest: skipped).
+"""
+import argparse
+import gzip
+import itertools
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEST_SRC = os.path.join(ROOT, "data", "ddtp.en-de.test.en")
+SENTENCES = 200
+SKIP = 77
+TRAIN_PAIRS = 6000
+# Two updates: the model stays close to its random start, whose greedy outputs vary with the
+# input (a few dozen updates on this slice collapse a post-norm model onto one output).
+STEPS = 2
+# nmt-translate's default length limit (decode/search_options.h).
+MAX_LEN_A, MAX_LEN_B = 1.2, 10
+
+# One thread: CTest runs tests side by side.
+COMMON = ["model.encoder_layers=2", "model.decoder_layers=2", "model.d_model=64", "model.heads=4",
+          "model.ffn_dim=256", "data.vocab_size=800", "data.max_tokens=1024", "train.lr=0.005",
+          "train.warmup_steps=10", f"train.max_steps={STEPS}", "train.valid_every=0",
+          "train.threads=1", "checkpoint.every_steps=1", "train.log_every=1"]
+VARIANTS = {
+    # configs/demo.yaml's own norm, positions and embeddings: the shipped config exports. With
+    # a moving average, for the --weights and --average choices.
+    "demo": (["train.ema_decay=0.9"], "m2m_100"),
+    "postnorm": (["model.norm=post", "model.positions=marian", "model.tie_embeddings=decoder",
+                  "data.joint_vocab=false", "model.activation=silu", "model.output_bias=true"],
+                 "marian"),
+    "learned": (["model.norm=post", "model.positions=learned"], None),
+}
+
+AWKWARD = ["", " ", "  leading spaces", "trailing spaces   ", "repeated    spaces   inside",
+           "\ttabs\tand\ttabs\t", "unknown characters: \U0001F600 \u6f22\u5b57 \u0915\u0916",
+           "\U0001F600", "mixed\U0001F600unknown\u6f22inside words",
+           "Umlaute: \u00fcber \u00c4rger \u00df", "full width \uff21\uff22 and \ufb01le",
+           "numbers 1,234.56 and (brackets) [x] {y}", "a", ".", "Hello, World!",
+           "the tag <2de> and <BT> as text"]
+
+
+def run(cmd, **kwargs):
+    """Runs cmd; on failure prints its output and fails the test."""
+    r = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if r.returncode != 0:
+        print(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}{r.stderr}")
+        sys.exit(1)
+    return r
+
+
+def read_lines(path, count=None):
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")[:-1]
+    return lines if count is None else lines[:count]
+
+
+def train_slice(work):
+    """The first TRAIN_PAIRS shipped training pairs as plain files; their --set flags."""
+    flags = []
+    for side, key in (("en", "src"), ("de", "tgt")):
+        out = os.path.join(work, "train-slice." + side)
+        shipped = os.path.join(ROOT, "data", f"ddtp.en-de.train.{side}.gz")
+        with gzip.open(shipped, "rt", encoding="utf-8", newline="") as f, \
+                open(out, "w", encoding="utf-8", newline="") as o:
+            o.writelines(itertools.islice(f, TRAIN_PAIRS))
+        flags += ["--set", f"data.train_{key}={out}"]
+    return flags
+
+
+def cmd_train(args):
+    os.makedirs(args.work, exist_ok=True)
+    slice_flags = train_slice(args.work)
+    for name, (settings, _) in VARIANTS.items():
+        run_dir = os.path.join(args.work, name)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        cmd = [args.train, "--config", os.path.join(ROOT, "configs", "demo.yaml"),
+               "--log-level", "warn", "--set", f"run_dir={run_dir}"]
+        for s in COMMON + settings:
+            cmd += ["--set", s]
+        run(cmd + slice_flags, cwd=ROOT)
+        print(f"trained {name}")
+    return 0
+
+
+def import_or_skip():
+    try:
+        import sentencepiece  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+        from safetensors import safe_open  # noqa: F401
+    except ImportError as e:
+        print(f"SKIPPED: {e.name} is not installed (scripts/setup.sh installs it)")
+        sys.exit(SKIP)
+
+
+def newest_checkpoint(run_dir):
+    folder = os.path.join(run_dir, "checkpoints")
+    return os.path.join(folder, sorted(f for f in os.listdir(folder)
+                                       if f.endswith(".safetensors"))[-1])
+
+
+def stored_spm(checkpoint, name):
+    """The SentencePiece model a checkpoint stores as vocab.<name> (our ids)."""
+    import sentencepiece
+    from safetensors import safe_open
+
+    with safe_open(checkpoint, "np") as f:
+        data = f.get_tensor(f"vocab.{name}").tobytes()
+    return sentencepiece.SentencePieceProcessor(model_proto=data)
+
+
+def check_tokenizer(name, tokenizer, src_spm, lines):
+    """The tokenizer's ids equal our SentencePiece ids + </s> on every line; failures."""
+    eos = src_spm.eos_id()
+    different = []
+    for line in lines + AWKWARD:
+        ours = src_spm.encode(line) + [eos]
+        theirs = tokenizer(line).input_ids
+        if ours != theirs:
+            different.append(line)
+            if len(different) <= 3:
+                print(f"{name}: ids differ on {line!r}\n  ours {ours}\n  theirs {theirs}")
+    print(f"{name}: tokenizer: {len(lines) + len(AWKWARD) - len(different)} of "
+          f"{len(lines) + len(AWKWARD)} lines give our ids")
+    return [f"{len(different)} lines encode otherwise"] if different else []
+
+
+def hf_greedy(model, tokenizer, lines, max_positions):
+    """transformers' greedy ids per line (without the start token and eos), cut to our limit."""
+    import torch
+
+    outputs = []
+    for start in range(0, len(lines), 50):
+        batch = tokenizer(lines[start:start + 50], return_tensors="pt", padding=True)
+        lengths = batch.attention_mask.sum(1).tolist()
+        limits = [min(int(math.floor(MAX_LEN_A * n)) + MAX_LEN_B, max_positions - 1)
+                  for n in lengths]
+        with torch.no_grad():
+            out = model.generate(**batch, num_beams=1, do_sample=False,
+                                 max_length=max(limits) + 2)
+        for seq, limit in zip(out.tolist(), limits):
+            tokens = []
+            for token in seq[1:]:
+                if token == model.generation_config.eos_token_id:
+                    break
+                tokens.append(token)
+            outputs.append(tokens[:limit])
+    return outputs
+
+
+def cmd_matches(args):
+    import_or_skip()
+    import torch
+    import transformers
+
+    torch.set_num_threads(1)
+    name = args.variant
+    expected_type = VARIANTS[name][1]
+    run_dir = os.path.join(args.work, name)
+    out = os.path.join(args.work, "export-" + name)
+    shutil.rmtree(out, ignore_errors=True)
+    run([args.ckpt, "export-hf", run_dir, out])
+
+    failures = []
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(out)
+    model.eval()
+    if model.config.model_type != expected_type:
+        failures.append(f"model_type {model.config.model_type}, expected {expected_type}")
+    print(f"{name}: loaded {type(tokenizer).__name__} and {type(model).__name__}")
+
+    checkpoint = newest_checkpoint(run_dir)
+    src_spm = stored_spm(checkpoint, "src_model")
+    with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
+        joint = json.load(f).get("share_encoder_decoder_embeddings", True)
+    tgt_spm = src_spm if joint else stored_spm(checkpoint, "tgt_model")
+    lines = read_lines(TEST_SRC, SENTENCES)
+    failures += check_tokenizer(name, tokenizer, src_spm, lines)
+
+    src_file = os.path.join(args.work, "test-200.en")
+    with open(src_file, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
+    ours_file = os.path.join(args.work, f"nmt-{name}.b1")
+    run([args.translate, "-c", run_dir, "-i", src_file, "-o", ours_file, "--beam", "1",
+         "--device", "cpu", "--threads", "1", "--log-level", "warn"])
+    ours = read_lines(ours_file)
+    theirs_ids = hf_greedy(model, tokenizer, lines, model.config.max_position_embeddings)
+    theirs = [tgt_spm.decode(ids) for ids in theirs_ids]
+    different = [i for i in range(SENTENCES) if ours[i] != theirs[i]]
+    for i in different[:5]:
+        print(f"{name}: line {i + 1} differs\n  nmt-translate: {ours[i]!r}\n"
+              f"  transformers:  {theirs[i]!r}")
+    print(f"{name}: greedy: {SENTENCES - len(different)} of {SENTENCES} lines identical "
+          f"({len(set(ours))} distinct outputs, mean length "
+          f"{sum(map(len, theirs_ids)) / SENTENCES:.1f} tokens)")
+    if different:
+        failures.append(f"{len(different)} greedy outputs differ")
+    if len(set(ours)) < SENTENCES // 4:
+        failures.append(f"the model is degenerate ({len(set(ours))} distinct outputs): the "
+                        "comparison shows little")
+
+    unk = tokenizer.unk_token_id
+    clean = [i for i in range(SENTENCES) if unk not in theirs_ids[i]]
+    decoded = [i for i in clean
+               if tokenizer.decode(theirs_ids[i], skip_special_tokens=True) != ours[i]]
+    for i in decoded[:3]:
+        print(f"{name}: line {i + 1}: the tokenizer decodes "
+              f"{tokenizer.decode(theirs_ids[i], skip_special_tokens=True)!r}, "
+              f"nmt-translate wrote {ours[i]!r}")
+    print(f"{name}: tokenizer.decode: {len(clean) - len(decoded)} of {len(clean)} lines "
+          f"without <unk> as nmt-translate writes them")
+    if decoded:
+        failures.append(f"{len(decoded)} lines decode otherwise")
+    for failure in failures:
+        print(f"FAILED: {name}: {failure}")
+    return 1 if failures else 0
+
+
+def cmd_refuses(args):
+    run_dir = os.path.join(args.work, "learned")
+    out = os.path.join(args.work, "export-learned")
+    shutil.rmtree(out, ignore_errors=True)
+    r = subprocess.run([args.ckpt, "export-hf", run_dir, out], capture_output=True, text=True)
+    print(r.stderr, end="")
+    failures = []
+    if r.returncode != 1:
+        failures.append(f"exit status {r.returncode}, expected 1")
+    if not (r.stderr.startswith("nmt-ckpt: error: ") and r.stderr.count("\n") == 1):
+        failures.append("expected one line starting 'nmt-ckpt: error: '")
+    for needed in ("model.positions: learned", "model.positions: marian",
+                   "model.positions: m2m100"):
+        if needed not in r.stderr:
+            failures.append(f"the message does not name {needed!r}")
+    left = [f for f in os.listdir(args.work) if f.startswith("export-learned")]
+    if left:
+        failures.append(f"written anyway: {left}")
+    for failure in failures:
+        print(f"FAILED: refuses: {failure}")
+    return 1 if failures else 0
+
+
+def cmd_weights(args):
+    import_or_skip()
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    run_dir = os.path.join(args.work, "demo")
+    folder = os.path.join(run_dir, "checkpoints")
+    files = [os.path.join(folder, f) for f in sorted(os.listdir(folder))
+             if f.endswith(".safetensors")]
+    ours, theirs = "encoder_embed.tokens.weight", "model.shared.weight"
+    cases = [(["--weights", "raw"], files[-1:], "model."),
+             (["--weights", "ema"], files[-1:], "ema."),
+             ([], files[-1:], "ema."),  # auto: the moving average when there is one
+             (["--average", "2", "--weights", "raw"], files[-2:], "model.")]
+    failures = []
+    for flags, inputs, group in cases:
+        out = os.path.join(args.work, "export-weights")
+        run([args.ckpt, "export-hf", run_dir, out, "--force"] + flags)
+        exported = load_file(os.path.join(out, "model.safetensors"))[theirs]
+        expected = np.mean([load_file(f)[group + ours].astype(np.float64) for f in inputs],
+                           axis=0).astype(np.float32)
+        same = exported.dtype == np.float32 and np.array_equal(exported, expected)
+        print(f"weights: {' '.join(flags) or '(auto)'}: {theirs} "
+              f"{'equals' if same else 'differs from'} {group}{ours} of {len(inputs)} file(s)")
+        if not same:
+            failures.append(f"{' '.join(flags) or 'auto'} exported other tensors")
+    if len(files) < 2 or np.array_equal(load_file(files[-1])["model." + ours],
+                                        load_file(files[-1])["ema." + ours]):
+        failures.append("the run has too few checkpoints, or raw and ema weights are equal")
+    for failure in failures:
+        print(f"FAILED: weights: {failure}")
+    return 1 if failures else 0
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--train")
+    parser.add_argument("--ckpt")
+    parser.add_argument("--translate")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("train")
+    matches = sub.add_parser("matches")
+    matches.add_argument("variant", choices=[v for v, (_, t) in VARIANTS.items() if t])
+    sub.add_parser("refuses")
+    sub.add_parser("weights")
+    args = parser.parse_args()
+    return {"train": cmd_train, "matches": cmd_matches, "refuses": cmd_refuses,
+            "weights": cmd_weights}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
