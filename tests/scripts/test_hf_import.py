@@ -14,8 +14,14 @@ looks), and imports it with `nmt-ckpt import-hf`. Then:
     at our length limit and decoded with skip_special_tokens=True;
   - with --fine-tune: nmt-train with train.init_from the imported checkpoint (the model section
     from import-hf's answer) takes one update at learning rate 0, whose checkpoint holds the
-    imported parameters unchanged (nmt-ckpt diff), then two more updates, and nmt-translate
-    translates the fine-tuned run.
+    imported parameters unchanged (nmt-ckpt diff), then two more updates; the fine-tuned run,
+    exported with `nmt-ckpt export-hf` (not NLLB), generates as nmt-translate translates it;
+  - with --round-trip: import, then export-hf, gives a directory whose tensors (as
+    AutoModelForSeq2SeqLM loads them) are bitwise the original's, and whose tokenizer gives the
+    original's ids on every test line, both sides.
+Greedy outputs are compared as text, after leaving out language codes that the model
+generates after the first token (nmt-translate's decode drops them with the other special
+tokens; MarianTokenizer and M2M100Tokenizer write them out).
 Without transformers or sentencepiece it prints "SKIPPED: <reason>" and exits 77.
 """
 import argparse
@@ -93,8 +99,14 @@ def make_model(kind, tok, out_dir):
                                            activation_function="relu", **common)
         model = transformers.M2M100ForConditionalGeneration(config)
     with torch.no_grad():
+        # Every weight random; LayerNorms near their identity, so that the output depends on
+        # the source (with random norms too, every line got one and the same output).
         for name, tensor in model.named_parameters():
-            if "embed_positions" not in name and tensor.is_floating_point():
+            if "embed_positions" in name or not tensor.is_floating_point():
+                continue
+            if "layer_norm" in name:
+                tensor.normal_(1.0 if name.endswith("weight") else 0.0, 0.1)
+            else:
                 tensor.normal_(0.0, 0.3)
         # Some outputs then end with EOS before the length limit (M2M100 has no logits bias:
         # its outputs mostly run to the limit).
@@ -119,7 +131,12 @@ def hf_translations(kind, tok, model, config, lines, src_lang, tgt_lang):
         texts = [tokenizers.HF_CODE["marian"][tgt_lang] + " " + line for line in lines]
     elif kind != "marian":
         tok.src_lang = tokenizers.HF_CODE[kind][src_lang]
-        forced = tok.convert_tokens_to_ids(tokenizers.HF_CODE[kind][tgt_lang])
+        code = tokenizers.HF_CODE[kind][tgt_lang]
+        # M2M100's code "de" is the token __de__; NLLB's "deu_Latn" is its token.
+        forced = tok.get_lang_id(code) if kind == "m2m100" else tok.convert_tokens_to_ids(code)
+    codes = {i for token, i in tok.get_vocab().items()
+             if token.startswith(">>") and token.endswith("<<")}
+    codes |= set((getattr(tok, "lang_code_to_id", {}) or {}).values())
     out = []
     for begin in range(0, len(texts), 25):
         batch = tok(texts[begin:begin + 25], return_tensors="pt", padding=True)
@@ -139,6 +156,10 @@ def hf_translations(kind, tok, model, config, lines, src_lang, tgt_lang):
                 # nmt-translate (and NllbTokenizer) drop it as a special token.
                 assert tokens[0] == forced, (tokens, forced)
                 tokens = tokens[1:]
+            # Language codes generated later in the output: nmt-translate's decode drops them
+            # with the other special tokens, MarianTokenizer and M2M100Tokenizer (5.x) write
+            # them out (data/hf_tokenizer.h); the tokens themselves are compared as generated.
+            tokens = [t for t in tokens if t not in codes]
             out.append(tok.decode(tokens, skip_special_tokens=True))
     return out
 
@@ -156,27 +177,28 @@ def nmt_translations(bin_dir, checkpoint, lines, src_lang, tgt_lang, work):
     return run(cmd).stdout.split("\n")[:len(lines)]
 
 
-def fine_tune(bin_dir, checkpoint, summary, src_lang, tgt_lang, work):
-    """One update at lr 0 keeps the parameters; two more train; the run translates."""
+def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, work):
+    """One update at lr 0 keeps the parameters; two more train; the run translates, and
+    exported (not NLLB: its tokenizer is not exported) generates as nmt-translate does."""
     run_dir = os.path.join(work, "run")
     shutil.rmtree(run_dir, ignore_errors=True)
     data = os.path.join(REPO, "data")
-    lines = [f"run_dir: {run_dir}", summary["model_yaml"].rstrip("\n"), "data:",
+    yaml = [f"run_dir: {run_dir}", summary["model_yaml"].rstrip("\n"), "data:",
              f"  joint_vocab: {str(summary['joint_vocab']).lower()}",
              "  max_len: 64", "  max_tokens: 1024"]
     if tgt_lang:
-        lines += ["  lang_tags: target", "  train:",
+        yaml += ["  lang_tags: target", "  train:",
                   f"    - {{name: ende, src: {data}/ddtp.en-de.train.en.gz, "
                   f"tgt: {data}/ddtp.en-de.train.de.gz, src_lang: en, tgt_lang: {tgt_lang}}}"]
     else:
-        lines += [f"  train_src: {data}/ddtp.en-de.train.en.gz",
+        yaml += [f"  train_src: {data}/ddtp.en-de.train.en.gz",
                   f"  train_tgt: {data}/ddtp.en-de.train.de.gz"]
-    lines += ["train:", "  seed: 1", "  warmup_steps: 1", "  log_every: 1", "  valid_every: 0",
+    yaml += ["train:", "  seed: 1", "  warmup_steps: 1", "  log_every: 1", "  valid_every: 0",
               f"  init_from: {checkpoint}", "amp:", "  mode: off", "dist:", "  nproc_per_node: 1",
               "checkpoint:", "  every_steps: 1", "  keep_last: 5"]
     config = os.path.join(work, "finetune.yaml")
     with open(config, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(yaml) + "\n")
     train = os.path.join(bin_dir, "nmt-train")
     run([train, "--config", config, "--set", "train.max_steps=1", "--set", "train.lr=0"])
     first = os.path.join(run_dir, "checkpoints", "checkpoint-00000001.safetensors")
@@ -193,10 +215,26 @@ def fine_tune(bin_dir, checkpoint, summary, src_lang, tgt_lang, work):
                           capture_output=True, text=True)
     if diff.returncode == 0:
         sys.exit("three updates at lr 0.001 left the parameters unchanged")
-    out = nmt_translations(bin_dir, run_dir, ["This package contains common files."], src_lang,
-                           tgt_lang, work)
+    got = nmt_translations(bin_dir, run_dir, lines, src_lang, tgt_lang, work)
     print(f"fine-tuned: 1 update at lr 0 kept every parameter, 2 more changed them; "
-          f"translation after: {out[0]!r}")
+          f"{len(set(got))} distinct outputs of {len(lines)} lines, e.g. {got[0]!r}")
+    if kind == "nllb":
+        return
+    import transformers
+
+    exported = os.path.join(work, "exported")
+    run([os.path.join(bin_dir, "nmt-ckpt"), "export-hf", run_dir, exported, "--force"])
+    tok = transformers.AutoTokenizer.from_pretrained(exported)
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(exported).eval()
+    expected = hf_translations(kind, tok, model, model.config, lines, src_lang, tgt_lang)
+    bad = [i for i, (e, g) in enumerate(zip(expected, got)) if e != g]
+    print(f"exported: generate equals nmt-translate on {len(lines) - len(bad)} of {len(lines)} "
+          f"lines")
+    for i in bad[:5]:
+        print(f"line {i + 1}: {lines[i]!r}\n  transformers: {expected[i]!r}\n  nmt-translate: "
+              f"{got[i]!r}")
+    if bad:
+        sys.exit(1)
 
 
 def refusals(bin_dir, model_dir, work):
@@ -230,12 +268,43 @@ def refusals(bin_dir, model_dir, work):
             sys.exit(f"expected exit 1, a message naming {expected!r}, and no {out}")
 
 
+def round_trip(bin_dir, model_dir, checkpoint, kind, lines, work):
+    """import -> export: the same fp32 tensors bit for bit, the same tokenizer ids."""
+    import torch
+    import transformers
+
+    out = os.path.join(work, "exported")
+    run([os.path.join(bin_dir, "nmt-ckpt"), "export-hf", checkpoint, out, "--force"])
+    load = transformers.AutoModelForSeq2SeqLM.from_pretrained
+    before, after = load(model_dir).state_dict(), load(out).state_dict()
+    if sorted(before) != sorted(after):
+        sys.exit(f"tensor names differ: {sorted(set(before) ^ set(after))[:10]}")
+    differing = [name for name in before if not torch.equal(before[name], after[name])]
+    if differing:
+        sys.exit(f"{len(differing)} tensors differ after the round trip, e.g. {differing[:5]}")
+    tok_before = transformers.AutoTokenizer.from_pretrained(model_dir)
+    tok_after = transformers.AutoTokenizer.from_pretrained(out)
+    bad = 0
+    for line in lines:
+        for side in ("source", "target"):
+            src_lang, tgt_lang = ("en", "de") if kind != "marian" else ("", "")
+            a = tokenizers.hf_encode(kind, tok_before, line, side, src_lang, tgt_lang)
+            b = tokenizers.hf_encode(kind, tok_after, line, side, src_lang, tgt_lang)
+            bad += a != b
+    print(f"round trip: {len(before)} tensors bitwise equal; {type(tok_after).__name__} ids "
+          f"equal on {2 * len(lines) - bad} of {2 * len(lines)} encodings")
+    if bad:
+        sys.exit(1)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bin", required=True, help="the build folder with nmt-ckpt, nmt-translate")
     p.add_argument("--work", required=True)
     p.add_argument("--fine-tune", action="store_true")
     p.add_argument("--refusals", action="store_true", help="check the refusals instead")
+    p.add_argument("--round-trip", action="store_true",
+                   help="check import -> export-hf -> transformers instead")
     p.add_argument("variant", choices=sorted(VARIANTS))
     a = p.parse_args()
     try:
@@ -245,7 +314,8 @@ def main():
         print(f"SKIPPED: no {e.name} in {sys.executable}")
         sys.exit(SKIP)
     kind, _, (src_lang, tgt_lang) = VARIANTS[a.variant]
-    mode = "-finetune" if a.fine_tune else "-refusals" if a.refusals else ""
+    mode = ("-finetune" if a.fine_tune else "-refusals" if a.refusals else
+            "-roundtrip" if a.round_trip else "")
     work = os.path.join(a.work, a.variant + mode)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -269,19 +339,22 @@ def main():
     print(f"transformers {transformers.__version__}, {type(tok).__name__}: imported "
           f"{summary['parameters']} parameters, vocabulary {summary['src_vocab_size']}, "
           f"{len(summary['languages'])} languages")
-    if a.fine_tune:
-        fine_tune(a.bin, checkpoint, summary, src_lang, tgt_lang, work)
-        return
-
     lines = [line for line in tokenizers.AWKWARD if line.strip()]
     # Corpus lines of up to 100 source tokens (the model's 256 positions hold them).
     lines += [line for line in en[2000:] + de[2000:]
               if line.strip() and len(tok(line)["input_ids"]) <= 100][:LINES - len(lines)]
+    if a.fine_tune:
+        fine_tune(a.bin, checkpoint, summary, kind, lines[:50], src_lang, tgt_lang, work)
+        return
+    if a.round_trip:
+        round_trip(a.bin, model_dir, checkpoint, kind, tokenizers.AWKWARD + lines, work)
+        return
+
     expected = hf_translations(kind, tok, model, config, lines, src_lang, tgt_lang)
     got = nmt_translations(a.bin, checkpoint, lines, src_lang, tgt_lang, work)
     bad = [i for i, (e, g) in enumerate(zip(expected, got)) if e != g]
-    ended = sum(1 for e in expected if e)  # non-empty outputs
-    print(f"{len(lines)} lines: {len(lines) - len(bad)} identical ({ended} non-empty outputs)")
+    print(f"{len(lines)} lines: {len(lines) - len(bad)} identical ({len(set(expected))} distinct "
+          f"outputs)")
     for i in bad[:5]:
         print(f"line {i + 1}: {lines[i]!r}\n  transformers: {expected[i]!r}\n  nmt-translate: "
               f"{got[i]!r}")
