@@ -51,6 +51,16 @@ struct Side {
   TokenTable table;  ///< an imported vocabulary's (kind, ids); ours: pad/unk/eos only
 };
 
+/// The vocab.json token of one of our pieces: a language tag `<2xx>` becomes Marian's `>>xx<<`,
+/// which MarianTokenizer takes from the start of the text and looks up whole, so that
+/// tokenizer(">>de<< text") gives the ids nmt-translate --tgt-lang de encodes; any other piece
+/// is itself.
+std::string marian_token(const std::string& piece) {
+  if (piece.size() > 3 && piece.rfind("<2", 0) == 0 && piece.back() == '>' && is_tag_piece(piece))
+    return ">>" + piece.substr(2, piece.size() - 3) + "<<";
+  return piece;
+}
+
 /// nmt-train's own model: its pieces are its ids; tags written as control symbols.
 Side own_side(const Vocab& vocab) {
   Side side;
@@ -62,7 +72,7 @@ Side own_side(const Vocab& vocab) {
   NMT_CHECK(status.ok(), DataError, "{}: cannot load the SentencePiece model: {}",
             vocab.model_path().string(), status.ToString());
   for (int id = 0; id < processor.GetPieceSize(); ++id)
-    side.tokens.push_back(processor.IdToPiece(id));
+    side.tokens.push_back(marian_token(processor.IdToPiece(id)));
   NMT_CHECK(vocab.unk_id() >= 0, DataError,
             "{}: the SentencePiece model has no unknown piece, which MarianTokenizer needs",
             vocab.model_path().string());

@@ -7,7 +7,10 @@
 //                                      own ids), target_vocab.json and separate_vocabs when
 //                                      not joint. Tags stay control symbols, so text never
 //                                      gives one (a model with user-defined tags, from before
-//                                      they were control symbols, is written retyped).
+//                                      they were control symbols, is written retyped); a
+//                                      language tag `<2de>` is the vocab.json token `>>de<<`,
+//                                      which MarianTokenizer reads from the start of the text
+//                                      (">>de<< Hello"), as OPUS-MT's multilingual models do.
 //   an imported MarianTokenizer        its files again: the SentencePiece models and vocab.json
 //                                      as imported.
 //   an imported M2M100Tokenizer        sentencepiece.bpe.model, vocab.json (the ids before the

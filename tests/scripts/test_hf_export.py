@@ -10,7 +10,10 @@
 shipped corpus: `demo` (configs/demo.yaml, smaller: pre-norm, positions m2m100, one shared
 table: an M2M100 export), `postnorm` (post-norm, positions marian, separate
 vocabularies, decoder-tied embeddings, silu, a logits bias: a MarianMT export with
-separate_vocabs) and `learned` (learned positions, which no transformers architecture has).
+separate_vocabs), `multilingual` (configs/multilingual-tiny.yaml on both directions of the
+shipped corpus: `<2xx>` tags, exported as Marian's `>>xx<<` tokens, and compared with
+">>de<< " leading each line against nmt-translate --tgt-lang de) and `learned` (learned
+positions, which no transformers architecture has).
 
 `matches VARIANT` exports the run, loads it with AutoTokenizer and AutoModelForSeq2SeqLM alone,
 and checks on the first 200 test sentences:
@@ -63,7 +66,14 @@ VARIANTS = {
                   "data.joint_vocab=false", "model.activation=silu", "model.output_bias=true"],
                  "marian"),
     "learned": (["model.norm=post", "model.positions=learned"], None),
+    # configs/multilingual-tiny.yaml, both directions of the shipped corpus: the target's tag
+    # <2xx> first in every source, which the exported tokenizer reads as ">>xx<< text".
+    "multilingual": ([], "m2m_100"),
 }
+# The variants trained from another config than demo.yaml, with the shipped corpora it names.
+CONFIGS = {"multilingual": "multilingual-tiny.yaml"}
+# The target language of a multilingual variant.
+TGT_LANG = {"multilingual": "de"}
 
 AWKWARD = ["", " ", "  leading spaces", "trailing spaces   ", "repeated    spaces   inside",
            "\ttabs\tand\ttabs\t", "unknown characters: \U0001F600 \u6f22\u5b57 \u0915\u0916",
@@ -107,11 +117,12 @@ def cmd_train(args):
     for name, (settings, _) in VARIANTS.items():
         run_dir = os.path.join(args.work, name)
         shutil.rmtree(run_dir, ignore_errors=True)
-        cmd = [args.train, "--config", os.path.join(ROOT, "configs", "demo.yaml"),
+        config = CONFIGS.get(name, "demo.yaml")
+        cmd = [args.train, "--config", os.path.join(ROOT, "configs", config),
                "--log-level", "warn", "--set", f"run_dir={run_dir}"]
         for s in COMMON + settings:
             cmd += ["--set", s]
-        run(cmd + slice_flags, cwd=ROOT)
+        run(cmd + ([] if name in CONFIGS else slice_flags), cwd=ROOT)
         print(f"trained {name}")
     return 0
 
@@ -143,13 +154,16 @@ def stored_spm(checkpoint, name):
     return sentencepiece.SentencePieceProcessor(model_proto=data)
 
 
-def check_tokenizer(name, tokenizer, src_spm, lines):
-    """The tokenizer's ids equal our SentencePiece ids + </s> on every line; failures."""
+def check_tokenizer(name, tokenizer, src_spm, lines, tgt_lang=None):
+    """The tokenizer's ids equal our SentencePiece ids + </s> on every line (after the target
+    language's tag, given to the tokenizer as Marian's ">>xx<< " text); failures."""
     eos = src_spm.eos_id()
+    tag = [src_spm.piece_to_id(f"<2{tgt_lang}>")] if tgt_lang else []
+    code = f">>{tgt_lang}<< " if tgt_lang else ""
     different = []
     for line in lines + AWKWARD:
-        ours = src_spm.encode(line) + [eos]
-        theirs = tokenizer(line).input_ids
+        ours = tag + src_spm.encode(line) + [eos]
+        theirs = tokenizer(code + line).input_ids
         if ours != theirs:
             different.append(line)
             if len(different) <= 3:
@@ -159,13 +173,15 @@ def check_tokenizer(name, tokenizer, src_spm, lines):
     return [f"{len(different)} lines encode otherwise"] if different else []
 
 
-def hf_greedy(model, tokenizer, lines, max_positions):
-    """transformers' greedy ids per line (without the start token and eos), cut to our limit."""
+def hf_greedy(model, tokenizer, lines, max_positions, code=""):
+    """transformers' greedy ids per line (without the start token and eos), cut to our limit;
+    `code` (">>de<< ") leads each line of a multilingual model."""
     import torch
 
     outputs = []
     for start in range(0, len(lines), 50):
-        batch = tokenizer(lines[start:start + 50], return_tensors="pt", padding=True)
+        batch = tokenizer([code + line for line in lines[start:start + 50]], return_tensors="pt",
+                          padding=True)
         lengths = batch.attention_mask.sum(1).tolist()
         limits = [min(int(math.floor(MAX_LEN_A * n)) + MAX_LEN_B, max_positions - 1)
                   for n in lengths]
@@ -209,16 +225,19 @@ def cmd_matches(args):
         joint = json.load(f).get("share_encoder_decoder_embeddings", True)
     tgt_spm = src_spm if joint else stored_spm(checkpoint, "tgt_model")
     lines = read_lines(TEST_SRC, SENTENCES)
-    failures += check_tokenizer(name, tokenizer, src_spm, lines)
+    tgt_lang = TGT_LANG.get(name)
+    failures += check_tokenizer(name, tokenizer, src_spm, lines, tgt_lang)
 
     src_file = os.path.join(args.work, "test-200.en")
     with open(src_file, "w", encoding="utf-8") as f:
         f.writelines(line + "\n" for line in lines)
     ours_file = os.path.join(args.work, f"nmt-{name}.b1")
     run([args.translate, "-c", run_dir, "-i", src_file, "-o", ours_file, "--beam", "1",
-         "--device", "cpu", "--threads", "1", "--log-level", "warn"])
+         "--device", "cpu", "--threads", "1", "--log-level", "warn"] +
+        (["--tgt-lang", tgt_lang] if tgt_lang else []))
     ours = read_lines(ours_file)
-    theirs_ids = hf_greedy(model, tokenizer, lines, model.config.max_position_embeddings)
+    theirs_ids = hf_greedy(model, tokenizer, lines, model.config.max_position_embeddings,
+                           f">>{tgt_lang}<< " if tgt_lang else "")
     theirs = [tgt_spm.decode(ids) for ids in theirs_ids]
     different = [i for i in range(SENTENCES) if ours[i] != theirs[i]]
     for i in different[:5]:
