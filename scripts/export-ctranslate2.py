@@ -214,15 +214,15 @@ _MODEL_KEYS = {
     "ffn_dim": None, "max_positions": None,
     # Training-only: dropout is off when translating.
     "dropout": None, "attention_dropout": None, "activation_dropout": None,
-    "activation": {"relu", "gelu"},
+    "activation": {"relu", "gelu", "silu"},
     "norm": {"pre", "post"},
     "positions": {"sinusoidal", "learned", "marian", "m2m100"},
     "tie_embeddings": {"none", "decoder", "all"},
     "scale_embeddings": {True, False},
-    # Imported transformers models' settings (silu, the logits bias, another decoder start)
-    # are not taught to this exporter yet: refused.
-    "output_bias": {False},
-    "decoder_start": {"bos"},
+    # Imported transformers models' settings (nmt-ckpt import-hf): the logits bias is the
+    # output projection's bias, the decoder start CTranslate2's decoder_start_token.
+    "output_bias": {True, False},
+    "decoder_start": {"bos", "eos", "pad"},
 }
 _ADDED_KEY_DEFAULTS = {"output_bias": False, "decoder_start": "bos"}
 _INTEGER_KEYS = ("encoder_layers", "decoder_layers", "d_model", "heads", "ffn_dim",
@@ -383,7 +383,9 @@ def build_spec(model, weights, src_pieces, tgt_pieces, special):
     pre_norm = model["norm"] == "pre"
     activation = {"relu": common_spec.Activation.RELU,
                   # at::gelu without approximation: the erf form, CTranslate2's GELU.
-                  "gelu": common_spec.Activation.GELU}[model["activation"]]
+                  "gelu": common_spec.Activation.GELU,
+                  # at::silu, x * sigmoid(x): CTranslate2's SWISH (MarianMT's "swish").
+                  "silu": common_spec.Activation.SWISH}[model["activation"]]
     spec = transformer_spec.TransformerSpec.from_config(
         (model["encoder_layers"], model["decoder_layers"]), model["heads"],
         pre_norm=pre_norm, activation=activation)
@@ -413,7 +415,8 @@ def build_spec(model, weights, src_pieces, tgt_pieces, special):
     spec.encoder.embeddings[0].weight = encoder_tokens
     spec.decoder.embeddings.weight = decoder_tokens
     spec.decoder.projection.weight = output
-    bias = np.zeros(len(tgt_pieces), np.float32)
+    bias = (weights.get("output_bias") if model["output_bias"]
+            else np.zeros(len(tgt_pieces), np.float32))
     bias[[special["pad_id"], special["bos_id"]]] = BANNED_TOKEN_BIAS
     spec.decoder.projection.bias = bias
 
@@ -443,7 +446,7 @@ def build_spec(model, weights, src_pieces, tgt_pieces, special):
     config.unk_token = special["unk"]
     config.bos_token = special["bos"]
     config.eos_token = special["eos"]
-    config.decoder_start_token = special["bos"]
+    config.decoder_start_token = special[model["decoder_start"]]
     config.add_source_bos = False
     config.add_source_eos = True  # nmt-translate encodes a sentence as its pieces + </s>
     spec.register_source_vocabulary(src_pieces)
@@ -451,9 +454,49 @@ def build_spec(model, weights, src_pieces, tgt_pieces, special):
     return spec
 
 
+# The first line of a vocabulary imported from Hugging Face (data/token_table.h): then a line of
+# JSON (the tokenizer's tokens by id and its special ids), then the SentencePiece model's bytes.
+HF_VOCAB_MAGIC = b"nmt-hf-vocab 1\n"
+
+
+def split_hf_vocab(model_bytes, origin):
+    """(table, SentencePiece bytes) of an imported vocabulary; (None, model_bytes) of ours."""
+    if not model_bytes.startswith(HF_VOCAB_MAGIC):
+        return None, model_bytes
+    end = model_bytes.find(b"\n", len(HF_VOCAB_MAGIC))
+    try:
+        table = json.loads(model_bytes[len(HF_VOCAB_MAGIC):end].decode("utf-8"))
+        tokens = table["tokens"]
+        for key in ("pad_id", "unk_id", "eos_id"):
+            tokens[table[key]]
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        raise ExportError(f"{origin}: malformed Hugging Face vocabulary: {e}") from e
+    return table, model_bytes[end + 1:]
+
+
+def hf_vocabulary(table, origin):
+    """Tokens (in id order) and special tokens of an imported vocabulary: its tokenizer's
+    tokens, which its SentencePiece pieces are (a piece it lacks is <unk>, as CTranslate2 maps
+    an unknown token); bos is <s>, or pad where there is none (Marian), as data/vocab.cpp has it."""
+    tokens = [str(t) for t in table["tokens"]]
+    if len(set(tokens)) != len(tokens):
+        raise ExportError(f"{origin}: the vocabulary has duplicate tokens")
+    ids = {"pad_id": table["pad_id"], "unk_id": table["unk_id"], "eos_id": table["eos_id"]}
+    bos = tokens.index("<s>") if "<s>" in tokens else ids["pad_id"]
+    ids["bos_id"] = bos if bos in table.get("special_ids", []) else ids["pad_id"]
+    special = dict(ids, unk=tokens[ids["unk_id"]], bos=tokens[ids["bos_id"]],
+                   eos=tokens[ids["eos_id"]], pad=tokens[ids["pad_id"]])
+    return tokens, special
+
+
 def vocabulary(model_bytes, origin):
-    """Pieces (in id order) and special tokens of a serialized SentencePiece model."""
+    """Pieces (in id order) and special tokens of a serialized SentencePiece model, or of a
+    vocabulary imported from Hugging Face."""
     import sentencepiece as spm
+
+    table, _ = split_hf_vocab(model_bytes, origin)
+    if table is not None:
+        return hf_vocabulary(table, origin)
 
     processor = spm.SentencePieceProcessor()
     try:
@@ -469,14 +512,16 @@ def vocabulary(model_bytes, origin):
     if len(set(pieces)) != len(pieces):
         raise ExportError(f"{origin}: the SentencePiece model has duplicate pieces")
     special = dict(ids, unk=pieces[ids["unk_id"]], bos=pieces[ids["bos_id"]],
-                   eos=pieces[ids["eos_id"]])
+                   eos=pieces[ids["eos_id"]], pad=pieces[ids["pad_id"]])
     return pieces, special
 
 
-def source_prefixes(metadata, pieces, origin):
+def source_prefixes(metadata, pieces, origin, model_bytes=None):
     """A multilingual model's tags (metadata lang_tags: target, languages "de,en"): {language:
     its <2xx> piece}, which a CTranslate2 user puts first in the source tokens, as
-    nmt-translate --tgt-lang does; {} for any other model."""
+    nmt-translate --tgt-lang does; for a vocabulary imported from Hugging Face, every language
+    code it has, as it spells them ({"de": "__de__"}, {"deu": ">>deu<<"}, {"deu_Latn":
+    "deu_Latn"}); {} for any other model."""
     if metadata.get("lang_tags") is None:
         return {}
     if metadata["lang_tags"] != "target":
@@ -485,6 +530,17 @@ def source_prefixes(metadata, pieces, origin):
     languages = [code for code in metadata.get("languages", "").split(",") if code]
     if not languages:
         raise ExportError(f"{origin}: metadata lang_tags is target but languages is missing")
+    table, _ = split_hf_vocab(model_bytes, origin) if model_bytes else (None, None)
+    if table is not None:
+        # The vocabulary's own codes: `__de__` (M2M100), `>>deu<<` (Marian), `deu_Latn` (NLLB).
+        codes = {}
+        for i in table.get("language_ids", []):
+            token = table["tokens"][i]
+            code = (token[2:-2] if table["tokenizer"] in ("m2m100", "marian") else token)
+            codes[code] = token
+        # Every code the vocabulary has, as it spells them (a fine-tuned run's metadata names
+        # languages by ISO 639 codes, which need not be the vocabulary's spelling).
+        return codes
     prefixes = {code: f"<2{code}>" for code in languages}
     known = set(pieces)
     for code, tag in prefixes.items():
@@ -517,6 +573,15 @@ MULTILINGUAL_README = """
 A multilingual model (languages {languages}): the first source token names the target
 language, as nmt-translate --tgt-lang does, e.g. ["{example}"] + src.encode(text, out_type=str);
 export.json's "source_prefix" maps each language to its token.
+"""
+
+
+SOURCE_AND_TARGET_README = """
+A multilingual model imported from M2M100 or NLLB (languages {languages}, ...): the first
+source token is the source language's code and the output starts with the target language's,
+as nmt-translate --src-lang/--tgt-lang do: ["{example}"] + src.encode(text, out_type=str), and
+translate_batch(..., target_prefix=[[code of the target language]]); export.json's
+"source_prefix" and "target_prefix" map each language to its code.
 """
 
 
@@ -564,7 +629,12 @@ def export(args):
                           f"({src_special['eos']!r}, {special['eos']!r}); CTranslate2 has one "
                           "eos_token")
 
-    prefixes = source_prefixes(newest.metadata, src_pieces, origin)
+    prefixes = source_prefixes(newest.metadata, src_pieces, origin, src_bytes)
+    src_table, src_spm = split_hf_vocab(src_bytes, origin)
+    _, tgt_spm = split_hf_vocab(tgt_bytes, origin)
+    # M2M100 and NLLB: the source starts with its own language's code, the output with the
+    # target's (CTranslate2's target_prefix); Marian and ours: the target's tag leads the source.
+    both = (src_table or {}).get("language_placement") == "source_and_target"
     spec = build_spec(model, weights, src_pieces, tgt_pieces, special)
     spec.validate()
     quantization = None if args.quantization == "none" else args.quantization
@@ -580,9 +650,9 @@ def export(args):
     try:
         spec.save(staging)
         with open(os.path.join(staging, "source.model"), "wb") as f:
-            f.write(src_bytes)
+            f.write(src_spm)
         with open(os.path.join(staging, "target.model"), "wb") as f:
-            f.write(tgt_bytes)
+            f.write(tgt_spm)
         info = {
             "checkpoints": [os.path.abspath(f.path) for f in files],
             "step": int(newest.metadata.get("step", "0") or 0),
@@ -593,7 +663,11 @@ def export(args):
             "model": model,
             "banned_output_tokens": [special["pad_id"], special["bos_id"]],
         }
-        if prefixes:
+        if prefixes and both:
+            # The source starts with its language's code, the output with the target's.
+            info["source_prefix"] = prefixes
+            info["target_prefix"] = prefixes
+        elif prefixes:
             # A multilingual model: the source tokens start with the target language's tag.
             info["source_prefix"] = prefixes
         with open(os.path.join(staging, "export.json"), "w", encoding="utf-8") as f:
@@ -603,7 +677,10 @@ def export(args):
             f.write(README.format(checkpoints="\n".join(info["checkpoints"]), outdir=out,
                                   weights=info["weights"], quantization=args.quantization,
                                   max_positions=model["max_positions"]))
-            if prefixes:
+            if prefixes and both:
+                f.write(SOURCE_AND_TARGET_README.format(
+                    languages=", ".join(list(prefixes)[:10]), example=next(iter(prefixes.values()))))
+            elif prefixes:
                 f.write(MULTILINGUAL_README.format(
                     languages=", ".join(prefixes), example=next(iter(prefixes.values()))))
         if os.path.exists(out):
