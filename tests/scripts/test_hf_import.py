@@ -13,9 +13,11 @@ looks), and imports it with `nmt-ckpt import-hf`. Then:
     first for M2M100 and NLLB, given first in the text for a multilingual Marian model), cut
     at our length limit and decoded with skip_special_tokens=True;
   - with --fine-tune: nmt-train with train.init_from the imported checkpoint (the model section
-    from import-hf's answer) takes one update at learning rate 0, whose checkpoint holds the
-    imported parameters unchanged (nmt-ckpt diff), then two more updates; the fine-tuned run,
-    exported with `nmt-ckpt export-hf` (not NLLB), generates as nmt-translate translates it;
+    from import-hf's answer; a moving average, validation with BLEU, TensorBoard) takes one
+    update at learning rate 0, whose checkpoint holds the imported parameters unchanged
+    (nmt-ckpt diff); 3 updates straight and 2 + a resume to 3 give bitwise equal checkpoints
+    (every tensor); the fine-tuned run, exported with `nmt-ckpt export-hf` (not NLLB),
+    generates as nmt-translate translates it;
   - with --ct2: scripts/export-ctranslate2.py's model of the import translates greedily as
     nmt-translate does (at most 1% of the lines may differ by float summation order);
   - with --round-trip: import, then export-hf, gives a directory whose tensors (as
@@ -179,53 +181,81 @@ def nmt_translations(bin_dir, checkpoint, lines, src_lang, tgt_lang, work):
     return run(cmd).stdout.split("\n")[:len(lines)]
 
 
+def has_key(record, word):
+    """Whether a JSON value has a key containing `word`, at any depth."""
+    if isinstance(record, dict):
+        return any(word in k or has_key(v, word) for k, v in record.items())
+    return isinstance(record, list) and any(has_key(v, word) for v in record)
+
+
 def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, work):
-    """One update at lr 0 keeps the parameters; two more train; the run translates, and
-    exported (not NLLB: its tokenizer is not exported) generates as nmt-translate does."""
-    run_dir = os.path.join(work, "run")
-    shutil.rmtree(run_dir, ignore_errors=True)
+    """Fine-tuning from the import with what runs of ours have (moving average, validation
+    with BLEU, TensorBoard): an update at lr 0 keeps the imported parameters; 3 updates straight
+    and 2 + a resume to 3 give bitwise the same checkpoint; the run translates, and exported
+    (not NLLB: its tokenizer is not exported) generates as nmt-translate does."""
     data = os.path.join(REPO, "data")
-    yaml = [f"run_dir: {run_dir}", summary["model_yaml"].rstrip("\n"), "data:",
-             f"  joint_vocab: {str(summary['joint_vocab']).lower()}",
-             "  max_len: 64", "  max_tokens: 1024"]
+    yaml = [summary["model_yaml"].rstrip("\n"), "data:",
+            f"  joint_vocab: {str(summary['joint_vocab']).lower()}",
+            "  max_len: 64", "  max_tokens: 1024"]
     if tgt_lang:
         yaml += ["  lang_tags: target", "  train:",
-                  f"    - {{name: ende, src: {data}/ddtp.en-de.train.en.gz, "
-                  f"tgt: {data}/ddtp.en-de.train.de.gz, src_lang: en, tgt_lang: {tgt_lang}}}"]
+                 f"    - {{name: ende, src: {data}/ddtp.en-de.train.en.gz, "
+                 f"tgt: {data}/ddtp.en-de.train.de.gz, src_lang: en, tgt_lang: {tgt_lang}}}",
+                 "  valid:",
+                 f"    - {{name: valid-ende, src: {data}/ddtp.en-de.valid.en, "
+                 f"tgt: {data}/ddtp.en-de.valid.de, src_lang: en, tgt_lang: {tgt_lang}}}"]
     else:
         yaml += [f"  train_src: {data}/ddtp.en-de.train.en.gz",
-                  f"  train_tgt: {data}/ddtp.en-de.train.de.gz"]
-    yaml += ["train:", "  seed: 1", "  warmup_steps: 1", "  log_every: 1", "  valid_every: 0",
-              f"  init_from: {checkpoint}", "amp:", "  mode: off", "dist:", "  nproc_per_node: 1",
-              "checkpoint:", "  every_steps: 1", "  keep_last: 5"]
+                 f"  train_tgt: {data}/ddtp.en-de.train.de.gz",
+                 f"  valid_src: {data}/ddtp.en-de.valid.en",
+                 f"  valid_tgt: {data}/ddtp.en-de.valid.de"]
+    yaml += ["train:", "  seed: 1", "  lr: 0.001", "  warmup_steps: 1", "  log_every: 1",
+             "  valid_every: 3", "  valid_translate: true", "  valid_beam: 1", "  ema_decay: 0.9",
+             f"  init_from: {checkpoint}", "amp:", "  mode: off", "dist:", "  nproc_per_node: 1",
+             "checkpoint:", "  every_steps: 1", "  keep_last: 5", "log:", "  tensorboard: true"]
     config = os.path.join(work, "finetune.yaml")
     with open(config, "w", encoding="utf-8") as f:
         f.write("\n".join(yaml) + "\n")
-    train = os.path.join(bin_dir, "nmt-train")
-    run([train, "--config", config, "--set", "train.max_steps=1", "--set", "train.lr=0"])
-    first = os.path.join(run_dir, "checkpoints", "checkpoint-00000001.safetensors")
-    if not os.path.exists(first):
-        first = sorted(os.listdir(os.path.join(run_dir, "checkpoints")))
-        sys.exit(f"no step-1 checkpoint; found {first}")
-    diff = subprocess.run([os.path.join(bin_dir, "nmt-ckpt"), "diff", checkpoint, first],
+    train, ckpt = os.path.join(bin_dir, "nmt-train"), os.path.join(bin_dir, "nmt-ckpt")
+
+    def step_file(run_dir, step):
+        return os.path.join(run_dir, "checkpoints", f"checkpoint-{step:08d}.safetensors")
+
+    def fine_tune_run(name, *settings):
+        run_dir = os.path.join(work, name)
+        run([train, "--config", config, "--set", f"run_dir={run_dir}"] +
+            [x for setting in settings for x in ("--set", setting)])
+        return run_dir
+
+    zero = fine_tune_run("lr0", "train.max_steps=1", "train.lr=0", "train.valid_every=0")
+    if subprocess.run([ckpt, "diff", checkpoint, step_file(zero, 1)],
+                      capture_output=True).returncode != 0:
+        sys.exit("an update at lr 0 changed the imported parameters")
+    straight = fine_tune_run("straight", "train.max_steps=3")
+    resumed = fine_tune_run("resumed", "train.max_steps=2")
+    fine_tune_run("resumed", "train.max_steps=3")
+    diff = subprocess.run([ckpt, "diff", "--all", step_file(straight, 3), step_file(resumed, 3)],
                           capture_output=True, text=True)
     if diff.returncode != 0:
-        sys.exit(f"an update at lr 0 changed the imported parameters: {diff.stdout[-2000:]}")
-    run([train, "--config", config, "--set", "train.max_steps=3", "--set", "train.lr=0.001"])
-    diff = subprocess.run([os.path.join(bin_dir, "nmt-ckpt"), "diff", checkpoint,
-                           os.path.join(run_dir, "checkpoints", "checkpoint-00000003.safetensors")],
-                          capture_output=True, text=True)
-    if diff.returncode == 0:
+        sys.exit(f"3 updates straight and 2 + a resume to 3 differ: {diff.stdout[-2000:]}")
+    if subprocess.run([ckpt, "diff", checkpoint, step_file(straight, 3)],
+                      capture_output=True).returncode == 0:
         sys.exit("three updates at lr 0.001 left the parameters unchanged")
-    got = nmt_translations(bin_dir, run_dir, lines, src_lang, tgt_lang, work)
-    print(f"fine-tuned: 1 update at lr 0 kept every parameter, 2 more changed them; "
-          f"{len(set(got))} distinct outputs of {len(lines)} lines, e.g. {got[0]!r}")
+    with open(os.path.join(straight, "metrics.jsonl"), encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    events = [n for _, _, names in os.walk(straight) for n in names if "tfevents" in n]
+    if not any(has_key(r, "bleu") for r in records) or not events:
+        sys.exit(f"no validation BLEU in metrics.jsonl, or no TensorBoard events ({events})")
+    got = nmt_translations(bin_dir, straight, lines, src_lang, tgt_lang, work)
+    print(f"fine-tuned: 1 update at lr 0 kept every parameter; 3 updates straight and 2 + a "
+          f"resume are bitwise equal (every tensor); validation BLEU and TensorBoard events "
+          f"written; {len(set(got))} distinct outputs of {len(lines)} lines")
     if kind == "nllb":
         return
     import transformers
 
     exported = os.path.join(work, "exported")
-    run([os.path.join(bin_dir, "nmt-ckpt"), "export-hf", run_dir, exported, "--force"])
+    run([ckpt, "export-hf", straight, exported, "--force"])
     tok = transformers.AutoTokenizer.from_pretrained(exported)
     model = transformers.AutoModelForSeq2SeqLM.from_pretrained(exported).eval()
     expected = hf_translations(kind, tok, model, model.config, lines, src_lang, tgt_lang)
