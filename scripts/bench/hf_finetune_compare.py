@@ -52,7 +52,8 @@ SEED = 1
 
 
 def build_tokenizer(spm, transformers, work):
-    """A MarianTokenizer as OPUS-MT's conversion writes one: two SentencePiece models, one id table."""
+    """A MarianTokenizer as OPUS-MT's conversion writes one: two SentencePiece models, one id
+    table (</s> 0, <unk> 1, the pieces of both, <pad> last)."""
     en = tokenizers.read_lines("ddtp.en-de.train.en.gz", SPM_LINES)
     de = tokenizers.read_lines("ddtp.en-de.train.de.gz", SPM_LINES)
     src = tokenizers.train_spm(spm, en, os.path.join(work, "source"), "unigram", SPM_PIECES)
@@ -60,7 +61,8 @@ def build_tokenizer(spm, transformers, work):
     pieces = sorted(set(tokenizers.spm_pieces(spm, src)) | set(tokenizers.spm_pieces(spm, tgt)))
     random.Random(SEED).shuffle(pieces)
     vocab = os.path.join(work, "vocab.json")
-    tokenizers.write_json(vocab, {t: i for i, t in enumerate(["</s>", "<unk>"] + pieces + ["<pad>"])})
+    tokens = ["</s>", "<unk>"] + pieces + ["<pad>"]
+    tokenizers.write_json(vocab, {token: i for i, token in enumerate(tokens)})
     return transformers.MarianTokenizer(source_spm=src, target_spm=tgt, vocab=vocab)
 
 
@@ -211,7 +213,7 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--updates", type=int, default=10)
     p.add_argument("--max-tokens", type=int, default=1024,
-                   help="nmt-train's data.max_tokens (padded tokens per batch, one batch per update)")
+                   help="nmt-train's data.max_tokens (padded tokens per batch and update)")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--warmup", type=int, default=4)
@@ -317,7 +319,9 @@ def main():
     print(f"{'':<16}{'updates':>8}{'tgt tok/upd':>12}{'tok/s':>8}{'train s':>9}{'median s/upd':>13}"
           f"{'loss first':>11}{'loss last':>10}{'valid loss':>11}")
     for name, tps, secs, upd, first, last, val in rows:
-        print(f"{name:<16}{a.updates:>8}{tgt_tokens / a.updates:>12.0f}{tps:>8.0f}{secs:>9.1f}"
+        # The training run's own target tokens are known where it drew the dumped batches.
+        per_update = f"{tgt_tokens / a.updates:.0f}" if same_batches or name != "nmt-train" else "?"
+        print(f"{name:<16}{a.updates:>8}{per_update:>12}{tps:>8.0f}{secs:>9.1f}"
               f"{upd:>13.2f}{first:>11}{last:>10}{val:>11}")
     same_lr = all(abs(x - y) <= 1e-12 + 1e-6 * abs(x) for x, y in
                   zip(result["lr"]["nmt-train"], hf_lrs)) and len(hf_lrs) == len(metrics)
