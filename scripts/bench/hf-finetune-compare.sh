@@ -8,7 +8,7 @@
 # and the validation loss of both final models at equal updates (both scored in transformers).
 # The work is scripts/bench/hf_finetune_compare.py (its docstring says each step).
 #
-#   scripts/bench/hf-finetune-compare.sh [UPDATES]      (default 10: 6-7 minutes on a 2-core VM)
+#   scripts/bench/hf-finetune-compare.sh [UPDATES]      (default 10: 4-7 minutes on a 2-core VM)
 #
 # Environment: MAX_TOKENS (default 1024) nmt-train's data.max_tokens, padded tokens per batch
 # and update; THREADS (default: all cores) intra-op threads of both sides; LR (default 5e-5)
