@@ -85,7 +85,7 @@ class ModelConfig:
     activation_dropout: float
     activation: str  # relu | gelu
     norm: str  # pre | post
-    positions: str  # sinusoidal | learned
+    positions: str  # sinusoidal | learned | marian | m2m100
     max_positions: int
     tie_embeddings: str  # all | decoder | none
     scale_embeddings: bool
@@ -211,6 +211,27 @@ def sinusoidal_positions(positions, d_model):
     return table
 
 
+def marian_positions(positions, d_model):
+    """MarianMT's table (model/embedding.cpp's marian): sines then cosines, angle
+    t / 10000^(2i / d_model), position 0 first; float64 arithmetic cast to float32."""
+    sines = (d_model + 1) // 2
+    denominator = torch.pow(10000.0, torch.arange(sines, dtype=torch.float64) * 2.0 / d_model)
+    angles = torch.arange(positions, dtype=torch.float64)[:, None] / denominator[None, :]
+    return torch.cat([torch.sin(angles), torch.cos(angles[:, : d_model // 2])], dim=1).float()
+
+
+def position_table(kind, positions, d_model, pad_id):
+    """The table whose row t the token at position t gets. m2m100 (fairseq's, padding-aware)
+    gives the t-th real token row t + pad_id + 1 of the sinusoidal table; batches are
+    right-padded, so real tokens are at their own positions and what pads get is never seen
+    by a real token or the loss."""
+    if kind == "marian":
+        return marian_positions(positions, d_model)
+    if kind == "m2m100":
+        return sinusoidal_positions(positions + pad_id + 1, d_model)[pad_id + 1:]
+    return sinusoidal_positions(positions, d_model)
+
+
 def init_projection(linear, blocks=1):
     """Xavier-uniform weight, zero bias. A fused projection is `blocks` [d, d] projections
     stacked; each block gets the bounds of a separate [d, d] layer, as in the C++ model."""
@@ -235,7 +256,9 @@ class InputEmbedding(nn.Module):
         else:
             # Not persistent: a pure function of the config, not a parameter of the dump.
             self.register_buffer(
-                "sinusoid", sinusoidal_positions(cfg.max_positions, cfg.d_model), persistent=False
+                "sinusoid",
+                position_table(cfg.positions, cfg.max_positions, cfg.d_model, cfg.pad_id),
+                persistent=False,
             )
 
     def forward(self, ids):

@@ -153,6 +153,30 @@ std::vector<std::string> write_m2m100(const Side& side, const std::filesystem::p
   return files.take();
 }
 
+/// NllbTokenizer's files: the SentencePiece model and tokenizer_config.json naming the special
+/// tokens and the language codes in id order, from which transformers 5 builds its tokenizer
+/// (a tokenizers BPE with fairseq's ids: the specials, the pieces one up, the added tokens).
+std::vector<std::string> write_nllb(const Side& side, const std::filesystem::path& dir,
+                                    int64_t max_length) {
+  FileWriter files(dir);
+  files.write(kBpeModel, side.spm);
+  Json config;
+  config["tokenizer_class"] = "NllbTokenizer";
+  config["bos_token"] = "<s>";
+  special_tokens(config, side);
+  if (std::find(side.tokens.begin(), side.tokens.end(), "<mask>") != side.tokens.end())
+    config["mask_token"] = "<mask>";
+  Json codes = Json::array();
+  std::vector<int32_t> ids = side.table.language_ids;
+  std::sort(ids.begin(), ids.end());
+  for (int32_t id : ids) codes.push_back(side.tokens.at(static_cast<size_t>(id)));
+  config["extra_special_tokens"] = codes;
+  config["legacy_behaviour"] = false;
+  config["model_max_length"] = max_length;
+  files.write_json(kTokenizerConfig, config);
+  return files.take();
+}
+
 }  // namespace
 
 std::vector<std::string> write_hf_tokenizer(const Vocabularies& vocab,
@@ -170,13 +194,9 @@ std::vector<std::string> write_hf_tokenizer(const Vocabularies& vocab,
     case HfTokenizerKind::kM2M100:
       return write_m2m100(imported_side(vocab.src), dir, max_length, name);
     case HfTokenizerKind::kNllb:
-      break;
+      return write_nllb(imported_side(vocab.src), dir, max_length);
   }
-  NMT_THROW(DataError,
-            "{}: an imported NLLB vocabulary is not exported (NllbTokenizer reads a "
-            "tokenizer.json, which nmt-train does not write); copy the tokenizer files of the "
-            "model you imported into the exported directory",
-            name);
+  NMT_THROW(DataError, "{}: unknown Hugging Face tokenizer kind", name);
 }
 
 }  // namespace nmt::data

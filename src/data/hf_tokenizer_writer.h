@@ -15,11 +15,14 @@
 //                                      as imported.
 //   an imported M2M100Tokenizer        sentencepiece.bpe.model, vocab.json (the ids before the
 //                                      language codes) and language_codes.
+//   an imported NllbTokenizer          sentencepiece.bpe.model and tokenizer_config.json with
+//                                      the language codes in id order (extra_special_tokens),
+//                                      from which transformers 5 builds the tokenizer with the
+//                                      same ids (no tokenizer.json is written).
 //
 // MarianTokenizer appends </s> and maps each SentencePiece piece through vocab.json, which for
 // text without special-token strings (`</s>`, `<unk>`, `<pad>`: the Python tokenizer cuts
-// them out of the text, we never do) gives our ids exactly. An imported NLLB vocabulary is
-// refused: NllbTokenizer needs a tokenizer.json we do not write.
+// them out of the text, we never do) gives our ids exactly.
 
 #include <cstdint>
 #include <filesystem>

@@ -16,7 +16,7 @@ looks), and imports it with `nmt-ckpt import-hf`. Then:
     from import-hf's answer; a moving average, validation with BLEU, TensorBoard) takes one
     update at learning rate 0, whose checkpoint holds the imported parameters unchanged
     (nmt-ckpt diff); 3 updates straight and 2 + a resume to 3 give bitwise equal checkpoints
-    (every tensor); the fine-tuned run, exported with `nmt-ckpt export-hf` (not NLLB),
+    (every tensor); the fine-tuned run, exported with `nmt-ckpt export-hf`,
     generates as nmt-translate translates it;
   - with --ct2: scripts/export-ctranslate2.py's model of the import translates greedily as
     nmt-translate does (at most 1% of the lines may differ by float summation order);
@@ -192,7 +192,7 @@ def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, wor
     """Fine-tuning from the import with what runs of ours have (moving average, validation
     with BLEU, TensorBoard): an update at lr 0 keeps the imported parameters; 3 updates straight
     and 2 + a resume to 3 give bitwise the same checkpoint; the run translates, and exported
-    (not NLLB: its tokenizer is not exported) generates as nmt-translate does."""
+    generates as nmt-translate does."""
     data = os.path.join(REPO, "data")
     yaml = [summary["model_yaml"].rstrip("\n"), "data:",
             f"  joint_vocab: {str(summary['joint_vocab']).lower()}",
@@ -250,8 +250,6 @@ def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, wor
     print(f"fine-tuned: 1 update at lr 0 kept every parameter; 3 updates straight and 2 + a "
           f"resume are bitwise equal (every tensor); validation BLEU and TensorBoard events "
           f"written; {len(set(got))} distinct outputs of {len(lines)} lines")
-    if kind == "nllb":
-        return
     import transformers
 
     exported = os.path.join(work, "exported")
