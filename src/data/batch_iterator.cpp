@@ -13,7 +13,7 @@ BatchIterator::BatchIterator(std::shared_ptr<const BatchPlanner> planner, Iterat
     : planner_(std::move(planner)), state_(start) {
   NMT_CHECK(start.epoch >= 1 && start.step >= 0, DataError,
             "iterator position (epoch {}, step {}) is not valid", start.epoch, start.step);
-  plan_ = planner_->plan_epoch(state_.epoch, state_.consumed);
+  plan_ = planner_->shared_plan(state_.epoch, state_.consumed);
   NMT_CHECK(state_.step <= steps_in_epoch(), DataError,
             "iterator position: step {} is past the {} steps of epoch {} (was the data or the "
             "number of ranks changed since the checkpoint?)",
@@ -24,11 +24,14 @@ const Step& BatchIterator::next() {
   // A loop: an epoch's rest may be empty (a resume with another global batch that came at
   // its end), and a position saved by an older version may sit at the end of its epoch.
   for (;;) {
-    if (plan_.epoch != state_.epoch) plan_ = planner_->plan_epoch(state_.epoch, state_.consumed);
+    if (plan_->epoch != state_.epoch) {
+      plan_.reset();  // the planner keeps it until the next epoch's is asked for
+      plan_ = planner_->shared_plan(state_.epoch, state_.consumed);
+    }
     if (state_.step < steps_in_epoch()) break;
     start_next_epoch();
   }
-  current_ = std::move(plan_.steps[static_cast<size_t>(state_.step)]);
+  current_ = plan_->steps[static_cast<size_t>(state_.step)];  // shared: copied, not moved
   step_epoch_ = state_.epoch;
   ++state_.step;
   // After an epoch's last step the position is the next epoch's start, so that a loop that

@@ -78,6 +78,12 @@ PlanStats EpochPlan::stats(int64_t max_tokens) const {
   return s;
 }
 
+bool operator==(const BatchPlanOptions& a, const BatchPlanOptions& b) {
+  return a.max_tokens == b.max_tokens && a.max_sentences == b.max_sentences &&
+         a.batch_overhead == b.batch_overhead && a.world_size == b.world_size &&
+         a.accumulation == b.accumulation && a.seed == b.seed && a.batching == b.batching;
+}
+
 BatchPlanner::BatchPlanner(CorpusSet corpus, BatchPlanOptions options)
     : corpus_(std::move(corpus)), options_(options) {
   NMT_CHECK(options_.world_size >= 1 && options_.accumulation >= 1, DataError,
@@ -260,6 +266,23 @@ EpochPlan BatchPlanner::plan_epoch(int64_t epoch, const std::vector<ConsumedUpda
       for (uint32_t& pair : batch.pairs) pair = slots.ids[pair];
   if (options_.batching == Batching::kSentences) return plan_naive(plan);
   return plan;
+}
+
+std::shared_ptr<const EpochPlan> BatchPlanner::shared_plan(
+    int64_t epoch, const std::vector<ConsumedUpdates>& consumed) const {
+  std::lock_guard<std::mutex> lock(kept_mutex_);
+  if (!kept_ || kept_->epoch != epoch || kept_consumed_ != consumed) {
+    kept_.reset();  // before planning: two epochs' plans need not be held at once
+    kept_ = std::make_shared<const EpochPlan>(plan_epoch(epoch, consumed));
+    kept_consumed_ = consumed;
+    ++plans_made_;
+  }
+  return kept_;
+}
+
+int64_t BatchPlanner::plans_made() const {
+  std::lock_guard<std::mutex> lock(kept_mutex_);
+  return plans_made_;
 }
 
 EpochPlan BatchPlanner::plan_by_sentence_count(int64_t epoch, size_t per_rank) const {

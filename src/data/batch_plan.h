@@ -10,6 +10,8 @@
 // plan from the seed: no data needs to be sent.
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "data/corpus_set.h"
@@ -31,6 +33,10 @@ struct BatchPlanOptions {
   /// kSentences: plan_epoch returns plan_naive of the token plan (for comparison runs).
   Batching batching = Batching::kTokens;
 };
+
+/// Equal options plan equal epochs (over the same corpus).
+bool operator==(const BatchPlanOptions& a, const BatchPlanOptions& b);
+inline bool operator!=(const BatchPlanOptions& a, const BatchPlanOptions& b) { return !(a == b); }
 
 /// One rank's batch: pairs of the TokenCache and its padded shape.
 struct Batch {
@@ -95,6 +101,15 @@ class BatchPlanner {
   /// over, so every pair is still trained once in the epoch. The sets of pairs per update
   /// depend on world_size x accumulation only, not on how it is split.
   EpochPlan plan_epoch(int64_t epoch, const std::vector<ConsumedUpdates>& consumed = {}) const;
+  /// plan_epoch, kept: the last plan asked for here is handed to the next caller that asks
+  /// for the same (epoch, consumed) instead of planned again. Iterators plan through it, so
+  /// that amp.mode auto's timing and the training after it, sharing a planner, plan epoch 1
+  /// once (tens of millions of pairs take a minute to plan). Thread-safe; one plan is kept.
+  std::shared_ptr<const EpochPlan> shared_plan(
+      int64_t epoch, const std::vector<ConsumedUpdates>& consumed = {}) const;
+  /// Plans computed by shared_plan so far (each a plan_epoch): 1 for epoch 1 however many
+  /// iterators start in it.
+  int64_t plans_made() const;
   /// For comparison: DataParallel-style batching by sentence count in corpus order, each
   /// global batch of world_size x B sentences split evenly across ranks, with the largest B
   /// whose mean padded tokens per batch do not exceed the reference plan's (the same average
@@ -122,6 +137,11 @@ class BatchPlanner {
 
   CorpusSet corpus_;
   BatchPlanOptions options_;
+  /// shared_plan's one kept plan and what it was asked for.
+  mutable std::mutex kept_mutex_;
+  mutable std::shared_ptr<const EpochPlan> kept_;
+  mutable std::vector<ConsumedUpdates> kept_consumed_;
+  mutable int64_t plans_made_ = 0;
 };
 
 /// Hilbert-curve index of (x, y) on a 2^order square.

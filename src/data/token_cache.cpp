@@ -15,6 +15,7 @@
 #include "data/token_cache_format.h"
 #include "data/token_cache_writer.h"
 #include "util/error.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/phase_progress.h"
 #include "util/timer.h"
@@ -88,8 +89,10 @@ uint64_t token_cache_key(const TokenCacheRequest& request, const Vocabularies& v
   Fnv1a64 key;
   key.update("nmt-token-cache");
   key.update_value(kFormatVersion);
-  key.update_value(hash_file(request.src));
-  key.update_value(hash_file(request.tgt));
+  // The inputs' contents (XXH3), remembered in the cache folder by size and modification
+  // time: the launcher reads a corpus once, its ranks, restarts and resumes not again.
+  key.update_value(hash_file_remembered(request.src, request.dir));
+  key.update_value(hash_file_remembered(request.tgt, request.dir));
   // The model as loaded, not as the file is: a model with user-defined tags, loaded with them
   // as control symbols (vocab.h), encodes the text `<BT>` otherwise than it did, so a cache
   // built before that must not be reused. Equal to the file's fingerprint for any other model,

@@ -12,7 +12,6 @@
 #include <fmt/ranges.h>
 
 #include "data/corpus_set.h"
-#include "data/file_hash.h"
 #include "data/hf_id_map.h"
 #include "data/lang_tags.h"
 #include "data/line_sample.h"
@@ -20,6 +19,7 @@
 #include "data/spm_training_log.h"
 #include "util/duration.h"
 #include "util/error.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/timer.h"
 

@@ -263,9 +263,13 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   rank.setup = make_run_setup(c, worker, device, std::move(communicator));
   if (device.is_cuda())
     rank.setup.ranks_on_device = dist::ranks_on_device(worker.local_rank, local, devices.cuda_devices);
+  // One planner for the timing and the training: epoch 1 planned once (a new one only if
+  // the max_tokens fit changes the budget).
+  rank.setup.planner = train::train_planner(rank.setup, rank.data);
   time_amp(rank);  // before the max_tokens fit, which measures in the run's precision
   // The ranks on this rank's GPU share its free memory in the max_tokens auto fit.
   resolve_max_tokens(rank, rank.setup.ranks_on_device);
+  rank.setup.planner = train::train_planner(rank.setup, rank.data);
   return rank;
 }
 

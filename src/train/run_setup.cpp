@@ -38,14 +38,19 @@ UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab)
   return u;
 }
 
+std::shared_ptr<const data::BatchPlanner> train_planner(const RunSetup& run,
+                                                        const data::PreparedData& data) {
+  const data::BatchPlanOptions options = data::plan_options(
+      run.data, run.max_tokens, run.world_size, static_cast<uint64_t>(run.train.seed));
+  if (run.planner && run.planner->options() == options) return run.planner;
+  return std::make_shared<const data::BatchPlanner>(data.train, options);
+}
+
 std::unique_ptr<data::BatchPrefetcher> first_epoch_batches(const RunSetup& run,
                                                            const data::PreparedData& data) {
-  auto planner = std::make_shared<const data::BatchPlanner>(
-      data.train, data::plan_options(run.data, run.max_tokens, run.world_size,
-                                     static_cast<uint64_t>(run.train.seed)));
   return std::make_unique<data::BatchPrefetcher>(
-      data.train, planner, run.rank, data::IteratorState{}, batch_ids(run.model, data.vocab),
-      run.data.prefetch, /*pin_memory=*/run.device.is_cuda());
+      data.train, train_planner(run, data), run.rank, data::IteratorState{},
+      batch_ids(run.model, data.vocab), run.data.prefetch, /*pin_memory=*/run.device.is_cuda());
 }
 
 }  // namespace nmt::train

@@ -18,6 +18,7 @@
 #include "train/updater.h"
 
 namespace nmt::data {
+class BatchPlanner;
 class BatchPrefetcher;
 struct SpecialIds;
 struct PreparedData;
@@ -49,6 +50,10 @@ struct RunSetup {
   int64_t ranks_on_device = 1;      ///< ranks sharing this rank's GPU (1 on CPU): MFU's peak
   /// The process group of the ranks (null for one process): gradients are summed over it.
   std::shared_ptr<dist::Communicator> communicator;
+  /// The planner of data.train's epochs, shared by what iterates them on this rank (amp.mode
+  /// auto's timing, then the Trainer), so epoch 1 is planned once; null until
+  /// train_planner() makes one. Copies of the setup share it.
+  std::shared_ptr<const data::BatchPlanner> planner;
 };
 
 /// The fingerprint of the vocabulary (both models' when they are separate).
@@ -61,8 +66,14 @@ data::SpecialIds batch_ids(const model::ModelOptions& model, const data::Vocabul
 /// What the Updater of this run is built from.
 UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab);
 
+/// run.planner when it plans with run's current options (max_tokens among them), else a new
+/// planner of data.train with them.
+std::shared_ptr<const data::BatchPlanner> train_planner(const RunSetup& run,
+                                                        const data::PreparedData& data);
+
 /// This rank's batches from the start of epoch 1 of `data.train`, as training draws them
-/// (planned here, prefetched on a thread): what the benchmark and amp.mode auto's timing run on.
+/// (planned by train_planner, prefetched on a thread): what the benchmark and amp.mode auto's
+/// timing run on.
 std::unique_ptr<data::BatchPrefetcher> first_epoch_batches(const RunSetup& run,
                                                            const data::PreparedData& data);
 

@@ -34,9 +34,7 @@ Trainer::Trainer(RunSetup setup, const data::PreparedData& data)
       updater_(std::make_unique<Updater>(updater_setup(setup_, data.vocab))),
       checkpoints_(std::make_unique<checkpoint::CheckpointDir>(setup_.run_dir / "checkpoints",
                                                                setup_.checkpoint)),
-      planner_(std::make_shared<const data::BatchPlanner>(
-          data.train, data::plan_options(setup_.data, setup_.max_tokens, setup_.world_size,
-                                               static_cast<uint64_t>(setup_.train.seed)))) {
+      planner_(train_planner(setup_, data)) {
   if (!data.valid.empty()) validator_ = std::make_unique<Validator>(setup_, data);
   // The steps per epoch are said by run(), from the plan its batches start in: planning
   // epoch 1 here as well took as long again (a minute for tens of millions of pairs).

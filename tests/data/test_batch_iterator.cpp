@@ -49,6 +49,36 @@ TEST_CASE("a restored iterator state continues with exactly the next batch", "[d
   CHECK_THROWS_AS(BatchIterator(p, IteratorState{1, per_epoch + 1}), nmt::DataError);
 }
 
+TEST_CASE("iterators over one planner plan an epoch once and step through the same plan",
+          "[data]") {
+  // amp.mode auto's timing and the training after it each iterate epoch 1 from its start
+  // (train/run_setup.h): with one planner, the epoch is planned once.
+  auto p = planner(2);
+  BatchIterator first(p);
+  const int64_t steps = first.steps_in_epoch();
+  BatchIterator second(p);
+  CHECK(p->plans_made() == 1);
+  const auto fresh = planner(2)->plan_epoch(1);
+  REQUIRE(static_cast<int64_t>(fresh.steps.size()) == steps);
+  for (int64_t i = 0; i < steps; ++i) {
+    const auto a = first.next().batches;
+    const auto& b = second.next().batches;
+    REQUIRE(a.size() == b.size());
+    for (size_t r = 0; r < a.size(); ++r) {
+      CHECK(a[r].pairs == b[r].pairs);
+      CHECK(a[r].pairs == fresh.steps[static_cast<size_t>(i)].batches[r].pairs);
+    }
+  }
+  // Both are in epoch 2 now: it is planned once as well, and epoch 1 is no longer kept.
+  CHECK(first.state().epoch == 2);
+  first.next();
+  second.next();
+  CHECK(p->plans_made() == 2);
+  // Another position (a resume under another global batch) is planned for itself.
+  BatchIterator resumed(p, IteratorState{1, 0, {{4, 1}}});
+  CHECK(p->plans_made() == 3);
+}
+
 TEST_CASE("batch tensors are padded, EOS-terminated and BOS-shifted", "[data]") {
   const auto& cache = nmt::test::small_corpus().cache();
   auto p = planner(1);

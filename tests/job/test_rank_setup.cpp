@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/run_metadata.h"
 #include "config/run_config.h"
+#include "data/batch_plan.h"
 #include "data/data_fixture.h"
 #include "job/rank_setup.h"
 #include "train/trainer.h"
@@ -298,6 +299,10 @@ TEST_CASE("rank setup: amp.mode auto's timing leaves training as it would have b
   };
   const nmt::train::RunSummary with_timing = train(a);
   const nmt::train::RunSummary without = train(b);
+  // The timing and the training shared one planner: epoch 1 was planned once, not twice.
+  REQUIRE(a.setup.planner != nullptr);
+  CHECK(a.setup.planner->plans_made() == 1);
+  CHECK(b.setup.planner->plans_made() == 1);
   CHECK(with_timing.final_step == 4);
   CHECK(with_timing.parameter_hashes == without.parameter_hashes);
   CHECK(with_timing.last_train_loss == without.last_train_loss);
