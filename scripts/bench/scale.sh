@@ -12,7 +12,8 @@
 # Environment (all optional): RANKS (2), STEPS (5: updates to run), CONFIG (configs/tiny.yaml),
 # NMT_TRAIN (build/nmt-train), PYTHON (python3), SPM_MODEL (a SentencePiece model to use as
 # data.spm_model: no vocabulary phase, e.g. to time the other phases again, or to compare two
-# binaries' token caches byte for byte).
+# binaries' token caches byte for byte), REUSE_DATA=1 (keep the run's vocabulary and token
+# cache from the last run of this size: only plan, first update and training run again).
 #
 # Where the figures come from (scripts/bench/scale_run.py):
 #   - phase times, pairs and threads: <run_dir>/phases.jsonl, which nmt-train writes as each
@@ -43,4 +44,5 @@ fi
 exec "$PYTHON" scripts/bench/scale_run.py --nmt-train "$NMT_TRAIN" --config "$CONFIG" \
   --ranks "$RANKS" --steps "$STEPS" --pairs "$PAIRS" \
   --src "$corpus/large.en-de.train.en.gz" --tgt "$corpus/large.en-de.train.de.gz" \
-  --run-dir "$OUT/run-$PAIRS" --json "$OUT/scale-$PAIRS.json" ${SPM_MODEL:+--spm-model "$SPM_MODEL"}
+  --run-dir "$OUT/run-$PAIRS" --json "$OUT/scale-$PAIRS.json" ${SPM_MODEL:+--spm-model "$SPM_MODEL"} \
+  ${REUSE_DATA:+--reuse-data}

@@ -54,7 +54,15 @@ def memory_of(pid):
 
 
 def run(args):
-    if os.path.exists(args.run_dir):
+    if args.reuse_data:
+        # Keep the vocabulary and the token cache: only the ranks' phases (plan, first update,
+        # training) run again, e.g. to time a change to planning without encoding again.
+        for name in ("phases.jsonl", "metrics.jsonl", "summary.json"):
+            if os.path.exists(os.path.join(args.run_dir, name)):
+                os.remove(os.path.join(args.run_dir, name))
+        for name in ("checkpoints", "tensorboard"):
+            shutil.rmtree(os.path.join(args.run_dir, name), ignore_errors=True)
+    elif os.path.exists(args.run_dir):
         shutil.rmtree(args.run_dir)  # from nothing: no vocabulary, no cache
     command = [args.nmt_train, "--config", args.config, "--nproc-per-node", str(args.ranks),
                "--set", "run_dir=" + args.run_dir,
@@ -154,7 +162,8 @@ def report(args, start, end, samples):
         rows.append(row)
     result = {"pairs": args.pairs, "ranks": args.ranks, "config": args.config,
               "cache_bytes": cache_bytes, "wall_s": round(end - start, 1),
-              "machine": {"cores": os.cpu_count(), "cpu": cpu_name()}, "phases": rows}
+              "machine": {"cores": os.cpu_count(), "cpu": cpu_name()}, "phases": rows,
+              "training": training_figures(args)}
     with open(args.json, "w") as f:
         json.dump(result, f, indent=2)
         f.write("\n")
@@ -167,8 +176,35 @@ def report(args, start, end, samples):
             r["phase"], r["seconds"], r["since_start_s"], r.get("pairs_per_s", "-"),
             r.get("pairs_per_s_per_core", "-"), fmt(r["peak_private_mb"]),
             fmt(r["peak_shared_mb"]), r["processes"]))
+    t = result["training"]
+    if t:
+        print("training, steps %d-%d of rank 0: median %.0f tokens/s, data wait %.2f s in all, "
+              "host private %.0f MiB at step %d" % (t["from_step"], t["to_step"],
+                                                    t["median_tokens_per_s"], t["data_wait_s"],
+                                                    t["host_private_mb"], t["to_step"]))
     print("memory: peak over the phase of its busiest process (for plan and first update: of "
           "the ranks); written to %s" % args.json)
+
+
+def training_figures(args):
+    """Rank 0's training throughput over the second half of the steps (the first ones start
+    the prefetcher and allocators): the median of metrics.jsonl's per-step tokens/s (train.
+    log_every is 1), the data wait summed over them, and the private memory at the last."""
+    path = os.path.join(args.run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        train = [r for r in (json.loads(line) for line in f if line.strip())
+                 if r.get("type") == "train"]
+    if not train:
+        return None
+    last = train[-1]["step"]
+    half = [r for r in train if r["step"] > last // 2] or train
+    rates = sorted(r["tokens_per_s"] for r in half)
+    return {"from_step": half[0]["step"], "to_step": last,
+            "median_tokens_per_s": round(rates[len(rates) // 2], 1),
+            "data_wait_s": round(sum(r.get("data_wait_s", 0) for r in half), 3),
+            "host_private_mb": round(train[-1].get("host_private_mb", 0), 1)}
 
 
 def report_without_phases(args, start, end, samples):
@@ -219,6 +255,8 @@ def main():
     ap.add_argument("--run-dir", required=True)
     ap.add_argument("--json", required=True)
     ap.add_argument("--spm-model", help="data.spm_model: a vocabulary to use, none trained")
+    ap.add_argument("--reuse-data", action="store_true",
+                    help="keep the run's vocabulary and token cache (time the ranks' phases only)")
     args = ap.parse_args()
     start, end, samples = run(args)
     report(args, start, end, samples)

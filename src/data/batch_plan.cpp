@@ -131,24 +131,34 @@ std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order,
   // best[j]: least cost of cutting order[0, j) into batches, where a batch costs its padded
   // tokens plus a fixed overhead. The backward scan stops once the budget is exceeded, as
   // adding pairs never lowers a batch's longest side.
+  //
+  // A batch holds at most max_tokens sentences (each has a token or more), so best[j] looks
+  // back at most max_tokens entries: best lives in a ring of that size, and only the cuts
+  // (4 bytes a pair: pair ids are 32-bit) span the order. At 50M pairs that is 200 MB where
+  // full arrays of best and cut took 800 MB in every rank.
   const size_t n = order.size();
   const double overhead = options_.batch_overhead * double(options_.max_tokens);
   const auto max_sentences =
       options_.max_sentences > 0 ? options_.max_sentences : std::numeric_limits<int64_t>::max();
-  std::vector<double> best(n + 1, std::numeric_limits<double>::infinity());
-  std::vector<size_t> cut(n + 1, 0);
+  size_t ring = 1;
+  while (ring <= static_cast<size_t>(options_.max_tokens)) ring <<= 1;
+  const size_t mask = ring - 1;
+  std::vector<double> best(ring, std::numeric_limits<double>::infinity());
+  std::vector<uint32_t> cut(n + 1, 0);
   best[0] = 0;
   for (size_t j = 1; j <= n; ++j) {
     if (progress && j % 65536 == 0) progress->update(double(j));
+    double best_j = std::numeric_limits<double>::infinity();
     int64_t max_src = 0, max_tgt = 0;
     for (size_t i = j; i-- > 0;) {
       const int64_t count = static_cast<int64_t>(j - i);
       max_src = std::max<int64_t>(max_src, slots.src[order[i]]);
       max_tgt = std::max<int64_t>(max_tgt, slots.tgt[order[i]]);
       if (count > max_sentences || count * std::max(max_src, max_tgt) > options_.max_tokens) break;
-      const double cost = best[i] + double(count * (max_src + max_tgt)) + overhead;
-      if (cost < best[j]) best[j] = cost, cut[j] = i;
+      const double cost = best[i & mask] + double(count * (max_src + max_tgt)) + overhead;
+      if (cost < best_j) best_j = cost, cut[j] = static_cast<uint32_t>(i);
     }
+    best[j & mask] = best_j;  // overwrites best[j - ring]: out of every later batch's reach
   }
   std::vector<Batch> batches;
   for (size_t j = n; j > 0; j = cut[j])
@@ -205,22 +215,51 @@ std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t str
 }
 
 std::vector<uint32_t> BatchPlanner::length_order(uint64_t stream, const Slots& slots) const {
-  const auto n = static_cast<uint32_t>(slots.ids.size());
+  return length_order_of(slots.src, slots.tgt, stream);
+}
+
+std::vector<uint32_t> length_order_of(const std::vector<int32_t>& src,
+                                      const std::vector<int32_t>& tgt, uint64_t stream,
+                                      LengthSort method) {
+  const auto n = static_cast<uint32_t>(src.size());
   int64_t longest = 1;
-  for (uint32_t i = 0; i < n; ++i) longest = std::max<int64_t>({longest, slots.src[i], slots.tgt[i]});
+  for (uint32_t i = 0; i < n; ++i) longest = std::max<int64_t>({longest, src[i], tgt[i]});
   int order_bits = 1;
   while ((int64_t{1} << order_bits) <= longest) ++order_bits;
   // Sort by (Hilbert index, per-epoch hash): pairs of equal lengths are interchangeable for
   // padding, so the hash reshuffles batch contents each epoch at no cost in efficiency.
-  std::vector<std::pair<uint64_t, uint64_t>> keys(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    keys[i] = {hilbert_index(static_cast<uint32_t>(slots.src[i]), static_cast<uint32_t>(slots.tgt[i]),
-                             order_bits),
-               (splitmix64(stream ^ i) & ~uint64_t{0xffffffff}) | i};
-  }
-  std::sort(keys.begin(), keys.end());
+  const auto hilbert = [&src, &tgt, order_bits](uint32_t i) {
+    return hilbert_index(static_cast<uint32_t>(src[i]), static_cast<uint32_t>(tgt[i]), order_bits);
+  };
+  const auto tie_key = [stream](uint32_t i) {
+    return (splitmix64(stream ^ i) & ~uint64_t{0xffffffff}) | i;
+  };
   std::vector<uint32_t> order(n);
-  for (uint32_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i].second & 0xffffffff);
+  const size_t cells = size_t{1} << (2 * order_bits);
+  if (method == LengthSort::kKeys ||
+      (method == LengthSort::kAuto && (cells > (size_t{1} << 24) || cells > n))) {
+    // Few pairs, or sentences past 4,096 tokens: one sort of 16-byte keys.
+    std::vector<std::pair<uint64_t, uint64_t>> keys(n);
+    for (uint32_t i = 0; i < n; ++i) keys[i] = {hilbert(i), tie_key(i)};
+    std::sort(keys.begin(), keys.end());
+    for (uint32_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i].second & 0xffffffff);
+    return order;
+  }
+  // The same order in half the memory (tens of millions of pairs): the Hilbert indices are
+  // few (2^(2 x order_bits)), so pairs are counted into a bucket per index, and only each
+  // bucket's 8-byte tie keys are sorted.
+  std::vector<uint32_t> start(cells + 1, 0);
+  for (uint32_t i = 0; i < n; ++i) ++start[hilbert(i) + 1];
+  for (size_t c = 0; c < cells; ++c) start[c + 1] += start[c];
+  std::vector<uint64_t> keys(n);
+  {
+    std::vector<uint32_t> next(start.begin(), start.end() - 1);
+    for (uint32_t i = 0; i < n; ++i) keys[next[hilbert(i)]++] = tie_key(i);
+  }
+  for (size_t c = 0; c < cells; ++c)
+    if (start[c + 1] - start[c] > 1)
+      std::sort(keys.begin() + start[c], keys.begin() + start[c + 1]);
+  for (uint32_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i] & 0xffffffff);
   return order;
 }
 

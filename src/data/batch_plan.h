@@ -144,6 +144,17 @@ class BatchPlanner {
   mutable int64_t plans_made_ = 0;
 };
 
+/// How length_order_of sorts: kKeys one sort of 16-byte keys, kBuckets a counting sort on the
+/// Hilbert index and a sort of 8-byte keys per bucket (half the memory), kAuto kBuckets where
+/// the pairs outnumber the Hilbert cells. All give the same order.
+enum class LengthSort { kAuto, kKeys, kBuckets };
+
+/// The order batches are cut from: pair indices by (Hilbert index of (src[i], tgt[i]), the
+/// top 32 bits of a hash of (stream, i), i). Lengths are with EOS, at least 1.
+std::vector<uint32_t> length_order_of(const std::vector<int32_t>& src,
+                                      const std::vector<int32_t>& tgt, uint64_t stream,
+                                      LengthSort method = LengthSort::kAuto);
+
 /// Hilbert-curve index of (x, y) on a 2^order square.
 uint64_t hilbert_index(uint32_t x, uint32_t y, int order);
 

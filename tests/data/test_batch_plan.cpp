@@ -1,11 +1,16 @@
 
 #include "catch_torch.h"  // first: see the header
 
+#include <random>
 #include <set>
 
 #include "data/batch_plan.h"
+#include "data/token_cache.h"
+#include "data/token_cache_writer.h"
 #include "data_fixture.h"
+#include "test_support.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 using nmt::data::BatchPlanner;
 using nmt::data::BatchPlanOptions;
@@ -21,7 +26,88 @@ BatchPlanOptions options_for(int64_t world, int64_t max_tokens = 1024) {
   return o;
 }
 
+/// A token cache of `pairs` pairs with lengths drawn from a long-tailed distribution
+/// (1-120 pieces), ids all 5: what planning sees of a corpus.
+nmt::data::TokenCache synthetic_cache(const std::filesystem::path& file, int pairs, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::geometric_distribution<int> extra(0.05);
+  nmt::data::TokenCacheWriter writer(file, 1, 2);
+  std::vector<int32_t> src, tgt;
+  for (int i = 0; i < pairs; ++i) {
+    src.assign(static_cast<size_t>(1 + std::min(119, extra(rng))), 5);
+    tgt.assign(static_cast<size_t>(std::max<int64_t>(
+                   1, std::min<int64_t>(120, int64_t(src.size()) + int(rng() % 9) - 4))),
+               5);
+    writer.add(i + 1, src.data(), src.size(), tgt.data(), tgt.size());
+  }
+  nmt::data::FilterCounts counts;
+  counts.read = pairs;
+  writer.finish(counts);
+  return nmt::data::TokenCache::open(file);
+}
+
+/// FNV-1a over every step's batches' pairs and shapes, rank by rank.
+uint64_t plan_hash(const EpochPlan& plan) {
+  nmt::Fnv1a64 h;
+  for (const auto& step : plan.steps)
+    for (const auto& batch : step.batches) {
+      h.update_value(int64_t(batch.pairs.size()));
+      for (uint32_t pair : batch.pairs) h.update_value(pair);
+      h.update_value(batch.src_len);
+      h.update_value(batch.tgt_len);
+    }
+  return h.digest();
+}
+
 }  // namespace
+
+TEST_CASE("plans are those of the versions before (resumed runs continue with the same batches)",
+          "[data]") {
+  // Pinned from the planner as it was before the memory of planning was cut (a ring of
+  // costs, 32-bit cuts, bucketed length order): a resumed run plans its epoch again, so a
+  // change here would give a run continued by a newer binary other batches than it began.
+  nmt::test::TempDir dir;
+  const auto cache = synthetic_cache(dir.path() / "c.tok", 20000, 11);
+  struct Pinned {
+    int64_t world, max_tokens, max_sentences, epoch;
+    uint64_t hash;
+  };
+  for (const Pinned& p : {Pinned{1, 1024, 0, 1, 16154414192570524606ull},
+                          Pinned{2, 2048, 0, 1, 4478746458168702848ull},
+                          Pinned{3, 512, 16, 2, 7383787418488170126ull},
+                          Pinned{8, 4096, 0, 3, 4877298766870635107ull}}) {
+    INFO("world " << p.world << ", max_tokens " << p.max_tokens << ", max_sentences "
+                  << p.max_sentences << ", epoch " << p.epoch);
+    BatchPlanOptions o = options_for(p.world, p.max_tokens);
+    o.max_sentences = p.max_sentences;
+    const uint64_t hash = plan_hash(BatchPlanner(cache, o).plan_epoch(p.epoch));
+    UNSCOPED_INFO("plan hash " << hash);
+    CHECK(hash == p.hash);
+  }
+}
+
+TEST_CASE("the length order is the same by buckets and by 16-byte keys", "[data]") {
+  std::mt19937 rng(5);
+  for (int n : {1, 2, 1000, 70000}) {
+    for (int longest : {1, 7, 130, 1000}) {
+      std::vector<int32_t> src(static_cast<size_t>(n)), tgt(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) {  // many ties: few distinct lengths
+        src[i] = 1 + int32_t(rng() % uint32_t(longest));
+        tgt[i] = 1 + int32_t(rng() % uint32_t(longest));
+      }
+      for (uint64_t stream : {uint64_t{0}, uint64_t{0x9e3779b97f4a7c15}}) {
+        INFO(n << " pairs, lengths 1-" << longest << ", stream " << stream);
+        using nmt::data::LengthSort;
+        const auto keys = nmt::data::length_order_of(src, tgt, stream, LengthSort::kKeys);
+        CHECK(nmt::data::length_order_of(src, tgt, stream, LengthSort::kBuckets) == keys);
+        CHECK(nmt::data::length_order_of(src, tgt, stream) == keys);
+        std::vector<uint32_t> sorted = keys;
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t i = 0; i < sorted.size(); ++i) REQUIRE(sorted[i] == i);  // a permutation
+      }
+    }
+  }
+}
 
 TEST_CASE("batches respect the padded-token budget and cover every pair once", "[data]") {
   const auto& cache = nmt::test::small_corpus().cache();
