@@ -125,9 +125,9 @@ Batch BatchPlanner::make_batch(const uint32_t* begin, const uint32_t* end, const
   return b;
 }
 
-std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order,
-                                             const Slots& slots,
-                                             log::PhaseProgress* progress) const {
+std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order, const Slots& slots,
+                                             log::PhaseProgress* progress,
+                                             double progress_done) const {
   // best[j]: least cost of cutting order[0, j) into batches, where a batch costs its padded
   // tokens plus a fixed overhead. The backward scan stops once the budget is exceeded, as
   // adding pairs never lowers a batch's longest side.
@@ -147,7 +147,7 @@ std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order,
   std::vector<uint32_t> cut(n + 1, 0);
   best[0] = 0;
   for (size_t j = 1; j <= n; ++j) {
-    if (progress && j % 65536 == 0) progress->update(double(j));
+    if (progress && j % 65536 == 0) progress->update(progress_done + double(j));
     double best_j = std::numeric_limits<double>::infinity();
     int64_t max_src = 0, max_tgt = 0;
     for (size_t i = j; i-- > 0;) {
@@ -272,6 +272,10 @@ EpochPlan BatchPlanner::plan_epoch(int64_t epoch, const std::vector<ConsumedUpda
   // The plan is made over the epoch's draw (slots, data/corpus_set.h), and its batches then
   // name the pairs drawn; with one corpus of weight 1 slot j is pair j.
   const Slots slots = slots_of_epoch(epoch);
+  // Tens of millions of pairs take a minute or more to plan: say how far it is, from before
+  // the length order (10 s of it at 50M pairs), in pairs of the epoch's draw.
+  log::PhaseProgress progress("data", fmt::format("planning epoch {}", epoch), "pairs",
+                              double(slots.ids.size()));
   std::vector<uint32_t> order = length_order(stream, slots);
   for (const ConsumedUpdates& earlier : consumed) {
     // That plan's updates, one step of `group` batches each; drop the slots of its first ones.
@@ -293,13 +297,12 @@ EpochPlan BatchPlanner::plan_epoch(int64_t epoch, const std::vector<ConsumedUpda
   }
   EpochPlan plan;
   plan.epoch = epoch;
-  // Tens of millions of pairs take a minute or more to plan: say how far it is.
-  log::PhaseProgress progress("data", fmt::format("planning epoch {}", epoch), "pairs",
-                              double(order.size()));
-  plan.steps = balance(cut_batches(order, slots, &progress), stream,
+  // Pairs that earlier updates trained count as done.
+  const auto already = double(slots.ids.size() - order.size());
+  plan.steps = balance(cut_batches(order, slots, &progress, already), stream,
                        static_cast<size_t>(options_.world_size),
                        static_cast<size_t>(options_.accumulation), slots);
-  if (progress.reported()) progress.finish(double(order.size()));
+  if (progress.reported()) progress.finish(double(slots.ids.size()));
   for (Step& step : plan.steps)
     for (Batch& batch : step.batches)
       for (uint32_t& pair : batch.pairs) pair = slots.ids[pair];

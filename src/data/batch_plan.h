@@ -127,7 +127,8 @@ class BatchPlanner {
   Slots slots_of_epoch(int64_t epoch) const;
   /// Batches of slots, cut from `order` (slot indices).
   std::vector<Batch> cut_batches(const std::vector<uint32_t>& order, const Slots& slots,
-                                 log::PhaseProgress* progress = nullptr) const;
+                                 log::PhaseProgress* progress = nullptr,
+                                 double progress_done = 0) const;
   Batch make_batch(const uint32_t* begin, const uint32_t* end, const Slots& slots) const;
   std::vector<Step> balance(std::vector<Batch> batches, uint64_t stream, size_t world,
                             size_t accumulation, const Slots& slots) const;
