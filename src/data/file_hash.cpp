@@ -58,14 +58,14 @@ nlohmann::json read_memo(const std::filesystem::path& memo) {
 uint64_t hash_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   NMT_CHECK(in.good(), DataError, "{}: cannot read", file.string());
-  std::error_code ignored;
-  const auto total = std::filesystem::file_size(file, ignored);
+  std::error_code size_error;
+  const auto size = std::filesystem::file_size(file, size_error);
+  const double total = size_error ? 0.0 : double(size);  // 0: unknown (no share, no ETA)
   const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
                                                                        &XXH3_freeState);
   NMT_CHECK(state != nullptr, DataError, "{}: cannot hash (out of memory)", file.string());
   XXH3_64bits_reset(state.get());
-  log::PhaseProgress progress("data", "hashing " + file.filename().string(), "bytes",
-                              double(total));
+  log::PhaseProgress progress("data", "hashing " + file.filename().string(), "bytes", total);
   std::vector<char> buffer(4 << 20);
   double done = 0;
   while (in) {
