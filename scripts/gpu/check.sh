@@ -25,7 +25,8 @@
 # and its unpacked dependencies (build-gpu/, build-gpu-deps/) stay on a warm machine:
 #   scripts/gpu/check.sh $OUT build test train dist     then     scripts/gpu/check.sh $OUT auto bench ctest
 #
-#   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist auto bench ctest; default all)
+#   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist auto bench ctest; default all;
+#                                              configure: the build's first half alone, not in all)
 #
 # Sizes: CHECK_TRAIN_STEPS (300), CHECK_DIST_STEPS (40), CHECK_AUTO_STEPS (30), CHECK_BENCH
 # ("1 20": repetitions and steps of compare.sh), CHECK_BUDGET_S (540).
@@ -36,7 +37,9 @@
 # the test set's 1,000 pairs with a 500-piece vocabulary, NCCL is Gloo, the benchmark is the
 # tiny config on the CPU and CTest runs CHECK_CTEST_REGEX. On a CPU the [cuda] step fails, as
 # it must. CI runs it (tests/scripts/test_gpu_check.py), so this script's own code is tested
-# before a device runs it.
+# before a device runs it. CI also runs `configure` on freshly packed .debs (CHECK_DEPS_DIR,
+# CHECK_PREFIX, CHECK_BUILD_DIR, CHECK_CMAKE_ARGS=-DCMAKE_IGNORE_PREFIX_PATH=/usr), which the
+# rehearsal's build stand-in cannot show.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
@@ -88,7 +91,7 @@ step() {
   if declare -F "$1" > /dev/null; then
     # A function of this script (the build) runs in a child bash, so the budget bounds it too.
     local fn=$1; shift
-    timeout --kill-after=10 "$left" bash -c "$(declare -f "$fn"); $fn \"\$@\"" _ "$@" \
+    timeout --kill-after=10 "$left" bash -c "$(declare -f); $fn \"\$@\"" _ "$@" \
       > "$out/$name.log" 2>&1 || status=$?
   else
     timeout --kill-after=10 "$left" "$@" > "$out/$name.log" 2>&1 || status=$?
@@ -111,8 +114,10 @@ wants() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 
 # --- 1. Build ----------------------------------------------------------------------------------
 # A fixed prefix, so that a second call on a warm machine finds the libraries the build links.
-prefix=$repo/build-gpu-deps
-export prefix build python jobs  # for build_project, which step runs in a child bash
+prefix=${CHECK_PREFIX:-$repo/build-gpu-deps}
+deps=${CHECK_DEPS_DIR:-gpu-deps}
+cmake_args=${CHECK_CMAKE_ARGS:-}
+export prefix deps cmake_args build python jobs  # for the functions step runs in a child bash
 if [[ $rehearsal != 1 ]]; then
   mkdir -p "$prefix"
   export PKG_CONFIG_SYSROOT_DIR=$prefix
@@ -124,14 +129,18 @@ if [[ $rehearsal != 1 ]]; then
   # fmt 9 would come before LibTorch's fmt 12 (scripts/gpu/include_order.py checks).
   export CPLUS_INCLUDE_PATH=$prefix/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
 fi
-build_project() {
-  ls gpu-deps/*.deb > /dev/null || { echo "no gpu-deps/*.deb: run scripts/gpu/pack-deps.sh and carry gpu-deps"; return 1; }
-  for deb in gpu-deps/*.deb; do dpkg-deb -x "$deb" "$prefix" || return 1; done
+# Unpacks the .debs and configures. On its own (step `configure`) it is what CI tests against
+# the packages pack-deps.sh downloads, with /usr out of CMake's search (CHECK_CMAKE_ARGS), so
+# that a package CMakeLists.txt needs and pack-deps.sh lacks fails there, not on the GPU box.
+configure_project() {
+  ls "$deps"/*.deb > /dev/null || { echo "no $deps/*.deb: run scripts/gpu/pack-deps.sh and carry gpu-deps"; return 1; }
+  local deb
+  for deb in "$deps"/*.deb; do dpkg-deb -x "$deb" "$prefix" || return 1; done
   # Everything the build needs, checked up front: one line naming what is missing, not a
   # CMake error several minutes in.
   local missing=() f
   for f in CLI/CLI.hpp spdlog/spdlog.h fmt/format.h yaml-cpp/yaml.h sentencepiece_processor.h \
-           catch2/catch.hpp gloo/config.h zlib.h; do
+           catch2/catch.hpp gloo/config.h zlib.h nlohmann/json.hpp xxhash.h; do
     [[ -f $prefix/usr/include/$f || -f /usr/include/$f ]] || missing+=("$f")
   done
   [[ -x $prefix/usr/bin/pkgconf ]] || missing+=(pkgconf)
@@ -141,14 +150,17 @@ build_project() {
   fi
   local torch_prefix
   torch_prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)') || return 1
+  # shellcheck disable=SC2086  # CHECK_CMAKE_ARGS: several words
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr" \
     -DPKG_CONFIG_EXECUTABLE="$prefix/usr/bin/pkgconf" \
-    -DTORCH_CUDA_ARCH_LIST=9.0 -DNMT_PYTHON="$(command -v "$python")" || return 1
+    -DTORCH_CUDA_ARCH_LIST=9.0 -DNMT_PYTHON="$(command -v "$python")" $cmake_args || return 1
   # The include order as on CI, checked before minutes of compiling. A build folder configured
   # before CPLUS_INCLUDE_PATH was set keeps the old order: remove build-gpu/ then.
-  "$python" scripts/gpu/include_order.py "$build" || return 1
-  cmake --build "$build" -j "$jobs"
+  "$python" scripts/gpu/include_order.py "$build"
+}
+build_project() {
+  configure_project && cmake --build "$build" -j "$jobs"
 }
 # The rehearsal's stand-in: the binaries of the given build are there.
 check_build() {
@@ -159,6 +171,9 @@ check_build() {
   echo "[check] using the build in $build"
   "$python" scripts/gpu/include_order.py "$build"
 }
+if wants configure; then
+  step configure configure_project || { echo "[check] the configuration failed; see $out/configure.log" >&2; }
+fi
 if wants build; then
   what=build_project
   [[ $rehearsal == 1 ]] && what=check_build

@@ -6,8 +6,10 @@
 #
 #   scripts/gpu/pack-deps.sh [DIR]        (default gpu-deps; prints what it packed)
 #
-# Packed: the -dev packages (headers, CMake and pkg-config files), the shared libraries they
-# depend on, pkgconf, whose pkg-config CMake uses to find SentencePiece, and zlib1g-dev, since
+# Packed: the -dev packages (headers, CMake and pkg-config files) of every find_package and
+# pkg_check_modules of CMakeLists.txt besides Torch (CI configures from this list alone:
+# tests/scripts/test_gpu_check.py packed-deps), the shared libraries they depend on, pkgconf,
+# whose pkg-config CMake uses to find SentencePiece and xxhash, and zlib1g-dev, since
 # CMakeLists.txt requires ZLIB and a box with only the runtime library lacks its header. Left
 # out: what every glibc system has (libc6, libstdc++6, libgcc-s1, zlib1g).
 set -euo pipefail
@@ -16,6 +18,7 @@ dir=${1:-$repo/gpu-deps}
 mkdir -p "$dir"
 cd "$dir"
 dev=(libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libsentencepiece-dev catch2 libgloo-dev
+     nlohmann-json3-dev libxxhash-dev
      zlib1g-dev pkgconf pkgconf-bin libpkgconf3)
 base='^(libc6|libstdc\+\+6|libgcc-s1|zlib1g|libc6-dev|libc-dev)$'
 # One level of Depends of each -dev package: the runtime libraries (libspdlog1.x, libfmt10, ...).

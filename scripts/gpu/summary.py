@@ -61,6 +61,14 @@ def steps(out):
     for r in load_json(os.path.join(out, "results.json")):
         why = names.get(r.get("exit"))
         print(f"- {r['step']}: exit {r['exit']} in {r['seconds']} s{' (' + why + ')' if why else ''}")
+    # A failed step's last lines, so that the device tool's output tail says why (the whole
+    # log is in logs.tar.gz); the [cuda] cases and the benchmark have sections of their own.
+    for r in load_json(os.path.join(out, "results.json")):
+        path = os.path.join(out, f"{r['step']}.log")
+        if r.get("exit") in (0, 125) or r["step"] in ("test-cuda", "bench") or not os.path.exists(path):
+            continue
+        tail = open(path, errors="replace").read().strip().splitlines()[-20:]
+        print(f"\n{r['step']} failed; the end of {r['step']}.log:\n```\n" + "\n".join(tail) + "\n```")
 
 
 def training(out):
