@@ -28,6 +28,7 @@
 #include "data/vocab.h"
 #include "decode/sampling.h"
 #include "decode/search.h"
+#include "decode/stored_model.h"
 #include "model/transformer.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -45,25 +46,6 @@ constexpr size_t kChunkLines = 10000;
 constexpr std::chrono::seconds kProgressEvery{5};
 
 using checkpoint::TensorGroup;
-
-/// The group of weights to translate with: the moving average (ema) or the trained (model).
-TensorGroup weights_group(const checkpoint::CheckpointData& data, WeightsChoice choice,
-                          const std::string& name) {
-  const bool has_ema = checkpoint::has_group(data, TensorGroup::kEma);
-  switch (choice) {
-    case WeightsChoice::kRaw:
-      return TensorGroup::kModel;
-    case WeightsChoice::kEma:
-      NMT_CHECK(has_ema, CheckpointError,
-                "--weights ema: {} has no {}* tensors (it was trained without "
-                "train.ema_decay); use --weights raw",
-                name, checkpoint::group_prefix(TensorGroup::kEma));
-      return TensorGroup::kEma;
-    case WeightsChoice::kAuto:
-      break;
-  }
-  return has_ema ? TensorGroup::kEma : TensorGroup::kModel;
-}
 
 /// The language codes of a multilingual model: first in every source, and forced first in
 /// every output where the vocabulary puts the target's there (data/lang_tags.h).
@@ -128,15 +110,6 @@ LanguagePrefixes language_prefixes(const checkpoint::RunMetadata& meta,
            tgt_vocab, {data::language_tag(tgt_vocab, tgt_lang, tgt_needed_by)}, tgt_needed_by))
     out.target.push_back(id);
   return out;
-}
-
-/// The SentencePiece model `file` (checkpoint::vocabulary_file) stored in a checkpoint.
-data::Vocab stored_vocabulary(const checkpoint::CheckpointData& data, std::string_view file,
-                              const std::string& name) {
-  const std::string tensor = checkpoint::tensor_name(TensorGroup::kVocabulary, file);
-  return data::Vocab::from_serialized(
-      checkpoint::tensor_bytes(checkpoint::tensor_at(data, TensorGroup::kVocabulary, file)),
-      fmt::format("{} ({})", name, tensor));
 }
 
 /// Copies the tensors of `group` into the model's parameters, checking names and shapes.

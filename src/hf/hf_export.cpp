@@ -17,6 +17,7 @@
 #include "data/hf_tokenizer_writer.h"
 #include "data/vocab.h"
 #include "decode/search_options.h"
+#include "decode/stored_model.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -25,33 +26,6 @@ namespace {
 
 using checkpoint::TensorGroup;
 using Json = nlohmann::ordered_json;
-
-/// The weights to export, as nmt-translate chooses them (decode/translator.cpp).
-TensorGroup weights_group(const checkpoint::CheckpointData& data, decode::WeightsChoice choice,
-                          const std::string& name) {
-  const bool has_ema = checkpoint::has_group(data, TensorGroup::kEma);
-  switch (choice) {
-    case decode::WeightsChoice::kRaw:
-      return TensorGroup::kModel;
-    case decode::WeightsChoice::kEma:
-      NMT_CHECK(has_ema, CheckpointError,
-                "--weights ema: {} has no {}* tensors (it was trained without "
-                "train.ema_decay); use --weights raw",
-                name, checkpoint::group_prefix(TensorGroup::kEma));
-      return TensorGroup::kEma;
-    case decode::WeightsChoice::kAuto:
-      break;
-  }
-  return has_ema ? TensorGroup::kEma : TensorGroup::kModel;
-}
-
-data::Vocab stored_vocabulary(const checkpoint::CheckpointData& data, std::string_view file,
-                              const std::string& name) {
-  const std::string tensor = checkpoint::tensor_name(TensorGroup::kVocabulary, file);
-  return data::Vocab::from_serialized(
-      checkpoint::tensor_bytes(checkpoint::tensor_at(data, TensorGroup::kVocabulary, file)),
-      fmt::format("{} ({})", name, tensor));
-}
 
 /// generation_config.json: what transformers' generate needs to search as nmt-translate does.
 /// Mapped exactly: the decoder start, never generating pad or bos (suppress_tokens, as our
@@ -121,17 +95,17 @@ HfExportResult export_hf(const HfExportOptions& options) {
   // The newest file holds the vocabulary and the config (which averaging drops).
   const checkpoint::CheckpointData newest = checkpoint::load_checkpoint(result.checkpoints.back());
   const std::string name = result.checkpoints.back().string();
-  const TensorGroup group = weights_group(newest, options.weights, name);
+  const TensorGroup group = decode::weights_group(newest, options.weights, name);
   result.moving_average = group == TensorGroup::kEma;
   const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(newest.metadata, name);
   NMT_CHECK(!meta.config.empty(), CheckpointError, "{}: no metadata key \"{}\"", name,
             checkpoint::meta_key::kConfig);
   data::Vocabularies vocab;
   vocab.joint = meta.vocab_joint;
-  vocab.src = stored_vocabulary(newest, checkpoint::vocabulary_file::kSource, name);
+  vocab.src = decode::stored_vocabulary(newest, checkpoint::vocabulary_file::kSource, name);
   vocab.tgt = meta.vocab_joint
                   ? vocab.src
-                  : stored_vocabulary(newest, checkpoint::vocabulary_file::kTarget, name);
+                  : decode::stored_vocabulary(newest, checkpoint::vocabulary_file::kTarget, name);
   const model::ModelOptions model_options = config::stored_model_options(meta.config, name);
 
   // Refused before anything is written.
