@@ -1,16 +1,9 @@
 #include "dist/process_group.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <algorithm>
 #include <exception>
 #include <functional>
 #include <optional>
-#include <sstream>
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -30,6 +23,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "dist/gloo_devices.h"
 #include "dist/key_value_store.h"
 #include "dist/progress_marks.h"
 #include "dist/rendezvous.h"
@@ -42,54 +36,6 @@ namespace nmt::dist {
 namespace {
 
 std::string reason(const std::exception& e) { return one_line_reason(e); }
-
-/// The local IPv4/IPv6 address the kernel would use to reach host:port, or "" if unknown.
-/// A UDP connect sends nothing; it only picks the route.
-std::string local_address_towards(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return "";
-  std::string result;
-  for (addrinfo* a = found; a != nullptr && result.empty(); a = a->ai_next) {
-    const int fd = socket(a->ai_family, SOCK_DGRAM, 0);
-    if (fd < 0) continue;
-    sockaddr_storage local{};
-    socklen_t length = sizeof(local);
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
-      char text[INET6_ADDRSTRLEN] = {};
-      const void* address =
-          local.ss_family == AF_INET
-              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-              : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
-      if (inet_ntop(local.ss_family, address, text, sizeof(text)) != nullptr) result = text;
-    }
-    close(fd);
-  }
-  freeaddrinfo(found);
-  return result;
-}
-
-/// Gloo devices: GLOO_SOCKET_IFNAME's interfaces when set (as torch does), else the address
-/// of the interface that routes to the master (the loopback for a single-node job).
-std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(
-    const CommunicatorOptions& o) {
-  std::vector<std::shared_ptr<::gloo::transport::Device>> devices;
-  if (const char* names = std::getenv("GLOO_SOCKET_IFNAME"); names != nullptr && *names) {
-    std::stringstream list(names);
-    std::string name;
-    while (std::getline(list, name, ',')) {
-      if (!name.empty()) devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
-    }
-    return devices;
-  }
-  const std::string local = local_address_towards(o.master_addr, o.master_port);
-  devices.push_back(local.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
-                                  : c10d::ProcessGroupGloo::createDeviceForHostname(local));
-  return devices;
-}
 
 /// Groups tensors by (dtype, device) in order of first appearance; a flat copy per group is
 /// handed to `run`, then copied back. One collective per group instead of one per tensor.
@@ -311,7 +257,7 @@ Communicator::Communicator(Rendezvous joined, const CommunicatorOptions& options
 #endif
     } else {
       auto gloo_options = c10d::ProcessGroupGloo::Options::create(o.timeout);
-      gloo_options->devices = gloo_devices(o);
+      gloo_options->devices = gloo_devices(o.master_addr, o.master_port);
       m.backend = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, o.rank, o.world_size,
                                                              gloo_options);
       m.backend_name = "gloo";
