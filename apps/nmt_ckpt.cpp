@@ -13,6 +13,7 @@
 #include "config/ckpt_cli.h"
 #include "hf/hf_export.h"
 #include "hf/hf_import.h"
+#include "util/error.h"
 #include "util/log.h"
 #include "util/main_guard.h"
 
@@ -39,13 +40,15 @@ int run(int argc, char** argv) {
       return 0;
     case config::CkptAction::kAverage: {
       const std::vector<std::filesystem::path> inputs(command.inputs.begin(), command.inputs.end());
+      NMT_CHECK(command.force || !std::filesystem::exists(command.output), ConfigError,
+                "{} exists: give another output file, or --force to replace it", command.output);
       checkpoint::save_checkpoint(command.output, checkpoint::average_checkpoints(inputs));
       log::info("ckpt", "wrote {}: the average of {} checkpoints", command.output, inputs.size());
       return 0;
     }
     case config::CkptAction::kImportHf:
       std::cout << hf::import_summary_json(
-                       hf::import_hf_model(command.inputs.at(0), command.output))
+                       hf::import_hf_model({command.inputs.at(0), command.output, command.force}))
                 << std::flush;
       return 0;
     case config::CkptAction::kExportHf: {

@@ -233,8 +233,8 @@ def main():
     say("building the tokenizer and a transformer-base MarianMT")
     vocab, params = make_model_dir(model_dir, a.work)
     checkpoint = os.path.join(a.work, "imported.safetensors")
-    summary = json.loads(hf_import.run([ckpt, "import-hf", model_dir, "-o",
-                                        checkpoint]).stdout)
+    summary = json.loads(hf_import.run([ckpt, "import-hf", model_dir, "-o", checkpoint,
+                                        "--force"]).stdout)  # a rerun in the same --work
     run_dir = os.path.join(a.work, "run")
     config = os.path.join(a.work, "finetune.yaml")
     write_config(config, run_dir, summary, a, checkpoint)

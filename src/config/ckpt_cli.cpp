@@ -29,25 +29,27 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
       "      in one file only, differing shapes or dtypes). Exit code 0 when names, dtypes and\n"
       "      shapes match and every difference is <= X (default 0), else 1.\n";
   const std::string average_doc =
-      "  nmt-ckpt average OUT IN...\n"
+      "  nmt-ckpt average OUT IN... [--force]\n"
       "      Writes OUT with the element-wise mean of the inputs' model.* tensors (computed in\n"
       "      float64, stored in each tensor's dtype; integer tensors must be equal). Metadata:\n"
       "      the last input's plus averaged_from (the inputs, comma-separated). Optimizer and\n"
-      "      other state is dropped, so OUT is for translation, not for resuming.\n";
+      "      other state is dropped, so OUT is for translation, not for resuming. An existing\n"
+      "      OUT is refused unless --force.\n";
   const std::string layout_doc =
       "  nmt-ckpt layout\n"
       "      JSON: how checkpoint tensors are named: the groups (model., ema., optim., scaler.,\n"
       "      rng., vocab.) with what each holds, the optimizer slots, the scaler fields, the\n"
       "      vocabulary files and the pattern of the rng names.\n";
   const std::string import_doc =
-      "  nmt-ckpt import-hf HF_DIR -o OUT\n"
+      "  nmt-ckpt import-hf HF_DIR -o OUT [--force]\n"
       "      Writes OUT, a checkpoint of the transformers model in HF_DIR (as save_pretrained\n"
       "      writes it: config.json, model.safetensors, tokenizer files) of model_type marian\n"
       "      (OPUS-MT) or m2m_100 (M2M100, NLLB-200), for train.init_from and nmt-translate.\n"
       "      What we do not compute exactly is refused naming the file and key; a\n"
       "      pytorch_model.bin without safetensors is refused. JSON: output, model_type,\n"
       "      tokenizer, parameters, vocabulary sizes, languages, and model_yaml (the model:\n"
-      "      section a fine-tuning config must repeat).\n";
+      "      section a fine-tuning config must repeat). An existing OUT is refused unless\n"
+      "      --force.\n";
   const std::string export_hf_doc =
       "  nmt-ckpt export-hf IN OUT [--average K] [--weights auto|ema|raw] [--force]\n"
       "      Writes OUT, a Hugging Face transformers model directory (config.json,\n"
@@ -84,6 +86,7 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
   std::vector<std::string> average_in;
   average->add_option("OUT", average_out, "checkpoint to write (atomically)")->required();
   average->add_option("IN", average_in, "checkpoints to average")->required()->expected(1, -1);
+  average->add_flag("--force", command.force, "replace OUT if it exists");
   average->footer(average_doc + errors_doc);
 
   CLI::App* layout =
@@ -101,6 +104,7 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
   import_hf->add_option("-o,--output", command.output, "checkpoint file to write (atomically)")
       ->required()
       ->type_name("OUT");
+  import_hf->add_flag("--force", command.force, "replace OUT if it exists");
   import_hf->footer(import_doc + errors_doc);
   CLI::App* export_hf = app.add_subcommand(
       "export-hf", "write a Hugging Face transformers model directory of a checkpoint");

@@ -25,7 +25,7 @@ struct CkptCommand {
   bool all_tensors = false;  ///< diff: compare every tensor, not only model.*
   int64_t average = 0;       ///< export-hf: > 1 averages the newest K checkpoints
   decode::WeightsChoice weights = decode::WeightsChoice::kAuto;  ///< export-hf: ema or raw
-  bool force = false;  ///< export-hf: replace OUT when it exists
+  bool force = false;  ///< average, import-hf, export-hf: replace OUT when it exists
 };
 
 /// Parses argv. Prints help, version or a usage error itself and sets exit_code then.

@@ -80,9 +80,14 @@ std::string model_section(const std::string& yaml) {
 
 }  // namespace
 
-ImportSummary import_hf_model(const std::filesystem::path& hf_dir,
-                              const std::filesystem::path& output) {
+ImportSummary import_hf_model(const HfImportOptions& options) {
   using checkpoint::TensorGroup;
+  const std::filesystem::path& hf_dir = options.hf_dir;
+  const std::filesystem::path& output = options.output;
+  // A checkpoint already there may be a run's: replaced only when asked (as export-hf's
+  // directory), and said before minutes of reading a large model.
+  NMT_CHECK(options.force || !std::filesystem::exists(output), ConfigError,
+            "{} exists: give another output file, or --force to replace it", output.string());
   // Everything is read and checked before anything is written.
   checkpoint::HfModel model = checkpoint::read_hf_model(hf_dir);
   data::HfTokenizer tokenizer = data::load_hf_tokenizer(hf_dir, model.config.src_vocab_size);

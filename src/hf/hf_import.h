@@ -37,11 +37,18 @@ struct ImportSummary {
   std::string model_yaml;              ///< the model section of the stored config, as YAML
 };
 
-/// Reads the directory `hf_dir` and writes `output` (atomically; its folder is created).
-/// Throws CheckpointError or DataError naming the file and key of what cannot be imported,
+/// What import_hf_model reads and writes.
+struct HfImportOptions {
+  std::filesystem::path hf_dir;  ///< the transformers model directory
+  std::filesystem::path output;  ///< the checkpoint file to write
+  bool force = false;            ///< replace `output` when it exists
+};
+
+/// Reads the directory `options.hf_dir` and writes `options.output` (atomically; its folder is
+/// created). Throws ConfigError when the output exists and `force` is not set, and
+/// CheckpointError or DataError naming the file and key of what cannot be imported; either
 /// before anything is written.
-ImportSummary import_hf_model(const std::filesystem::path& hf_dir,
-                              const std::filesystem::path& output);
+ImportSummary import_hf_model(const HfImportOptions& options);
 
 /// The summary as one JSON object (nmt-ckpt import-hf's standard output).
 std::string import_summary_json(const ImportSummary& summary);

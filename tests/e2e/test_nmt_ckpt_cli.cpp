@@ -59,6 +59,8 @@ TEST_CASE("nmt-ckpt --help documents every command and flag", "[e2e]") {
   CHECK(ckpt("diff a b --atol -1").exit_code == 2);
   CHECK_THAT(ckpt("diff --help").out, Contains("--atol"));
   CHECK_THAT(ckpt("export-hf --help").out, Contains("--weights") && Contains("--force"));
+  CHECK_THAT(ckpt("average --help").out, Contains("--force"));
+  CHECK_THAT(ckpt("import-hf --help").out, Contains("--force"));
   CHECK(ckpt("export-hf onlyone").exit_code == 2);
 }
 
@@ -168,11 +170,33 @@ TEST_CASE("nmt-ckpt average writes the mean of the model tensors", "[e2e]") {
   zeros.tensors[0].second = at::zeros({2, 3});
   const auto one = save(dir, "one.safetensors", thirds);
   const auto zero = save(dir, "zero.safetensors", zeros);
-  REQUIRE(ckpt("average " + out.string() + " " + one.string() + " " + zero.string() + " " +
+  REQUIRE(ckpt("average --force " + out.string() + " " + one.string() + " " + zero.string() + " " +
                zero.string())
               .exit_code == 0);
   CHECK(nmt::checkpoint::load_checkpoint(out).at("model.encoder.weight")[0][0].item<float>() ==
         static_cast<float>(1.0 / 3.0));
+}
+
+TEST_CASE("nmt-ckpt average and import-hf keep an existing OUT unless --force", "[e2e]") {
+  TempDir dir;
+  const auto a = save(dir, "a.safetensors", state(0, {{"step", "100"}}));
+  const auto b = save(dir, "b.safetensors", state(1, {{"step", "200"}}));
+  const auto out = dir.path() / "kept.safetensors";
+  dir.write("kept.safetensors", "mine");
+  const auto average = ckpt("average " + out.string() + " " + a.string() + " " + b.string());
+  CHECK(average.exit_code == 1);
+  CHECK_THAT(average.err, Contains(out.string() + " exists") && Contains("--force"));
+  // import-hf says so before it reads the model directory (here: none).
+  const auto import =
+      ckpt("import-hf " + (dir.path() / "no-model").string() + " -o " + out.string());
+  CHECK(import.exit_code == 1);
+  CHECK_THAT(import.err, Contains(out.string() + " exists") && Contains("--force"));
+  CHECK(nmt::test::read_file(out) == "mine");
+
+  REQUIRE(ckpt("average --force " + out.string() + " " + a.string() + " " + b.string()).exit_code ==
+          0);
+  CHECK(nmt::checkpoint::load_checkpoint(out).meta("averaged_from") ==
+        a.string() + "," + b.string());
 }
 
 TEST_CASE("nmt-ckpt errors are one line naming the file and what is wrong", "[e2e]") {

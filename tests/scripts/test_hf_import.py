@@ -409,6 +409,18 @@ def main():
     checkpoint = os.path.join(work, "imported.safetensors")
     summary = json.loads(run([os.path.join(a.bin, "nmt-ckpt"), "import-hf", model_dir, "-o",
                               checkpoint]).stdout)
+    # A second import keeps the checkpoint unless --force, which writes the same bytes again.
+    with open(checkpoint, "rb") as f:
+        first = f.read()
+    again = subprocess.run([os.path.join(a.bin, "nmt-ckpt"), "import-hf", model_dir, "-o",
+                            checkpoint], capture_output=True, text=True)
+    if again.returncode != 1 or "--force" not in again.stderr:
+        sys.exit(f"a second import-hf to {checkpoint}: exit {again.returncode}, {again.stderr!r}")
+    run([os.path.join(a.bin, "nmt-ckpt"), "import-hf", model_dir, "-o", checkpoint, "--force"])
+    with open(checkpoint, "rb") as f:
+        if f.read() != first:
+            sys.exit("import-hf --force wrote other bytes than the first import")
+    print("a second import-hf is refused without --force; with it, the same bytes")
     print(f"transformers {transformers.__version__}, {type(tok).__name__}: imported "
           f"{summary['parameters']} parameters, vocabulary {summary['src_vocab_size']}, "
           f"{len(summary['languages'])} languages")
