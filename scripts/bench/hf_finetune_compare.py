@@ -40,7 +40,7 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "scripts"))
-import test_hf_import as hf_import  # noqa: E402  (run: a command that must succeed)
+import hf_import_checks as hf_import  # noqa: E402  (run: a command that must succeed)
 import test_hf_tokenizer as tokenizers  # noqa: E402  (SentencePiece helpers, data lines)
 
 VALID_PAIRS = 200

@@ -3,8 +3,11 @@
 # one rank trains STEPS + 5 updates (log_every 1, then 50: every update's metrics record, or
 # few), and `--benchmark STEPS` times the same batches after its 5 warm-up updates. Repeated
 # REPS times, interleaved, so that the machine's load falls on all three alike. Figures come
-# from the JSON the binary writes (summary.json: train_s, tokens; benchmark.json: seconds,
-# tokens_per_s); no validation, no checkpoint. A benchmark, not a test.
+# from the JSON the binary writes (summary.json: train_s, final_step, tokens_per_s;
+# benchmark.json: seconds, steps, tokens_per_s); no validation, no checkpoint. The training
+# figures cover all STEPS + 5 updates, its first ones too, where --benchmark times only those
+# after its 5 warm-up updates: a bias against the training loop, if any. A benchmark, not a
+# test.
 #
 #   scripts/bench/loop-vs-benchmark.sh [STEPS]     (default 100)
 #

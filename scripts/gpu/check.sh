@@ -38,7 +38,7 @@
 # tiny config on the CPU and CTest runs CHECK_CTEST_REGEX. On a CPU the [cuda] step fails, as
 # it must. CI runs it (tests/scripts/test_gpu_check.py), so this script's own code is tested
 # before a device runs it. CI also runs `configure` on freshly packed .debs (CHECK_DEPS_DIR,
-# CHECK_PREFIX, CHECK_BUILD_DIR, CHECK_CMAKE_ARGS=-DCMAKE_IGNORE_PREFIX_PATH=/usr), which the
+# CHECK_PREFIX, CHECK_BUILD_DIR, CHECK_CMAKE_ARGS="-DCMAKE_IGNORE_PREFIX_PATH=/usr;/"), which the
 # rehearsal's build stand-in cannot show.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -130,10 +130,11 @@ if [[ $rehearsal != 1 ]]; then
   export CPLUS_INCLUDE_PATH=$prefix/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
 fi
 # Unpacks the .debs and configures. On its own (step `configure`) it is what CI tests against
-# the packages pack-deps.sh downloads, with /usr out of CMake's search (CHECK_CMAKE_ARGS), so
+# the packages pack-deps.sh downloads, with /usr and / out of CMake's search (CHECK_CMAKE_ARGS; /
+# too, since /lib is /usr/lib on a merged-/usr system), so
 # that a package CMakeLists.txt needs and pack-deps.sh lacks fails there, not on the GPU box.
 configure_project() {
-  ls "$deps"/*.deb > /dev/null || { echo "no $deps/*.deb: run scripts/gpu/pack-deps.sh and carry gpu-deps"; return 1; }
+  ls "$deps"/*.deb > /dev/null || { echo "no $deps/*.deb: run scripts/gpu/pack-deps.sh and carry $deps"; return 1; }
   local deb
   for deb in "$deps"/*.deb; do dpkg-deb -x "$deb" "$prefix" || return 1; done
   # Everything the build needs, checked up front: one line naming what is missing, not a
@@ -145,7 +146,7 @@ configure_project() {
   done
   [[ -x $prefix/usr/bin/pkgconf ]] || missing+=(pkgconf)
   if (( ${#missing[@]} )); then
-    echo "[check] missing for the build: ${missing[*]} (rerun scripts/gpu/pack-deps.sh and carry gpu-deps)"
+    echo "[check] missing for the build: ${missing[*]} (rerun scripts/gpu/pack-deps.sh and carry $deps)"
     return 1
   fi
   local torch_prefix

@@ -1,7 +1,7 @@
 #pragma once
 // A small communicator over LibTorch's c10d: rendezvous through a TCPStore (rendezvous.h),
-// then a Gloo (CPU) or NCCL (CUDA) process group. Every failure is a DistError naming the rank and what
-// failed; a collective that does not complete within the timeout fails, it never hangs.
+// then a Gloo (CPU) or NCCL (CUDA) process group. Every failure is a DistError naming the rank and
+// what failed; a collective that does not complete within the timeout fails, it never hangs.
 //
 //   CommunicatorOptions o;  o.master_port = 29500;  o.rank = r;  o.world_size = 2;
 //   Communicator comm(o);
@@ -11,7 +11,8 @@
 //   comm.barrier();                          // before destroying it at the end of a run
 //
 // All collectives must be called in the same order on every rank, from one thread at a
-// time. c10d types stay in process_group.cpp (its Gloo header needs Debian's gloo headers).
+// time. c10d types stay in process_group.cpp and gloo_devices.cpp (their Gloo header needs
+// Debian's gloo headers).
 
 #include <chrono>
 #include <memory>

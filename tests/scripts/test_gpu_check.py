@@ -7,7 +7,7 @@ script's own code is tested on every CI run before a GPU box runs it.
     test_gpu_check.py spent --build DIR         a spent budget: every step skipped, a summary
     test_gpu_check.py include-order --build DIR include_order.py on the CI build and a bad one
     test_gpu_check.py packed-deps               CMake configures from pack-deps.sh's packages
-                                                alone (/usr out of its search); exit 77 (skip)
+                                                alone (/usr and / out of its search); 77 (skip)
                                                 where Debian's archive cannot be reached
 
 `rehearse` runs every step (CHECK_REHEARSAL=1: the tiny config, Gloo for NCCL, the benchmark on
@@ -18,6 +18,8 @@ NMT_REQUIRE_CUDA=1 forbids the skip); every other step must pass.
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -172,11 +174,12 @@ SKIP = 77
 
 
 def configure_from(deps, tmp, name):
-    """check.sh's `configure` step on the packages in `deps`, with /usr out of CMake's search
-    (the GPU box has none of them there); pkg-config sees only the prefix in every run."""
+    """check.sh's `configure` step on the packages in `deps`, with /usr and / out of CMake's
+    search (the GPU box has none of them there; / too, since /lib is /usr/lib on a merged-/usr
+    system); pkg-config sees only the prefix in every run."""
     out, prefix, build = (os.path.join(tmp, f"{name}-{what}") for what in ("out", "prefix", "build"))
     env = dict(os.environ, CHECK_DEPS_DIR=deps, CHECK_PREFIX=prefix, CHECK_BUILD_DIR=build,
-               CHECK_CMAKE_ARGS="-DCMAKE_IGNORE_PREFIX_PATH=/usr",
+               CHECK_CMAKE_ARGS="-DCMAKE_IGNORE_PREFIX_PATH=/usr;/",
                PYTHON=os.environ.get("PYTHON", sys.executable))
     r = subprocess.run(["bash", CHECK, out, "configure"], cwd=ROOT, env=env, capture_output=True,
                        text=True)
@@ -193,18 +196,38 @@ def configure_from(deps, tmp, name):
     return exit_code, configure_log, cache, prefix
 
 
+def found_in_system(cache):
+    """Cache entries of what CMake found (package folders, headers, libraries) that lie in the
+    system's folders rather than the prefix: each would be missing on the GPU box."""
+    found = re.compile(r"(_DIR|_INCLUDE_DIR|_LIBRARY|_LIBRARY_RELEASE|_LIBRARY_DEBUG)$|^pkgcfg_lib_")
+    return {key: value for key, value in cache.items()
+            if found.search(key) and value.startswith(("/usr/", "/lib/", "/lib64/"))
+            and not value.startswith("/usr/local/")}
+
+
 def packed_deps():
     """Everything CMakeLists.txt needs besides CUDA and LibTorch is in pack-deps.sh's list: the
     GPU box has no package registry, and a package added to the build but not to the list
     failed there, minutes into a rare device session (nlohmann-json and xxhash were missing)."""
+    if shutil.which("apt-cache") is None or shutil.which("apt-get") is None:
+        print("SKIPPED: no apt here (pack-deps.sh downloads Debian packages)")
+        sys.exit(SKIP)
     if subprocess.run(["apt-cache", "show", "zlib1g-dev"], capture_output=True).returncode != 0:
         print("SKIPPED: apt knows no packages here (empty package lists: apt-get update)")
         sys.exit(SKIP)
     with tempfile.TemporaryDirectory() as tmp:
         deps = os.path.join(tmp, "deps")
-        r = subprocess.run(["bash", PACK_DEPS, deps], capture_output=True, text=True)
+        try:
+            r = subprocess.run(["bash", PACK_DEPS, deps], capture_output=True, text=True,
+                               timeout=180)
+        except subprocess.TimeoutExpired:
+            print("SKIPPED: Debian's archive did not answer within 180 s")
+            sys.exit(SKIP)
         print(r.stdout[-3000:] + r.stderr[-3000:])
         if r.returncode != 0:
+            # A 404 is this machine's stale package lists, not the network: a failure to fix.
+            expect("404" not in r.stderr, "pack-deps.sh: a package was not found on the archive "
+                   "(404): this machine's package lists are stale (apt-get update)")
             unreachable = ("Failed to fetch", "Could not resolve", "Temporary failure resolving")
             if any(u in r.stderr for u in unreachable):
                 print("SKIPPED: Debian's archive cannot be reached from here")
@@ -219,18 +242,23 @@ def packed_deps():
             where = cache.get(f"{package}_DIR", "")
             expect(where.startswith(prefix + "/"),
                    f"{package} was found at {where!r}, not among the packed packages")
-        # The check can fail: without one package (one found by its CMake files, one by
-        # pkg-config), the configuration fails and says which.
-        for dropped, named in (("nlohmann-json3-dev_", "nlohmann_json"), ("libxxhash-dev_", "libxxhash")):
-            fewer = os.path.join(tmp, f"without-{named}")
+        leaks = found_in_system(cache)
+        expect(not leaks, f"found in the system's folders, not among the packed packages: {leaks}")
+        # The check can fail: without one package (found by its CMake files in /usr/lib, where
+        # / also leads on a merged-/usr system; in /usr/share; by pkg-config), the
+        # configuration fails and says which.
+        for dropped, message in (("libyaml-cpp-dev_", 'provided by "yaml-cpp"'),
+                                 ("nlohmann-json3-dev_", 'provided by "nlohmann_json"'),
+                                 ("libxxhash-dev_", "Package 'libxxhash', required by")):
+            fewer = os.path.join(tmp, "without-" + dropped.rstrip("_"))
             os.makedirs(fewer)
             for deb in debs:
                 if not deb.startswith(dropped):
                     os.link(os.path.join(deps, deb), os.path.join(fewer, deb))
             expect(len(os.listdir(fewer)) == len(debs) - 1, f"pack-deps.sh packed no {dropped}*.deb")
-            exit_code, configure_log, _, _ = configure_from(fewer, tmp, f"without-{named}")
-            expect(exit_code not in (0, None) and named in configure_log,
-                   f"without {dropped}*.deb the configuration did not fail naming {named}")
+            exit_code, configure_log, _, _ = configure_from(fewer, tmp, os.path.basename(fewer))
+            expect(exit_code not in (0, None) and message in configure_log,
+                   f"without {dropped}*.deb the configuration did not fail with {message!r}")
 
 
 def main():
