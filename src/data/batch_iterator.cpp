@@ -31,7 +31,7 @@ const Step& BatchIterator::next() {
     if (state_.step < steps_in_epoch()) break;
     start_next_epoch();
   }
-  current_ = plan_->steps[static_cast<size_t>(state_.step)];  // shared: copied, not moved
+  current_ = plan_->step(state_.step);  // the rank batches copied out of the shared plan
   step_epoch_ = state_.epoch;
   ++state_.step;
   // After an epoch's last step the position is the next epoch's start, so that a loop that

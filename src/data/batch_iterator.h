@@ -52,7 +52,7 @@ class BatchIterator {
   /// The epoch of the step next() returned last.
   int64_t last_epoch() const { return step_epoch_; }
   /// Steps in the epoch plan at hand (the one of the last step, until next() moves on).
-  int64_t steps_in_epoch() const { return static_cast<int64_t>(plan_->steps.size()); }
+  int64_t steps_in_epoch() const { return plan_->num_steps(); }
 
  private:
   std::shared_ptr<const BatchPlanner> planner_;

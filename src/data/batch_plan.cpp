@@ -17,8 +17,8 @@ namespace {
 /// Fisher-Yates with splitmix64, so every rank and every libstdc++ gives the same order
 /// (std::shuffle's distribution is implementation-defined).
 template <class T>
-void deterministic_shuffle(std::vector<T>& items, uint64_t stream) {
-  for (size_t i = items.size(); i > 1; --i) {
+void deterministic_shuffle(T* items, size_t count, uint64_t stream) {
+  for (size_t i = count; i > 1; --i) {
     stream = splitmix64(stream);
     std::swap(items[i - 1], items[stream % i]);
   }
@@ -49,27 +49,51 @@ int64_t Step::global_tgt_tokens() const {
   return total;
 }
 
+// The 40 bytes a batch that the header counts on.
+static_assert(sizeof(EpochPlan::Span) == 40, "EpochPlan::Span grew");
+
+Batch EpochPlan::batch(int64_t step, int64_t rank) const {
+  const Span& s = span(step, rank);
+  Batch b;
+  b.pairs.assign(pairs.begin() + static_cast<std::ptrdiff_t>(s.begin),
+                 pairs.begin() + static_cast<std::ptrdiff_t>(s.begin + s.size));
+  b.src_len = s.src_len;
+  b.tgt_len = s.tgt_len;
+  b.src_tokens = s.src_tokens;
+  b.tgt_tokens = s.tgt_tokens;
+  return b;
+}
+
+Step EpochPlan::step(int64_t step) const {
+  Step out;
+  out.batches.reserve(static_cast<size_t>(ranks));
+  for (int64_t r = 0; r < ranks; ++r) out.batches.push_back(batch(step, r));
+  return out;
+}
+
 PlanStats EpochPlan::stats(int64_t max_tokens) const {
   PlanStats s;
-  s.steps = static_cast<int64_t>(steps.size());
+  s.steps = num_steps();
   double busiest = 0, mean = 0, fill = 0;
-  for (const Step& step : steps) {
+  for (int64_t step = 0; step < s.steps; ++step) {
     int64_t step_max = 0, step_sum = 0;
-    for (const Batch& b : step.batches) {
+    for (int64_t r = 0; r < ranks; ++r) {
+      const Span& b = span(step, r);
       step_max = std::max(step_max, b.padded_tokens());
       step_sum += b.padded_tokens();
-      if (b.size() == 0) continue;
+      if (b.size == 0) continue;
       ++s.batches;
-      s.sentences += b.size();
+      s.sentences += b.size;
       s.src_tokens += b.src_tokens;
       s.tgt_tokens += b.tgt_tokens;
       s.padded_tokens += b.padded_tokens();
-      const double batch_fill = double(b.size() * std::max(b.src_len, b.tgt_len)) / double(max_tokens);
+      const double batch_fill =
+          double(int64_t{b.size} * std::max(b.src_len, b.tgt_len)) / double(max_tokens);
       fill += batch_fill;
       s.max_batch_fill = std::max(s.max_batch_fill, batch_fill);
     }
     busiest += double(step_max);
-    mean += double(step_sum) / double(step.batches.size());
+    mean += double(step_sum) / double(ranks);
   }
   s.padding_efficiency =
       s.padded_tokens ? double(s.src_tokens + s.tgt_tokens) / double(s.padded_tokens) : 0;
@@ -112,11 +136,13 @@ BatchPlanner::Slots BatchPlanner::slots_of_epoch(int64_t epoch) const {
   return slots;
 }
 
-Batch BatchPlanner::make_batch(const uint32_t* begin, const uint32_t* end, const Slots& slots) const {
-  Batch b;
-  b.pairs.assign(begin, end);
-  for (const uint32_t* p = begin; p != end; ++p) {
-    const int64_t s = slots.src[*p], t = slots.tgt[*p];
+EpochPlan::Span BatchPlanner::make_span(const std::vector<uint32_t>& order, uint64_t begin,
+                                        uint64_t end, const Slots& slots) {
+  Span b;
+  b.begin = begin;
+  b.size = static_cast<uint32_t>(end - begin);
+  for (uint64_t k = begin; k != end; ++k) {
+    const int32_t s = slots.src[order[k]], t = slots.tgt[order[k]];
     b.src_len = std::max(b.src_len, s);
     b.tgt_len = std::max(b.tgt_len, t);
     b.src_tokens += s;
@@ -125,9 +151,10 @@ Batch BatchPlanner::make_batch(const uint32_t* begin, const uint32_t* end, const
   return b;
 }
 
-std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order, const Slots& slots,
-                                             log::PhaseProgress* progress,
-                                             double progress_done) const {
+std::vector<EpochPlan::Span> BatchPlanner::cut_batches(const std::vector<uint32_t>& order,
+                                                       const Slots& slots,
+                                                       log::PhaseProgress* progress,
+                                                       double progress_done) const {
   // best[j]: least cost of cutting order[0, j) into batches, where a batch costs its padded
   // tokens plus a fixed overhead. The backward scan stops once the budget is exceeded, as
   // adding pairs never lowers a batch's longest side.
@@ -160,57 +187,61 @@ std::vector<Batch> BatchPlanner::cut_batches(const std::vector<uint32_t>& order,
     }
     best[j & mask] = best_j;  // overwrites best[j - ring]: out of every later batch's reach
   }
-  std::vector<Batch> batches;
-  for (size_t j = n; j > 0; j = cut[j])
-    batches.push_back(make_batch(&order[cut[j]], &order[j], slots));
+  std::vector<Span> batches;
+  for (size_t j = n; j > 0; j = cut[j]) batches.push_back(make_span(order, cut[j], j, slots));
   std::reverse(batches.begin(), batches.end());
   return batches;
 }
 
-std::vector<Step> BatchPlanner::balance(std::vector<Batch> batches, uint64_t stream, size_t w,
-                                       size_t f, const Slots& slots) const {
+std::vector<EpochPlan::Span> BatchPlanner::balance(std::vector<Span> batches,
+                                                   const std::vector<uint32_t>& order,
+                                                   uint64_t stream, size_t w, size_t f,
+                                                   const Slots& slots) const {
   // An update takes one batch per rank per accumulation step: split the largest batches until
-  // the count divides.
+  // the count divides. A batch's halves are runs of the order as the batch was.
   const size_t group = w * f;
   while (batches.size() % group != 0) {
     auto largest = std::max_element(batches.begin(), batches.end(),
-                                     [](const Batch& a, const Batch& b) { return a.size() < b.size(); });
-    if (largest->size() < 2) {
+                                    [](const Span& a, const Span& b) { return a.size < b.size; });
+    if (largest->size < 2) {
       batches.emplace_back();  // fewer pairs than slots left: an empty batch keeps the shape
       continue;
     }
-    const Batch whole = std::move(*largest);
-    const size_t half = whole.pairs.size() / 2;
-    *largest = make_batch(whole.pairs.data(), whole.pairs.data() + half, slots);
-    batches.push_back(
-        make_batch(whole.pairs.data() + half, whole.pairs.data() + whole.pairs.size(), slots));
+    const Span whole = *largest;
+    const uint64_t half = whole.begin + whole.size / 2;
+    *largest = make_span(order, whole.begin, half, slots);
+    batches.push_back(make_span(order, half, whole.begin + whole.size, slots));
   }
   // Batches of near-equal cost share an update, so no rank waits long for another. Grouping
   // depends on ranks x accumulation only: 2 ranks x 1 step and 1 rank x 2 steps see the same
   // sentences in each update.
   std::vector<std::pair<uint64_t, size_t>> keys(batches.size());
   for (size_t i = 0; i < batches.size(); ++i)
-    keys[i] = {splitmix64(stream ^ (batches[i].pairs.empty() ? i : batches[i].pairs[0])), i};
+    keys[i] = {splitmix64(stream ^ (batches[i].size == 0 ? i : order[batches[i].begin])), i};
   std::sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
     const int64_t ca = batches[a.second].padded_tokens(), cb = batches[b.second].padded_tokens();
     return ca != cb ? ca > cb : a < b;
   });
-  std::vector<std::vector<Batch>> groups(batches.size() / group);
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (size_t k = 0; k < group; ++k) groups[g].push_back(std::move(batches[keys[g * group + k].second]));
+  // Group g's members at grouped[g x group, (g + 1) x group).
+  const size_t groups = batches.size() / group;
+  std::vector<Span> grouped(batches.size());
+  for (size_t g = 0; g < groups; ++g) {
+    for (size_t k = 0; k < group; ++k) grouped[g * group + k] = batches[keys[g * group + k].second];
     // Which rank gets the group's largest batch changes from update to update.
-    deterministic_shuffle(groups[g], splitmix64(stream + g));
+    deterministic_shuffle(&grouped[g * group], group, splitmix64(stream + g));
   }
-  deterministic_shuffle(groups, splitmix64(stream ^ 0x5bd1e995u));
-  std::vector<Step> steps;
-  steps.reserve(groups.size() * f);
-  for (auto& members : groups) {
-    for (size_t k = 0; k < f; ++k) {
-      Step step;
-      for (size_t r = 0; r < w; ++r) step.batches.push_back(std::move(members[k * w + r]));
-      steps.push_back(std::move(step));
-    }
-  }
+  keys = {};
+  batches = {};
+  // The updates in a shuffled order (the shuffle's swaps depend on the count alone, so
+  // shuffling the groups' numbers orders them as shuffling the groups would).
+  std::vector<size_t> update_order(groups);
+  std::iota(update_order.begin(), update_order.end(), size_t{0});
+  deterministic_shuffle(update_order.data(), groups, splitmix64(stream ^ 0x5bd1e995u));
+  std::vector<Span> steps;
+  steps.reserve(grouped.size());
+  for (size_t g : update_order)
+    steps.insert(steps.end(), grouped.begin() + static_cast<std::ptrdiff_t>(g * group),
+                 grouped.begin() + static_cast<std::ptrdiff_t>((g + 1) * group));
   return steps;
 }
 
@@ -282,30 +313,31 @@ EpochPlan BatchPlanner::plan_epoch(int64_t epoch, const std::vector<ConsumedUpda
     NMT_CHECK(earlier.group >= 1 && earlier.updates >= 0, DataError,
               "epoch {}: consumed updates ({} of {} batches) out of range", epoch,
               earlier.updates, earlier.group);
-    const std::vector<Step> steps =
-        balance(cut_batches(order, slots), stream, static_cast<size_t>(earlier.group), 1, slots);
-    NMT_CHECK(earlier.updates <= static_cast<int64_t>(steps.size()), DataError,
+    const auto group = static_cast<size_t>(earlier.group);
+    const std::vector<Span> updates =
+        balance(cut_batches(order, slots), order, stream, group, 1, slots);
+    NMT_CHECK(earlier.updates <= static_cast<int64_t>(updates.size() / group), DataError,
               "epoch {}: {} updates of {} batches were trained, but that plan has only {} (was "
               "the data changed since the checkpoint?)",
-              epoch, earlier.updates, earlier.group, steps.size());
+              epoch, earlier.updates, earlier.group, updates.size() / group);
     std::vector<char> used(slots.ids.size(), 0);
-    for (int64_t u = 0; u < earlier.updates; ++u)
-      for (const Batch& b : steps[static_cast<size_t>(u)].batches)
-        for (uint32_t slot : b.pairs) used[slot] = 1;
+    for (size_t b = 0; b < static_cast<size_t>(earlier.updates) * group; ++b)
+      for (uint64_t k = 0; k < updates[b].size; ++k) used[order[updates[b].begin + k]] = 1;
     order.erase(std::remove_if(order.begin(), order.end(), [&used](uint32_t j) { return used[j] != 0; }),
                 order.end());
   }
   EpochPlan plan;
   plan.epoch = epoch;
+  plan.ranks = options_.world_size;
   // Pairs that earlier updates trained count as done.
   const auto already = double(slots.ids.size() - order.size());
-  plan.steps = balance(cut_batches(order, slots, &progress, already), stream,
+  plan.spans = balance(cut_batches(order, slots, &progress, already), order, stream,
                        static_cast<size_t>(options_.world_size),
                        static_cast<size_t>(options_.accumulation), slots);
   if (progress.reported()) progress.finish(double(slots.ids.size()));
-  for (Step& step : plan.steps)
-    for (Batch& batch : step.batches)
-      for (uint32_t& pair : batch.pairs) pair = slots.ids[pair];
+  // The spans index the order, which becomes the plan's pairs: slots named by their pairs.
+  for (uint32_t& slot : order) slot = slots.ids[slot];
+  plan.pairs = std::move(order);
   if (options_.batching == Batching::kSentences) return plan_naive(plan);
   return plan;
 }
@@ -330,23 +362,21 @@ int64_t BatchPlanner::plans_made() const {
 EpochPlan BatchPlanner::plan_by_sentence_count(int64_t epoch, size_t per_rank) const {
   const auto w = static_cast<size_t>(options_.world_size);
   // The epoch's draw in corpus order (each corpus's pairs in file order).
-  const Slots slots = slots_of_epoch(epoch);
+  Slots slots = slots_of_epoch(epoch);
   const size_t n = slots.ids.size();
   EpochPlan plan;
   plan.epoch = epoch;
+  plan.ranks = options_.world_size;
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   for (size_t start = 0; start < n; start += per_rank * w) {
-    Step step;
     for (size_t r = 0; r < w; ++r) {
       const size_t begin = std::min(n, start + r * per_rank);
       const size_t end = std::min(n, begin + per_rank);
-      Batch batch = make_batch(order.data() + begin, order.data() + end, slots);
-      for (uint32_t& pair : batch.pairs) pair = slots.ids[pair];
-      step.batches.push_back(std::move(batch));
+      plan.spans.push_back(make_span(order, begin, end, slots));
     }
-    plan.steps.push_back(std::move(step));
   }
+  plan.pairs = std::move(slots.ids);  // slot j's pair, in the order of the spans
   return plan;
 }
 

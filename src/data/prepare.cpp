@@ -126,9 +126,7 @@ BatchPlanOptions plan_options(const DataOptions& options, int64_t max_tokens, in
 std::vector<CorpusDraw> drawn_in_plan(const CorpusSet& corpora, const EpochPlan& plan) {
   std::vector<CorpusDraw> out = corpora.draws();
   for (CorpusDraw& d : out) d.drawn = 0;
-  for (const Step& step : plan.steps)
-    for (const Batch& batch : step.batches)
-      for (uint32_t pair : batch.pairs) ++out[corpora.part_of(pair)].drawn;
+  for (uint32_t pair : plan.pairs) ++out[corpora.part_of(pair)].drawn;
   return out;
 }
 

@@ -100,8 +100,8 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
   int64_t tokens = 0;
   const data::SpecialIds ids = batch_ids(setup.model, data.vocab);
   std::vector<std::string> hypotheses, refs;
-  for (const data::Step& step : plan.steps) {
-    const data::Batch& batch = step.batches[static_cast<size_t>(setup.rank)];
+  for (int64_t step = 0; step < plan.num_steps(); ++step) {
+    const data::Batch batch = plan.batch(step, setup.rank);
     if (batch.size() == 0) continue;
     const auto t = data::make_batch_tensors(set.cache, batch, ids);
     const at::Tensor src = t.src.to(setup.device);

@@ -37,6 +37,13 @@ struct SmallCorpus {
   const data::TokenCache& cache() const { return prepared.train.parts()[0].cache; }
 };
 
+/// Every step of a plan, its batches copied out (EpochPlan stores them flat).
+inline std::vector<data::Step> steps_of(const data::EpochPlan& plan) {
+  std::vector<data::Step> steps;
+  for (int64_t s = 0; s < plan.num_steps(); ++s) steps.push_back(plan.step(s));
+  return steps;
+}
+
 inline const SmallCorpus& small_corpus() {
   static SmallCorpus corpus;
   return corpus;

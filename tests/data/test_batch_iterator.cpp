@@ -59,14 +59,14 @@ TEST_CASE("iterators over one planner plan an epoch once and step through the sa
   BatchIterator second(p);
   CHECK(p->plans_made() == 1);
   const auto fresh = planner(2)->plan_epoch(1);
-  REQUIRE(static_cast<int64_t>(fresh.steps.size()) == steps);
+  REQUIRE(fresh.num_steps() == steps);
   for (int64_t i = 0; i < steps; ++i) {
     const auto a = first.next().batches;
     const auto& b = second.next().batches;
     REQUIRE(a.size() == b.size());
     for (size_t r = 0; r < a.size(); ++r) {
       CHECK(a[r].pairs == b[r].pairs);
-      CHECK(a[r].pairs == fresh.steps[static_cast<size_t>(i)].batches[r].pairs);
+      CHECK(a[r].pairs == fresh.batch(i, static_cast<int64_t>(r)).pairs);
     }
   }
   // Both are in epoch 2 now: it is planned once as well, and epoch 1 is no longer kept.
@@ -83,7 +83,7 @@ TEST_CASE("batch tensors are padded, EOS-terminated and BOS-shifted", "[data]") 
   const auto& cache = nmt::test::small_corpus().cache();
   auto p = planner(1);
   const auto plan = p->plan_epoch(1);
-  const auto& batch = plan.steps.front().batches.front();
+  const auto batch = plan.batch(0, 0);
   const auto t = nmt::data::make_batch_tensors(cache, batch, {0, 2, 3});
   REQUIRE(t.src.sizes() == at::IntArrayRef({batch.size(), batch.src_len}));
   REQUIRE(t.tgt_in.sizes() == t.tgt_out.sizes());

@@ -4,6 +4,7 @@
 #include <random>
 #include <set>
 
+#include "data/batch_iterator.h"  // format_consumed
 #include "data/batch_plan.h"
 #include "data/token_cache.h"
 #include "data/token_cache_writer.h"
@@ -49,7 +50,7 @@ nmt::data::TokenCache synthetic_cache(const std::filesystem::path& file, int pai
 /// FNV-1a over every step's batches' pairs and shapes, rank by rank.
 uint64_t plan_hash(const EpochPlan& plan) {
   nmt::Fnv1a64 h;
-  for (const auto& step : plan.steps)
+  for (const auto& step : nmt::test::steps_of(plan))
     for (const auto& batch : step.batches) {
       h.update_value(int64_t(batch.pairs.size()));
       for (uint32_t pair : batch.pairs) h.update_value(pair);
@@ -64,25 +65,65 @@ uint64_t plan_hash(const EpochPlan& plan) {
 TEST_CASE("plans are those of the versions before (resumed runs continue with the same batches)",
           "[data]") {
   // Pinned from the planner as it was before the memory of planning was cut (a ring of
-  // costs, 32-bit cuts, bucketed length order): a resumed run plans its epoch again, so a
-  // change here would give a run continued by a newer binary other batches than it began.
+  // costs, 32-bit cuts, bucketed length order); those with accumulation, consumed updates or
+  // sentence batching from the one before plans were stored flat. A resumed run plans its
+  // epoch again, so a change here would give a run continued by a newer binary other batches
+  // than it began.
   nmt::test::TempDir dir;
   const auto cache = synthetic_cache(dir.path() / "c.tok", 20000, 11);
+  using nmt::data::ConsumedUpdates;
   struct Pinned {
-    int64_t world, max_tokens, max_sentences, epoch;
+    int64_t world, accumulation, max_tokens, max_sentences, epoch;
+    std::vector<ConsumedUpdates> consumed;
+    nmt::data::Batching batching;
     uint64_t hash;
   };
-  for (const Pinned& p : {Pinned{1, 1024, 0, 1, 16154414192570524606ull},
-                          Pinned{2, 2048, 0, 1, 4478746458168702848ull},
-                          Pinned{3, 512, 16, 2, 7383787418488170126ull},
-                          Pinned{8, 4096, 0, 3, 4877298766870635107ull}}) {
-    INFO("world " << p.world << ", max_tokens " << p.max_tokens << ", max_sentences "
-                  << p.max_sentences << ", epoch " << p.epoch);
+  const auto tokens = nmt::data::Batching::kTokens;
+  for (const Pinned& p :
+       {Pinned{1, 1, 1024, 0, 1, {}, tokens, 16154414192570524606ull},
+        Pinned{2, 1, 2048, 0, 1, {}, tokens, 4478746458168702848ull},
+        Pinned{3, 1, 512, 16, 2, {}, tokens, 7383787418488170126ull},
+        Pinned{8, 1, 4096, 0, 3, {}, tokens, 4877298766870635107ull},
+        Pinned{2, 3, 1024, 0, 1, {}, tokens, 14738337919163197282ull},
+        Pinned{1, 2, 2048, 0, 2, {{4, 5}}, tokens, 7642901545754620475ull},
+        Pinned{3, 1, 512, 16, 1, {{2, 10}, {6, 3}}, tokens, 2842549396680345867ull},
+        Pinned{2, 1, 2048, 0, 1, {}, nmt::data::Batching::kSentences, 10132815869127329169ull}}) {
+    INFO("world " << p.world << " x " << p.accumulation << ", max_tokens " << p.max_tokens
+                  << ", max_sentences " << p.max_sentences << ", epoch " << p.epoch
+                  << ", consumed '" << nmt::data::format_consumed(p.consumed) << "', batching "
+                  << int(p.batching));
     BatchPlanOptions o = options_for(p.world, p.max_tokens);
+    o.accumulation = p.accumulation;
     o.max_sentences = p.max_sentences;
-    const uint64_t hash = plan_hash(BatchPlanner(cache, o).plan_epoch(p.epoch));
+    o.batching = p.batching;
+    const uint64_t hash = plan_hash(BatchPlanner(cache, o).plan_epoch(p.epoch, p.consumed));
     UNSCOPED_INFO("plan hash " << hash);
     CHECK(hash == p.hash);
+  }
+}
+
+TEST_CASE("a plan holds each pair once: its batches are runs of one array", "[data]") {
+  // The flat plan's point (memory): no pair is stored twice, and the batches tile the array.
+  const auto& cache = nmt::test::small_corpus().cache();
+  for (int64_t world : {1, 3}) {
+    for (const std::vector<nmt::data::ConsumedUpdates>& consumed :
+         {std::vector<nmt::data::ConsumedUpdates>{}, {{2, 3}}}) {
+      INFO("world " << world << ", consumed " << consumed.size());
+      const EpochPlan plan = BatchPlanner(cache, options_for(world)).plan_epoch(1, consumed);
+      REQUIRE(plan.ranks == world);
+      REQUIRE(static_cast<int64_t>(plan.spans.size()) == plan.num_steps() * world);
+      std::vector<int> covered(plan.pairs.size(), 0);
+      int64_t sentences = 0;
+      for (const auto& span : plan.spans) {
+        REQUIRE(span.begin + span.size <= plan.pairs.size());
+        for (uint64_t k = span.begin; k < span.begin + span.size; ++k) ++covered[k];
+        sentences += span.size;
+      }
+      CHECK(std::all_of(covered.begin(), covered.end(), [](int n) { return n == 1; }));
+      CHECK(sentences == static_cast<int64_t>(plan.pairs.size()));
+      if (consumed.empty()) CHECK(static_cast<int64_t>(plan.pairs.size()) == cache.size());
+      if (!consumed.empty()) CHECK(static_cast<int64_t>(plan.pairs.size()) < cache.size());
+    }
   }
 }
 
@@ -118,7 +159,7 @@ TEST_CASE("batches respect the padded-token budget and cover every pair once", "
       o.max_sentences = max_sentences;
       const EpochPlan plan = BatchPlanner(cache, o).plan_epoch(1);
       std::vector<int> seen(static_cast<size_t>(cache.size()), 0);
-      for (const auto& step : plan.steps) {
+      for (const auto& step : nmt::test::steps_of(plan)) {
         REQUIRE(step.batches.size() == static_cast<size_t>(world));
         for (const auto& batch : step.batches) {
           CHECK(batch.size() * std::max(batch.src_len, batch.tgt_len) <= o.max_tokens);
@@ -138,7 +179,7 @@ TEST_CASE("batches respect the padded-token budget and cover every pair once", "
 /// Every batch's pairs, in plan order.
 std::vector<std::vector<uint32_t>> pairs_of(const EpochPlan& plan) {
   std::vector<std::vector<uint32_t>> out;
-  for (const auto& step : plan.steps)
+  for (const auto& step : nmt::test::steps_of(plan))
     for (const auto& batch : step.batches) out.push_back(batch.pairs);
   return out;
 }
@@ -189,7 +230,7 @@ TEST_CASE("global target tokens of a step sum every rank's batch", "[data]") {
   const auto& cache = nmt::test::small_corpus().cache();
   const EpochPlan plan = BatchPlanner(cache, options_for(3)).plan_epoch(1);
   int64_t total = 0;
-  for (const auto& step : plan.steps) total += step.global_tgt_tokens();
+  for (const auto& step : nmt::test::steps_of(plan)) total += step.global_tgt_tokens();
   int64_t expected = 0;
   for (int64_t i = 0; i < cache.size(); ++i) expected += cache.tgt_length(i) + 1;
   CHECK(total == expected);
@@ -223,9 +264,9 @@ TEST_CASE("2 ranks x 1 step and 1 rank x 2 steps see the same sentences per upda
   accumulate.accumulation = 2;
   const EpochPlan a = BatchPlanner(cache, two_ranks).plan_epoch(2);
   const EpochPlan b = BatchPlanner(cache, accumulate).plan_epoch(2);
-  REQUIRE(b.steps.size() == 2 * a.steps.size());
-  for (size_t u = 0; u < a.steps.size(); ++u) {
-    CHECK(a.steps[u].batches[0].pairs == b.steps[2 * u].batches[0].pairs);
-    CHECK(a.steps[u].batches[1].pairs == b.steps[2 * u + 1].batches[0].pairs);
+  REQUIRE(b.num_steps() == 2 * a.num_steps());
+  for (int64_t u = 0; u < a.num_steps(); ++u) {
+    CHECK(a.batch(u, 0).pairs == b.batch(2 * u, 0).pairs);
+    CHECK(a.batch(u, 1).pairs == b.batch(2 * u + 1, 0).pairs);
   }
 }

@@ -174,7 +174,7 @@ TEST_CASE("trainer: train.max_epochs stops after the last update of that epoch",
       loop_data().prepared.train,
       nmt::data::plan_options(setup.data, setup.max_tokens, 1,
                               static_cast<uint64_t>(setup.train.seed)));
-  const auto steps = static_cast<int64_t>(planner.plan_epoch(1).steps.size());
+  const auto steps = planner.plan_epoch(1).num_steps();
   REQUIRE(steps > 1);
   const RunSummary s = train(setup);
   CHECK(s.stop_reason == StopReason::kMaxEpochs);
