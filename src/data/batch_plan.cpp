@@ -337,6 +337,7 @@ EpochPlan BatchPlanner::plan_epoch(int64_t epoch, const std::vector<ConsumedUpda
   if (progress.reported()) progress.finish(double(slots.ids.size()));
   // The spans index the order, which becomes the plan's pairs: slots named by their pairs.
   for (uint32_t& slot : order) slot = slots.ids[slot];
+  if (!consumed.empty()) order.shrink_to_fit();  // the pairs trained before were erased
   plan.pairs = std::move(order);
   if (options_.batching == Batching::kSentences) return plan_naive(plan);
   return plan;

@@ -75,9 +75,10 @@ struct PlanStats {
 
 /// The steps of one epoch, stored flat: every batch is a run of one array of pair ids (the
 /// length order the batches were cut from), so a plan costs 4 bytes a pair and 40 a batch.
-/// A vector per batch took about 90 bytes a batch and a second copy of the ids while cutting;
-/// at 20M pairs (469K batches, 2 ranks) flat plans lowered each rank's peak RSS by 30 MiB
-/// (the length order's arrays are now the peak) and its memory in training by 20 MiB.
+/// A vector per batch took about 90 bytes a batch by our count, and a second copy of the ids
+/// while cutting; at 20M pairs (469K batches, 2 ranks) flat plans lowered each rank's peak
+/// RSS by 30 MiB and its memory in training by 20 MiB. By our count the peak is now the
+/// length order's (24 bytes a pair), before any batch is cut.
 struct EpochPlan {
   /// A batch as stored: pairs[begin, begin + size) and its padded shape (as in Batch).
   struct Span {
@@ -85,7 +86,7 @@ struct EpochPlan {
     uint32_t size = 0;
     int32_t src_len = 0, tgt_len = 0;
     int64_t src_tokens = 0, tgt_tokens = 0;
-    int64_t padded_tokens() const { return int64_t{size} * (src_len + tgt_len); }
+    int64_t padded_tokens() const { return int64_t{size} * (int64_t{src_len} + tgt_len); }
   };
   int64_t epoch = 0;
   int64_t ranks = 1;            ///< batches per step

@@ -66,9 +66,9 @@ TEST_CASE("plans are those of the versions before (resumed runs continue with th
           "[data]") {
   // Pinned from the planner as it was before the memory of planning was cut (a ring of
   // costs, 32-bit cuts, bucketed length order); those with accumulation, consumed updates or
-  // sentence batching from the one before plans were stored flat. A resumed run plans its
-  // epoch again, so a change here would give a run continued by a newer binary other batches
-  // than it began.
+  // sentence batching, and the epoch's tail below, from the one before plans were stored flat. A
+  // resumed run plans its epoch again, so a change here would give a run continued by a newer
+  // binary other batches than it began.
   nmt::test::TempDir dir;
   const auto cache = synthetic_cache(dir.path() / "c.tok", 20000, 11);
   using nmt::data::ConsumedUpdates;
@@ -100,10 +100,22 @@ TEST_CASE("plans are those of the versions before (resumed runs continue with th
     UNSCOPED_INFO("plan hash " << hash);
     CHECK(hash == p.hash);
   }
+  // An epoch's tail after a resume, with fewer pairs left than an update's 64 batches: the
+  // batches split down to single pairs, and empty ones fill the rest (their only path).
+  const int64_t updates = BatchPlanner(cache, options_for(2, 512)).plan_epoch(1).num_steps();
+  BatchPlanOptions tail = options_for(8, 512);
+  tail.accumulation = 8;
+  const EpochPlan rest = BatchPlanner(cache, tail).plan_epoch(1, {{2, updates - 1}});
+  REQUIRE(rest.num_steps() == 8);
+  REQUIRE(std::count_if(rest.spans.begin(), rest.spans.end(),
+                        [](const EpochPlan::Span& s) { return s.size == 0; }) > 0);
+  CHECK(plan_hash(rest) == 16854302044496798646ull);
 }
 
-TEST_CASE("a plan holds each pair once: its batches are runs of one array", "[data]") {
-  // The flat plan's point (memory): no pair is stored twice, and the batches tile the array.
+TEST_CASE("a plan's batches are runs of one array of distinct pairs, shaped by their pairs",
+          "[data]") {
+  // The flat plan's point (memory): no pair is stored twice, the batches tile the array, and
+  // each batch's stored shape is that of its pairs (the loss counts its target tokens).
   const auto& cache = nmt::test::small_corpus().cache();
   for (int64_t world : {1, 3}) {
     for (const std::vector<nmt::data::ConsumedUpdates>& consumed :
@@ -113,14 +125,26 @@ TEST_CASE("a plan holds each pair once: its batches are runs of one array", "[da
       REQUIRE(plan.ranks == world);
       REQUIRE(static_cast<int64_t>(plan.spans.size()) == plan.num_steps() * world);
       std::vector<int> covered(plan.pairs.size(), 0);
-      int64_t sentences = 0;
       for (const auto& span : plan.spans) {
         REQUIRE(span.begin + span.size <= plan.pairs.size());
-        for (uint64_t k = span.begin; k < span.begin + span.size; ++k) ++covered[k];
-        sentences += span.size;
+        int64_t src_len = 0, tgt_len = 0, src_tokens = 0, tgt_tokens = 0;
+        for (uint64_t k = span.begin; k < span.begin + span.size; ++k) {
+          ++covered[k];
+          const uint32_t pair = plan.pairs[k];
+          src_len = std::max(src_len, cache.src_length(pair) + 1);
+          tgt_len = std::max(tgt_len, cache.tgt_length(pair) + 1);
+          src_tokens += cache.src_length(pair) + 1;
+          tgt_tokens += cache.tgt_length(pair) + 1;
+        }
+        CHECK(span.src_len == src_len);
+        CHECK(span.tgt_len == tgt_len);
+        CHECK(span.src_tokens == src_tokens);
+        CHECK(span.tgt_tokens == tgt_tokens);
       }
       CHECK(std::all_of(covered.begin(), covered.end(), [](int n) { return n == 1; }));
-      CHECK(sentences == static_cast<int64_t>(plan.pairs.size()));
+      std::vector<uint32_t> distinct = plan.pairs;
+      std::sort(distinct.begin(), distinct.end());
+      CHECK(std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end());
       if (consumed.empty()) CHECK(static_cast<int64_t>(plan.pairs.size()) == cache.size());
       if (!consumed.empty()) CHECK(static_cast<int64_t>(plan.pairs.size()) < cache.size());
     }
