@@ -198,11 +198,37 @@ def configure_from(deps, tmp, name):
 
 def found_in_system(cache):
     """Cache entries of what CMake found (package folders, headers, libraries) that lie in the
-    system's folders rather than the prefix: each would be missing on the GPU box."""
+    system's folders rather than the prefix: each would be missing on the GPU box. /usr/local is
+    not one of them, itself included: the CUDA toolkit is the GPU box's own, and where PATH finds
+    nvcc as /usr/local/bin/nvcc (a wrapper, as on CI's machine) CMake's toolkit root is
+    /usr/local."""
     found = re.compile(r"(_DIR|_INCLUDE_DIR|_LIBRARY|_LIBRARY_RELEASE|_LIBRARY_DEBUG)$|^pkgcfg_lib_")
-    return {key: value for key, value in cache.items()
-            if found.search(key) and value.startswith(("/usr/", "/lib/", "/lib64/"))
-            and not value.startswith("/usr/local/")}
+
+    def in_system(path):
+        in_local = path == "/usr/local" or path.startswith("/usr/local/")
+        return path.startswith(("/usr/", "/lib/", "/lib64/")) and not in_local
+
+    return {key: value for key, value in cache.items() if found.search(key) and in_system(value)}
+
+
+def system_folders():
+    """found_in_system tells the system's folders from /usr/local and the prefix (CI failed when
+    CMake's CUDA toolkit root was /usr/local itself, without a trailing slash)."""
+    cache = {
+        "CUDA_TOOLKIT_ROOT_DIR": "/usr/local",
+        "CUDA_INCLUDE_DIRS": "/usr/local/cuda/include",
+        "CUDA_CUDART_LIBRARY": "/usr/local/cuda/lib64/libcudart.so",
+        "yaml-cpp_DIR": "/tmp/check/prefix/usr/lib/x86_64-linux-gnu/cmake/yaml-cpp",
+        "spdlog_DIR": "/usr/lib/x86_64-linux-gnu/cmake/spdlog",
+        "nlohmann_json_DIR": "/usr/share/cmake/nlohmann_json",
+        "pkgcfg_lib_XXHASH_xxhash": "/lib/x86_64-linux-gnu/libxxhash.so",
+        "ZLIB_LIBRARY_RELEASE": "/usr/localized/libz.so",
+        "CMAKE_INSTALL_PREFIX": "/usr",
+    }
+    leaks = found_in_system(cache)
+    expected = {"spdlog_DIR", "nlohmann_json_DIR", "pkgcfg_lib_XXHASH_xxhash",
+                "ZLIB_LIBRARY_RELEASE"}
+    expect(set(leaks) == expected, f"found_in_system gave {sorted(leaks)}, not {sorted(expected)}")
 
 
 def packed_deps():
@@ -263,7 +289,8 @@ def packed_deps():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["summary", "rehearse", "spent", "include-order", "packed-deps"])
+    parser.add_argument("what", choices=["summary", "rehearse", "spent", "include-order", "packed-deps",
+                                         "system-folders"])
     parser.add_argument("--build", help="a build folder with nmt-train and the tests")
     args = parser.parse_args()
     if args.what == "summary":
@@ -274,6 +301,8 @@ def main():
         include_order(args.build)
     elif args.what == "packed-deps":
         packed_deps()
+    elif args.what == "system-folders":
+        system_folders()
     else:
         spent(args.build)
     print("[test] passed")
