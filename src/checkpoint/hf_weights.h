@@ -28,6 +28,9 @@ struct HfTensorSource {
   /// Row blocks, concatenated in order (dim 0); each lists the transformers names that hold
   /// that block, preferred first.
   std::vector<std::vector<std::string>> parts;
+  /// The shape of each block in transformers (final_logits_bias: [1, n]), as config.json
+  /// implies it (d_model, ffn dims, vocabulary sizes).
+  std::vector<int64_t> block_shape;
   bool row_vector = false;  ///< ours [n], transformers' [1, n] (final_logits_bias)
   /// Absent: zeros (transformers ignores a missing final_logits_bias and loads zeros).
   bool zeros_when_missing = false;
@@ -38,8 +41,8 @@ std::vector<HfTensorSource> hf_tensor_sources(const HfModelConfig& config);
 
 /// Our model parameters from a transformers state dict (dtypes kept). Throws CheckpointError,
 /// naming `origin`, for a missing tensor (but final_logits_bias, zeros as in transformers), a
-/// block of the wrong shape, or a tensor left over (one the config does not explain, e.g.
-/// layernorm_embedding's).
+/// tensor of another shape than the config implies (named, with both shapes), or a tensor
+/// left over (one the config does not explain, e.g. layernorm_embedding's).
 NamedTensors from_hf_tensors(const NamedTensors& hf, const HfModelConfig& config,
                              const std::string& origin);
 

@@ -2,132 +2,24 @@
 
 #include <sentencepiece_processor.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "data/hf_tokenizer_files.h"
+#include "data/hf_tokenizer_json.h"
 #include "util/error.h"
 
 namespace nmt::data {
 namespace {
 
-// Unordered: vocab.json is looked up by piece (ordered_json finds keys by a linear search).
-using HfJson = nlohmann::json;
+using hf_json::AddedToken;
+using HfJson = hf_json::Json;
 
 /// The keys read here, named once for the reader and its messages (the files:
 /// hf_tokenizer_files.h).
 using namespace hf_tokenizer_file;
 constexpr const char* kClassKey = "tokenizer_class";
-constexpr const char* kAddedTokensKey = "added_tokens_decoder";
-
-std::string read_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  NMT_CHECK(in.good(), DataError, "{}: cannot read the file (a Hugging Face tokenizer needs it)",
-            file.string());
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-HfJson read_json(const std::filesystem::path& file) {
-  const std::string text = read_file(file);
-  try {
-    return HfJson::parse(text);
-  } catch (const HfJson::exception& e) {
-    throw DataError(fmt::format("{}: not JSON: {}", file.string(), e.what()), {__FILE__, __LINE__});
-  }
-}
-
-/// A special token's text: tokenizer_config.json writes either a string or an AddedToken
-/// ({"content": ...}); `fallback` when the key is absent.
-std::string token_text(const HfJson& config, const char* key, const std::string& fallback,
-                       const std::filesystem::path& file) {
-  if (!config.contains(key) || config.at(key).is_null()) return fallback;
-  const HfJson& value = config.at(key);
-  if (value.is_string()) return value.get<std::string>();
-  NMT_CHECK(value.is_object() && value.contains("content") && value.at("content").is_string(),
-            DataError, "{}: key \"{}\" is {}, expected a token string or {{\"content\": ...}}",
-            file.string(), key, value.dump());
-  return value.at("content").get<std::string>();
-}
-
-/// Ids by token, from tokenizer_config.json's added_tokens_decoder ({"id": {"content": ...,
-/// "special": ...}}), with whether each is special.
-struct AddedToken {
-  std::string content;
-  bool special = true;
-};
-std::map<int32_t, AddedToken> added_tokens(const HfJson& config, const std::filesystem::path& file) {
-  std::map<int32_t, AddedToken> out;
-  if (!config.contains(kAddedTokensKey)) return out;
-  const HfJson& tokens = config.at(kAddedTokensKey);
-  NMT_CHECK(tokens.is_object(), DataError, "{}: key \"{}\" is {}, expected an object",
-            file.string(), kAddedTokensKey, tokens.type_name());
-  for (const auto& [key, value] : tokens.items()) {
-    int64_t id = -1;
-    try {
-      size_t used = 0;
-      id = std::stoll(key, &used);
-      if (used != key.size()) id = -1;
-    } catch (const std::exception&) {
-    }
-    NMT_CHECK(id >= 0 && id < (int64_t{1} << 31) && value.is_object() &&
-                  value.contains("content") && value.at("content").is_string(),
-              DataError, "{}: key \"{}.{}\": expected an id with {{\"content\": ...}}, found {}",
-              file.string(), kAddedTokensKey, key, value.dump());
-    AddedToken token{value.at("content").get<std::string>(), true};
-    if (value.contains("special") && value.at("special").is_boolean())
-      token.special = value.at("special").get<bool>();
-    out[static_cast<int32_t>(id)] = token;
-  }
-  return out;
-}
-
-/// tokenizer.json's added_tokens ([{"id": ..., "content": ..., "special": ...}]): where
-/// transformers 5 keeps the special tokens and language codes of a tokenizers-backed class.
-std::map<int32_t, AddedToken> added_tokens_of_json(const HfJson& json,
-                                                   const std::filesystem::path& file) {
-  std::map<int32_t, AddedToken> out;
-  NMT_CHECK(json.contains("added_tokens") && json.at("added_tokens").is_array(), DataError,
-            "{}: key \"added_tokens\" is missing or not a list", file.string());
-  for (const HfJson& token : json.at("added_tokens")) {
-    NMT_CHECK(token.is_object() && token.contains("id") && token.at("id").is_number_integer() &&
-                  token.at("id").get<int64_t>() >= 0 && token.contains("content") &&
-                  token.at("content").is_string(),
-              DataError,
-              "{}: key \"added_tokens\" holds {}, expected {{\"id\": ..., "
-              "\"content\": ...}}",
-              file.string(), token.dump());
-    out[token.at("id").get<int32_t>()] = {token.at("content").get<std::string>(),
-                                          token.value("special", true)};
-  }
-  return out;
-}
-
-/// Checks that tokenizer.json's model.vocab (what AutoTokenizer encodes with) gives every
-/// token the id of `tokens`.
-void check_tokenizer_json_vocab(const HfJson& json, const std::vector<std::string>& tokens,
-                                const std::filesystem::path& file, const std::string& model) {
-  if (!json.contains("model") || !json.at("model").contains("vocab")) return;
-  const HfJson& vocab = json.at("model").at("vocab");
-  if (!vocab.is_object()) return;
-  for (const auto& [token, id] : vocab.items()) {
-    const bool same = id.is_number_integer() && id.get<int64_t>() >= 0 &&
-                      id.get<int64_t>() < static_cast<int64_t>(tokens.size()) &&
-                      tokens[id.get<size_t>()] == token;
-    NMT_CHECK(same, DataError,
-              "{}: key \"model.vocab\" gives \"{}\" the id {}, but {} gives that id to \"{}\" "
-              "(fairseq's ids: the model's pieces one up): the two files are of different "
-              "tokenizers",
-              file.string(), token, id.dump(), model,
-              id.is_number_integer() && id.get<int64_t>() >= 0 &&
-                      id.get<int64_t>() < static_cast<int64_t>(tokens.size())
-                  ? tokens[id.get<size_t>()]
-                  : std::string("nothing"));
-  }
-}
 
 /// M2M100Tokenizer's language codes (tokenizer_config.json "language_codes"), which it puts
 /// right after vocab.json's ids in this order (transformers' FAIRSEQ_LANGUAGE_CODES).
@@ -139,7 +31,7 @@ std::vector<std::string_view> m2m100_language_codes(const HfJson& config,
       "mn mr ms my ne nl no ns oc or pa pl ps pt ro ru sd si sk sl so sq sr ss su sv sw ta th tl "
       "tn tr uk ur uz vi wo xh yi yo zh zu";
   static constexpr std::string_view kWmt21 = "en ha is ja cs ru zh de";
-  const std::string set = config.value("language_codes", std::string("m2m100"));
+  const std::string set = hf_json::optional_string(config, "language_codes", "m2m100", file);
   NMT_CHECK(set == "m2m100" || set == "wmt21", DataError,
             "{}: key \"language_codes\" is \"{}\": expected m2m100 or wmt21", file.string(), set);
   const std::string_view list = set == "m2m100" ? kM2M100 : kWmt21;
@@ -150,25 +42,6 @@ std::vector<std::string_view> m2m100_language_codes(const HfJson& config,
     at = end + 1;
   }
   return codes;
-}
-
-/// vocab.json ({"token": id}) as the token of each id; ids must run 0..n-1 without gaps.
-std::vector<std::string> tokens_by_id(const std::filesystem::path& file) {
-  const HfJson vocab = read_json(file);
-  NMT_CHECK(vocab.is_object() && !vocab.empty(), DataError,
-            "{}: expected an object of token: id, found {}", file.string(), vocab.type_name());
-  std::vector<std::string> tokens(vocab.size());
-  std::vector<bool> seen(vocab.size(), false);
-  for (const auto& [token, id] : vocab.items()) {
-    NMT_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 &&
-                  id.get<int64_t>() < static_cast<int64_t>(tokens.size()) &&
-                  !seen[id.get<size_t>()],
-              DataError, "{}: token \"{}\" has id {}; expected each id 0..{} once", file.string(),
-              token, id.dump(), tokens.size() - 1);
-    seen[id.get<size_t>()] = true;
-    tokens[id.get<size_t>()] = token;
-  }
-  return tokens;
 }
 
 /// Puts the added tokens at their ids (after the base tokens, or over them), marking the
@@ -231,17 +104,25 @@ TokenTable make_table(HfTokenizerKind kind, std::vector<std::string> tokens,
                       const std::filesystem::path& config_file) {
   TokenTable t;
   t.kind = kind;
-  t.pad_id = required_id(tokens, token_text(config, "pad_token", "<pad>", config_file), "pad_token",
-                         config_file);
-  t.unk_id = required_id(tokens, token_text(config, "unk_token", "<unk>", config_file), "unk_token",
-                         config_file);
-  t.eos_id = required_id(tokens, token_text(config, "eos_token", "</s>", config_file), "eos_token",
-                         config_file);
+  t.pad_id = required_id(tokens, hf_json::token_text(config, "pad_token", "<pad>", config_file),
+                         "pad_token", config_file);
+  t.unk_id = required_id(tokens, hf_json::token_text(config, "unk_token", "<unk>", config_file),
+                         "unk_token", config_file);
+  t.eos_id = required_id(tokens, hf_json::token_text(config, "eos_token", "</s>", config_file),
+                         "eos_token", config_file);
   special.insert({t.pad_id, t.unk_id, t.eos_id});
+  // <s> is never text and never generated. NLLB's (required) and M2M100's start nothing:
+  // their decoders start with </s>. MarianTokenizer names no bos and OPUS-MT's vocabularies
+  // have no <s>, but the vocab.json export-hf writes for a model trained here holds its
+  // SentencePiece model's <s>, with which that model starts the decoder (config.json:
+  // decoder_start_token_id = bos_token_id). Special, it is the vocabulary's bos again
+  // (Vocab::from_hf), which import-hf checks that decoder start against.
+  const std::string bos = hf_json::token_text(config, "bos_token", "<s>", config_file);
   if (kind == HfTokenizerKind::kNllb) {
-    // <s> (0) exists but starts nothing: NLLB's decoder starts with </s>, as M2M100's.
-    special.insert(required_id(tokens, token_text(config, "bos_token", "<s>", config_file),
-                               "bos_token", config_file));
+    special.insert(required_id(tokens, bos, "bos_token", config_file));
+  } else if (const auto found = std::find(tokens.begin(), tokens.end(), bos);
+             found != tokens.end()) {
+    special.insert(static_cast<int32_t>(found - tokens.begin()));
   }
   // Marian: pad (config.json decoder_start_token_id); M2M100 and NLLB: eos.
   t.decoder_start_id = kind == HfTokenizerKind::kMarian ? t.pad_id : t.eos_id;
@@ -295,12 +176,12 @@ std::vector<std::string> nllb_tokens(const std::string& spm_bytes,
 
 HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vocab_size) {
   const std::filesystem::path config_file = dir / kTokenizerConfig;
-  const HfJson config = read_json(config_file);
+  const HfJson config = hf_json::read_json(config_file);
   NMT_CHECK(config.is_object(), DataError, "{}: expected an object, found {}", config_file.string(),
             config.type_name());
   HfTokenizer out;
   out.kind = kind_of(config, dir, config_file);
-  std::map<int32_t, AddedToken> added = added_tokens(config, config_file);
+  std::map<int32_t, AddedToken> added = hf_json::added_tokens(config, config_file);
   std::filesystem::path added_file = config_file;
   auto side = [&](std::vector<std::string> tokens, const std::filesystem::path& model,
                   const std::string& spm_bytes) {
@@ -319,16 +200,18 @@ HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vo
   };
   switch (out.kind) {
     case HfTokenizerKind::kMarian: {
-      const bool separate = config.value("separate_vocabs", false);
-      const std::vector<std::string> source_tokens = tokens_by_id(dir / kVocabJson);
-      out.vocab.src = side(source_tokens, dir / kMarianSource, read_file(dir / kMarianSource));
-      out.vocab.tgt = side(separate ? tokens_by_id(dir / kTargetVocabJson) : source_tokens,
-                           dir / kMarianTarget, read_file(dir / kMarianTarget));
+      const bool separate =
+          hf_json::optional_boolean(config, "separate_vocabs", false, config_file);
+      const std::vector<std::string> source_tokens = hf_json::tokens_by_id(dir / kVocabJson);
+      out.vocab.src =
+          side(source_tokens, dir / kMarianSource, hf_json::read_file(dir / kMarianSource));
+      out.vocab.tgt = side(separate ? hf_json::tokens_by_id(dir / kTargetVocabJson) : source_tokens,
+                           dir / kMarianTarget, hf_json::read_file(dir / kMarianTarget));
       break;
     }
     case HfTokenizerKind::kM2M100: {
-      std::vector<std::string> tokens = tokens_by_id(dir / kVocabJson);
-      const std::string spm = read_file(dir / kBpeModel);
+      std::vector<std::string> tokens = hf_json::tokens_by_id(dir / kVocabJson);
+      const std::string spm = hf_json::read_file(dir / kBpeModel);
       // The language codes follow vocab.json's ids (M2M100Tokenizer's lang_token_to_id).
       const auto first_code = static_cast<int32_t>(tokens.size());
       const std::vector<std::string_view> codes = m2m100_language_codes(config, config_file);
@@ -339,7 +222,8 @@ HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vo
       break;
     }
     case HfTokenizerKind::kNllb: {
-      NMT_CHECK(!config.value("legacy_behaviour", false), DataError,
+      NMT_CHECK(!hf_json::optional_boolean(config, "legacy_behaviour", false, config_file),
+                DataError,
                 "{}: key \"legacy_behaviour\" is true (language code after </s>): not "
                 "supported; NLLB's current behaviour (code first) is",
                 config_file.string());
@@ -351,14 +235,23 @@ HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vo
                 "original model directory (the hub's facebook/nllb-200-* have it; transformers 5's "
                 "save_pretrained writes only tokenizer.json)",
                 (dir / kBpeModel).string());
-      const std::string spm = read_file(dir / kBpeModel);
+      // NLLB's language codes and their ids are tokenizer.json's: without it none were read,
+      // and the directory imported as a model of no language. transformers builds them from
+      // tokenizer_config.json (extra_special_tokens, or its own 202 codes when none are
+      // listed) and save_pretrained writes them there; reading that file rather than
+      // re-deriving transformers' order is what the docs promise (docs/fine-tune-hf.md).
+      NMT_CHECK(std::filesystem::exists(dir / kTokenizerJson), DataError,
+                "{}: missing: NLLB's language codes and special tokens are read from it; write it "
+                "with transformers: AutoTokenizer.from_pretrained(dir).save_pretrained(dir) (the "
+                "hub's facebook/nllb-200-* have it; export-hf does not write it)",
+                (dir / kTokenizerJson).string());
+      const std::string spm = hf_json::read_file(dir / kBpeModel);
       std::vector<std::string> tokens = nllb_tokens(spm, dir / kBpeModel);
-      if (std::filesystem::exists(dir / kTokenizerJson)) {
-        const HfJson json = read_json(dir / kTokenizerJson);
-        check_tokenizer_json_vocab(json, tokens, dir / kTokenizerJson, (dir / kBpeModel).string());
-        added = added_tokens_of_json(json, dir / kTokenizerJson);
-        added_file = dir / kTokenizerJson;
-      }
+      const HfJson json = hf_json::read_json(dir / kTokenizerJson);
+      hf_json::check_tokenizer_json_vocab(json, tokens, dir / kTokenizerJson,
+                                          (dir / kBpeModel).string());
+      added = hf_json::added_tokens_of_json(json, dir / kTokenizerJson);
+      added_file = dir / kTokenizerJson;
       out.vocab.src = side(std::move(tokens), dir / kBpeModel, spm);
       out.vocab.tgt = out.vocab.src;
       break;

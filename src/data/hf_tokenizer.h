@@ -13,11 +13,12 @@
 //                    source and the target language's first in the target.
 //
 // The special tokens' ids come from tokenizer_config.json (added_tokens_decoder, and the
-// pad/unk/eos token names), M2M100's codes from its language_codes list (they follow
-// vocab.json), NLLB's from tokenizer.json (added_tokens; its model.vocab is checked against
-// the SentencePiece model). Encoding and decoding match transformers 5.24's AutoTokenizer
-// (tests/scripts/test_hf_tokenizer.py) for text without special-token strings: special
-// tokens (language codes too) are never produced from text here, they are inserted by id as
+// pad/unk/eos/bos token names; a Marian vocabulary's <s>, which those of models trained here
+// have, is their bos), M2M100's codes from its language_codes list (they follow vocab.json),
+// NLLB's from tokenizer.json, which an NLLB directory must have (added_tokens; its model.vocab
+// is checked against the SentencePiece model). Encoding and decoding match transformers 5.24's
+// AutoTokenizer (tests/scripts/test_hf_tokenizer.py) for text without special-token strings:
+// special tokens (language codes too) are never produced from text here, they are inserted by id as
 // nmt-train's own tags are, where the Python tokenizers match `</s>` or `<unk>` inside a line
 // and Marian's takes a leading `>>xxx<<` of the text as the code.
 
@@ -39,8 +40,8 @@ struct HfTokenizer {
 /// model's config.json vocab_size; 0: the tokenizer's) may exceed the tokenizer's ids (NLLB-200:
 /// 256206 rows for 256204 tokens): the rows above get placeholder special tokens, which text
 /// never produces and decode drops. Throws DataError naming the file and key when one is
-/// missing, unreadable, of another tokenizer class, or inconsistent (a special token absent
-/// from the ids, ids with gaps, more ids than `model_vocab_size`).
+/// missing, unreadable, of another type or tokenizer class, or inconsistent (a special token
+/// absent from the ids, ids with gaps or past int32, more ids than `model_vocab_size`).
 HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vocab_size = 0);
 
 }  // namespace nmt::data

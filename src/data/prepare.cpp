@@ -1,12 +1,15 @@
 #include "data/prepare.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
 #include <thread>
 
 #include "data/lang_tags.h"
+#include "util/error.h"
 #include "util/json_text.h"
 #include "util/log.h"
 #include "util/phase_record.h"
@@ -106,8 +109,16 @@ PreparedData prepare_data(const DataOptions& options, const std::filesystem::pat
 
 int64_t resolve_update_freq(const DataOptions& options, int64_t max_tokens, int64_t world_size) {
   if (options.tokens_per_update <= 0) return options.update_freq;
-  const int64_t per_step = world_size * max_tokens;
-  return std::max<int64_t>(1, (options.tokens_per_update + per_step - 1) / per_step);
+  // In 128 bits: the config allows any int64 for both, and their product or sum overflowed.
+  using Wide = __int128;
+  const Wide per_step = Wide{world_size} * max_tokens;
+  const Wide steps = std::max<Wide>(1, (Wide{options.tokens_per_update} + per_step - 1) / per_step);
+  NMT_CHECK(steps <= kMaxUpdateFreq, ConfigError,
+            "data.tokens_per_update ({}) needs {} steps of {} rank(s) x data.max_tokens {}: more "
+            "than data.update_freq's limit of {}; lower it or raise data.max_tokens",
+            options.tokens_per_update, static_cast<int64_t>(std::min<Wide>(steps, INT64_MAX)),
+            world_size, max_tokens, kMaxUpdateFreq);
+  return static_cast<int64_t>(steps);
 }
 
 BatchPlanOptions plan_options(const DataOptions& options, int64_t max_tokens, int64_t world_size,

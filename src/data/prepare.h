@@ -45,9 +45,13 @@ struct PrepareOptions {
 PreparedData prepare_data(const DataOptions& options, const std::filesystem::path& run_dir,
                           const PrepareOptions& prepare);
 
+/// The most batches an update may accumulate (data.update_freq's upper bound).
+inline constexpr int64_t kMaxUpdateFreq = int64_t{1} << 16;
+
 /// Batches accumulated per update: data.update_freq, or the smallest number of steps whose
 /// budget (world_size x max_tokens each) reaches data.tokens_per_update when that is set.
 /// `max_tokens` is data.max_tokens as a number (auto resolved by train/max_tokens_fit.h).
+/// Throws ConfigError when that is more than kMaxUpdateFreq steps.
 int64_t resolve_update_freq(const DataOptions& options, int64_t max_tokens, int64_t world_size);
 
 /// The batch plan settings that follow from the data options, with batches of `max_tokens`

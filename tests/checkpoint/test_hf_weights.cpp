@@ -146,6 +146,36 @@ TEST_CASE("a missing or an unexplained transformers tensor is refused, named", "
                     "marian model)");
 }
 
+TEST_CASE("a tensor of another shape than config.json implies is refused, naming both", "[hf]") {
+  // Tensors of a d_model 8, ffn 16, vocabulary 20 model (tiny_config) read with a config.json
+  // that says otherwise: the blocks agree with each other, so only the config can tell.
+  const HfModelConfig config = parse(tiny_config("marian"));
+  const NamedTensors hf = nmt::checkpoint::to_hf_tensors(our_parameters(config), config);
+  const auto refused = [&](const Json& extra, const std::string& message) {
+    INFO(extra.dump());
+    CHECK_THROWS_AS(
+        nmt::checkpoint::from_hf_tensors(hf, parse(tiny_config("marian", extra)), "dir"),
+        nmt::CheckpointError);
+    CHECK_THROWS_WITH(
+        nmt::checkpoint::from_hf_tensors(hf, parse(tiny_config("marian", extra)), "dir"),
+        Catch::Matchers::Contains(message));
+  };
+  refused({{"d_model", 16}},
+          "model.shared.weight has shape [20, 8], but config.json implies [20, 16]");
+  refused({{"encoder_ffn_dim", 32}, {"decoder_ffn_dim", 32}},
+          "model.encoder.layers.0.fc1.weight has shape [16, 8], but config.json implies [32, 8]");
+  refused({{"vocab_size", kVocab + 1}, {"pad_token_id", 0}, {"decoder_start_token_id", 0}},
+          "final_logits_bias has shape [1, 20], but config.json implies [1, 21]");
+  // final_logits_bias alone of another length.
+  NamedTensors bias = hf;
+  REQUIRE(bias.front().first == "final_logits_bias");
+  bias.front().second = at::zeros({1, kVocab + 1});
+  CHECK_THROWS_WITH(
+      nmt::checkpoint::from_hf_tensors(bias, config, "dir"),
+      Catch::Matchers::StartsWith(
+          "dir: final_logits_bias has shape [1, 21], but config.json implies [1, 20]"));
+}
+
 TEST_CASE("a missing final_logits_bias reads as zeros, as transformers loads it", "[hf]") {
   const HfModelConfig config = parse(tiny_config("marian"));
   NamedTensors hf = nmt::checkpoint::to_hf_tensors(our_parameters(config), config);

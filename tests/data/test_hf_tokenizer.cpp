@@ -60,6 +60,14 @@ Json added(const std::vector<std::pair<int, std::string>>& tokens) {
   return out;
 }
 
+/// tokenizer.json's added_tokens: the same tokens as a list, as transformers 5 writes them.
+Json added_list(const Json& decoder) {
+  Json out = Json::array();
+  for (const auto& [id, token] : decoder.items())
+    out.push_back({{"id", std::stoll(id)}, {"content", token.at("content")}, {"special", true}});
+  return out;
+}
+
 /// An M2M100 directory: vocab.json holds the pieces in reverse order after fairseq's four
 /// specials (so ids differ from the model's); the wmt21 language codes (en ha is ja cs ru zh
 /// de) follow it, as M2M100Tokenizer numbers them.
@@ -82,24 +90,28 @@ struct M2M100Dir {
   }
 };
 
+/// An NLLB directory as the hub's have it: the SentencePiece model, tokenizer_config.json and
+/// tokenizer.json, both listing the special tokens and language codes.
 struct NllbDir {
   nmt::test::TempDir dir;
   std::string model = train_model(dir, "ddtp.en-de.train.en.gz", "sentencepiece.bpe", "bpe");
   int size = 0;
+  Json tokens;
   NllbDir() {
     sentencepiece::SentencePieceProcessor sp;
     REQUIRE(sp.LoadFromSerializedProto(model).ok());
     size = sp.GetPieceSize() + 1;
-    dir.write("tokenizer_config.json", Json{{"tokenizer_class", "NllbTokenizer"},
-                                            {"added_tokens_decoder", added({{0, "<s>"},
-                                                                            {1, "<pad>"},
-                                                                            {2, "</s>"},
-                                                                            {3, "<unk>"},
-                                                                            {size, "deu_Latn"},
-                                                                            {size + 1, "zho_Hans"},
-                                                                            {size + 2, "zho_Hant"},
-                                                                            {size + 3, "<mask>"}})}}
-                                           .dump());
+    tokens = added({{0, "<s>"},
+                    {1, "<pad>"},
+                    {2, "</s>"},
+                    {3, "<unk>"},
+                    {size, "deu_Latn"},
+                    {size + 1, "zho_Hans"},
+                    {size + 2, "zho_Hant"},
+                    {size + 3, "<mask>"}});
+    dir.write("tokenizer_config.json",
+              Json{{"tokenizer_class", "NllbTokenizer"}, {"added_tokens_decoder", tokens}}.dump());
+    dir.write("tokenizer.json", Json{{"added_tokens", added_list(tokens)}}.dump());
   }
 };
 
@@ -280,4 +292,78 @@ TEST_CASE("a tokenizer directory with a missing or foreign file names the file a
   m2m.dir.write("tokenizer_config.json", Json{{"tokenizer_class", "M2M100Tokenizer"}}.dump());
   CHECK_THROWS_WITH(load_hf_tokenizer(m2m.dir.path()),
                     Contains("\"eos_token\"") && Contains("</s>"));
+}
+
+TEST_CASE("an NLLB directory without tokenizer.json is refused, naming the file", "[data]") {
+  // The language codes and their ids are tokenizer.json's (the docs ask for it); without it
+  // the directory imported with no codes at all.
+  const NllbDir nllb;
+  std::filesystem::remove(nllb.dir.path() / "tokenizer.json");
+  CHECK_THROWS_AS(load_hf_tokenizer(nllb.dir.path()), nmt::DataError);
+  CHECK_THROWS_WITH(load_hf_tokenizer(nllb.dir.path()),
+                    Contains((nllb.dir.path() / "tokenizer.json").string()) &&
+                        Contains("missing") && Contains("save_pretrained"));
+}
+
+TEST_CASE("a tokenizer key of the wrong type is refused naming the file and the key", "[data]") {
+  // Each case: the directory, the file edited, the key set, its value, the key path expected.
+  const NllbDir nllb;
+  const M2M100Dir m2m;
+  const auto refused = [](const std::filesystem::path& dir, const char* file,
+                          const std::string& key) {
+    INFO(file << " " << key);
+    CHECK_THROWS_AS(load_hf_tokenizer(dir), nmt::DataError);
+    CHECK_THROWS_WITH(load_hf_tokenizer(dir),
+                      Contains((dir / file).string()) && Contains("\"" + key + "\""));
+  };
+  const Json nllb_config =
+      Json::parse(nmt::test::read_file(nllb.dir.path() / "tokenizer_config.json"));
+  const Json nllb_json = Json::parse(nmt::test::read_file(nllb.dir.path() / "tokenizer.json"));
+  for (const Json& value : {Json("x"), Json(1), Json::array()}) {
+    Json config = nllb_config;
+    config["legacy_behaviour"] = value;
+    nllb.dir.write("tokenizer_config.json", config.dump());
+    refused(nllb.dir.path(), "tokenizer_config.json", "legacy_behaviour");
+  }
+  Json config = nllb_config;
+  config["added_tokens_decoder"]["0"]["special"] = "yes";
+  nllb.dir.write("tokenizer_config.json", config.dump());
+  // tokenizer.json's list is what NLLB reads; tokenizer_config.json's is checked all the same.
+  refused(nllb.dir.path(), "tokenizer_config.json", "added_tokens_decoder.0.special");
+  nllb.dir.write("tokenizer_config.json", nllb_config.dump());
+  Json json = nllb_json;
+  json["added_tokens"][1]["special"] = 1;
+  nllb.dir.write("tokenizer.json", json.dump());
+  refused(nllb.dir.path(), "tokenizer.json", "added_tokens.1.special");
+  // An id past int32 was wrapped: 2^32 + n read as n, a new token at the end.
+  json = nllb_json;
+  json["added_tokens"][7]["id"] = (int64_t{1} << 32) + nllb.size + 3;
+  nllb.dir.write("tokenizer.json", json.dump());
+  refused(nllb.dir.path(), "tokenizer.json", "added_tokens.7.id");
+  CHECK_THROWS_WITH(load_hf_tokenizer(nllb.dir.path()), Contains("4294967"));
+
+  const Json m2m_config =
+      Json::parse(nmt::test::read_file(m2m.dir.path() / "tokenizer_config.json"));
+  config = m2m_config;
+  config["language_codes"] = Json::array({"en", "de"});
+  m2m.dir.write("tokenizer_config.json", config.dump());
+  refused(m2m.dir.path(), "tokenizer_config.json", "language_codes");
+
+  // Marian: separate_vocabs of another type; null is absent (transformers reads None as false).
+  nmt::test::TempDir marian;
+  const std::string model = train_model(marian, "ddtp.en-de.train.en.gz", "source", "unigram");
+  std::filesystem::copy_file(marian.path() / "source.model", marian.path() / "source.spm");
+  std::filesystem::copy_file(marian.path() / "source.model", marian.path() / "target.spm");
+  Json vocab = {{"</s>", 0}, {"<unk>", 1}};
+  for (const std::string& piece : pieces_of(model)) vocab[piece] = vocab.size();
+  vocab["<pad>"] = vocab.size();
+  marian.write("vocab.json", vocab.dump());
+  for (const Json& value : {Json("no"), Json(0)}) {
+    marian.write("tokenizer_config.json",
+                 Json{{"tokenizer_class", "MarianTokenizer"}, {"separate_vocabs", value}}.dump());
+    refused(marian.path(), "tokenizer_config.json", "separate_vocabs");
+  }
+  marian.write("tokenizer_config.json",
+               Json{{"tokenizer_class", "MarianTokenizer"}, {"separate_vocabs", nullptr}}.dump());
+  CHECK(load_hf_tokenizer(marian.path()).vocab.joint);
 }

@@ -28,6 +28,8 @@ def refusals(bin_dir, model_dir, work):
         ("config.json", {"pad_token_id": 1, "decoder_start_token_id": 1},
          "pad_token_id is 1, but the tokenizer"),
         ("config.json", {"vocab_size": 1000}, "vocab_size"),
+        # 32-wide weights under a config.json of d_model 64: each tensor's shape is checked.
+        ("config.json", {"d_model": 64}, ", 32], but config.json implies ["),
         ("pytorch_model.bin", None, "safetensors"),
     ]
     for file, edits, expected in cases:

@@ -5,6 +5,7 @@
     test_hf_export.py --work DIR --ckpt BIN --translate BIN matches VARIANT
     test_hf_export.py --work DIR --ckpt BIN refuses
     test_hf_export.py --work DIR --ckpt BIN weights
+    test_hf_export.py --work DIR --ckpt BIN --translate BIN reimport VARIANT
 
 `train` (a CTest fixture) trains each variant briefly into DIR/<variant> on a slice of the
 shipped corpus: `demo` (configs/demo.yaml, smaller: pre-norm, positions m2m100, one shared
@@ -27,7 +28,11 @@ and checks on the first 200 test sentences:
 `refuses` checks that the learned-positions model is refused with one error line naming
 model.positions, and that nothing is written. `weights` checks that --weights raw|ema|auto and
 --average 2 export the tensors nmt-translate would translate with (the demo run has a moving
-average and a checkpoint at each of its two updates).
+average and a checkpoint at each of its two updates). `reimport VARIANT` imports the export
+back with `nmt-ckpt import-hf` and checks that nmt-translate gives, greedy and with its default
+beam, the original run's output on every one of the 200 lines (train -> export-hf -> import-hf),
+up to outer whitespace: the import decodes as the exported tokenizer does (MarianTokenizer
+strips it), the run with its SentencePiece model (which keeps the spaces of trailing "▁" pieces).
 
 Without transformers (or sentencepiece, safetensors) it prints "SKIPPED: <reason>" and exits
 77 (CTest: skipped).
@@ -326,6 +331,45 @@ def cmd_weights(args):
     return 1 if failures else 0
 
 
+def cmd_reimport(args):
+    """train -> export-hf -> import-hf: the import translates as the run it came from."""
+    name = args.variant
+    run_dir = os.path.join(args.work, name)
+    out = os.path.join(args.work, "reimport-" + name)
+    shutil.rmtree(out, ignore_errors=True)
+    run([args.ckpt, "export-hf", run_dir, out])
+    imported = os.path.join(out, "imported.safetensors")
+    summary = json.loads(run([args.ckpt, "import-hf", out, "-o", imported]).stdout)
+    print(f"{name}: imported {summary['model_type']} with {summary['tokenizer']} tokenizer, "
+          f"{summary['parameters']} parameters")
+    src_file = os.path.join(out, "test-200.en")
+    with open(src_file, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in read_lines(TEST_SRC, SENTENCES))
+    tgt_lang = TGT_LANG.get(name)
+    failures = []
+    for beam in (["--beam", "1"], []):
+        outputs = []
+        for label, checkpoint in (("run", run_dir), ("import", imported)):
+            out_file = os.path.join(out, f"{label}{''.join(beam)}.txt")
+            run([args.translate, "-c", checkpoint, "-i", src_file, "-o", out_file, "--device",
+                 "cpu", "--threads", "1", "--log-level", "warn"] + beam +
+                (["--tgt-lang", tgt_lang] if tgt_lang else []))
+            outputs.append(read_lines(out_file))
+        ours, theirs = outputs
+        different = [i for i in range(SENTENCES) if ours[i].strip() != theirs[i]]
+        for i in different[:3]:
+            print(f"{name}: line {i + 1}: the run {ours[i]!r}, the import {theirs[i]!r}")
+        spaces = sum(ours[i] != theirs[i] for i in range(SENTENCES)) - len(different)
+        what = " ".join(beam) or "default beam"
+        print(f"{name}: {what}: {SENTENCES - len(different)} of {SENTENCES} lines identical "
+              f"({spaces} of them but for outer whitespace; {len(set(ours))} distinct outputs)")
+        if different or len(ours) != SENTENCES:
+            failures.append(f"{what}: {len(different)} lines differ")
+    for failure in failures:
+        print(f"FAILED: reimport: {name}: {failure}")
+    return 1 if failures else 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", required=True)
@@ -338,9 +382,11 @@ def main():
     matches.add_argument("variant", choices=[v for v, (_, t) in VARIANTS.items() if t])
     sub.add_parser("refuses")
     sub.add_parser("weights")
+    reimport = sub.add_parser("reimport")
+    reimport.add_argument("variant", choices=[v for v, (_, t) in VARIANTS.items() if t])
     args = parser.parse_args()
     return {"train": cmd_train, "matches": cmd_matches, "refuses": cmd_refuses,
-            "weights": cmd_weights}[args.command](args)
+            "weights": cmd_weights, "reimport": cmd_reimport}[args.command](args)
 
 
 if __name__ == "__main__":
