@@ -1,8 +1,8 @@
 // nmt-translate: translate text with a checkpoint of nmt-train (greedy, beam search or sampling).
-#include <fstream>
 
 #include "config/translate_cli.h"
 #include "decode/translator.h"
+#include "util/atomic_file.h"
 #include "util/json_text.h"
 #include "util/log.h"
 #include "util/main_guard.h"
@@ -28,7 +28,7 @@ int run(int argc, char** argv) {
     o["seconds"] = seconds;
     o["sentences_per_s"] = seconds > 0 ? double(stats.sentences) / seconds : 0.0;
     o["output_tokens_per_s"] = seconds > 0 ? double(stats.output_tokens) / seconds : 0.0;
-    std::ofstream(command.stats_json) << json::pretty(o);
+    write_file_atomically(command.stats_json, json::pretty(o));
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <set>
 #include <string>
@@ -108,6 +109,33 @@ void CheckpointDir::remove_stale_temp_files() const {
       log::warn("checkpoint", "cannot remove {}: {}", it->path().string(), remove_error.message());
     }
   }
+}
+
+std::optional<std::filesystem::path> CheckpointDir::set_aside_after(int64_t step) const {
+  std::vector<std::filesystem::path> newer;
+  for (const auto& file : list()) {
+    if (*step_of_checkpoint_file(file) > step) newer.push_back(file);
+  }
+  if (newer.empty()) return std::nullopt;
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  const std::string stamp =
+      fmt::format("superseded-{:04}{:02}{:02}T{:02}{:02}{:02}Z", utc.tm_year + 1900, utc.tm_mon + 1,
+                  utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec);
+  std::filesystem::path folder = dir_ / stamp;
+  for (int n = 2; std::filesystem::exists(folder); ++n)
+    folder = dir_ / fmt::format("{}-{}", stamp, n);
+  std::error_code ec;
+  std::filesystem::create_directory(folder, ec);
+  NMT_CHECK(!ec, CheckpointError, "{}: cannot create {} for the checkpoints after step {}: {}",
+            dir_.string(), folder.string(), step, ec.message());
+  for (const auto& file : newer) {
+    std::filesystem::rename(file, folder / file.filename(), ec);
+    NMT_CHECK(!ec, CheckpointError, "{}: cannot move it into {}: {}", file.string(),
+              folder.string(), ec.message());
+  }
+  return folder;
 }
 
 std::filesystem::path CheckpointDir::save(int64_t step, const CheckpointData& data) {

@@ -7,6 +7,7 @@
 
 #include "config/cli_exit.h"
 #include "config/config_reference.h"
+#include "util/json_text.h"
 
 namespace nmt::config {
 
@@ -57,7 +58,8 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
   app.add_option("--resume", resume,
                  "auto: continue from the newest valid checkpoint in <run_dir>/checkpoints (a "
                  "damaged one is skipped with a warning), none: start fresh, or a checkpoint "
-                 "file; the checkpoint's config sits between the YAML and --set")
+                 "file; the checkpoint's config sits between the YAML and --set. Checkpoints of "
+                 "later steps than the start are moved to <run_dir>/checkpoints/superseded-<time>")
       ->type_name("auto|none|PATH")
       ->capture_default_str();
   app.add_option("--init-from", init_from,
@@ -150,10 +152,14 @@ TrainCommand parse_train_command(int argc, const char* const* argv) {
   command.sources.file = config_file;
   command.sources.overrides = sets;
   if (!log_level.empty()) command.sources.overrides.push_back("log.level=" + log_level);
-  if (!init_from.empty()) command.sources.overrides.push_back("train.init_from=" + init_from);
+  // A path or a host name is taken as it is: unquoted, YAML would read "runs/exp #2" as
+  // runs/exp and a comment, and "null" as no value.
+  if (!init_from.empty())
+    command.sources.overrides.push_back("train.init_from=" + json::quote(init_from));
   if (!nproc_per_node.empty())
     command.sources.overrides.push_back("dist.nproc_per_node=" + nproc_per_node);
-  if (!master_addr.empty()) command.sources.overrides.push_back("dist.master_addr=" + master_addr);
+  if (!master_addr.empty())
+    command.sources.overrides.push_back("dist.master_addr=" + json::quote(master_addr));
   if (!master_port.empty()) command.sources.overrides.push_back("dist.master_port=" + master_port);
   if (command.node_rank >= command.nnodes) {
     std::fprintf(stderr, "nmt-train: error: --node-rank %d is not below --nnodes %d\n",

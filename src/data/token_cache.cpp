@@ -114,10 +114,25 @@ uint64_t token_cache_key(const TokenCacheRequest& request, const Vocabularies& v
   return key.digest();
 }
 
+std::string token_cache_file_name(std::string_view corpus, uint64_t key) {
+  return fmt::format("{}.{:016x}.tok", corpus, key);
+}
+
+bool is_token_cache_of(std::string_view file_name, std::string_view corpus) {
+  constexpr std::string_view kSuffix = ".tok";
+  constexpr size_t kKeyDigits = 16;
+  if (file_name.size() != corpus.size() + 1 + kKeyDigits + kSuffix.size()) return false;
+  if (file_name.substr(0, corpus.size()) != corpus || file_name[corpus.size()] != '.') return false;
+  if (file_name.substr(file_name.size() - kSuffix.size()) != kSuffix) return false;
+  const std::string_view key = file_name.substr(corpus.size() + 1, kKeyDigits);
+  return std::all_of(key.begin(), key.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
                                            const Vocabularies& vocab, const DataOptions& options) {
   const uint64_t key = token_cache_key(request, vocab, options);
-  const std::filesystem::path file = request.dir / fmt::format("{}.{:016x}.tok", request.name, key);
+  const std::filesystem::path file = request.dir / token_cache_file_name(request.name, key);
   TokenCacheResult result;
   if (std::filesystem::exists(file)) {
     try {
@@ -152,9 +167,7 @@ TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
   result.write_seconds = seconds_since(write_start);
   // Caches of this corpus made with other inputs or settings are stale now.
   for (const auto& entry : std::filesystem::directory_iterator(request.dir)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.path() != file && name.rfind(request.name + ".", 0) == 0 &&
-        entry.path().extension() == ".tok") {
+    if (entry.path() != file && is_token_cache_of(entry.path().filename().string(), request.name)) {
       std::error_code ignored;
       std::filesystem::remove(entry.path(), ignored);
     }

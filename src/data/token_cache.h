@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/corpus_reader.h"
@@ -92,6 +93,12 @@ struct TokenCacheResult {
 /// encoding_fingerprint) and the filter settings.
 uint64_t token_cache_key(const TokenCacheRequest& request, const Vocabularies& vocab,
                          const DataOptions& options);
+
+/// "<corpus>.<key, 16 hex digits>.tok": the file of a corpus's cache under `key`.
+std::string token_cache_file_name(std::string_view corpus, uint64_t key);
+/// True when `file_name` is a cache file of `corpus` under any key; false for a corpus whose
+/// name extends it ("web.v2.<key>.tok" is not "web"'s).
+bool is_token_cache_of(std::string_view file_name, std::string_view corpus);
 
 /// Opens the cache for this request, or reads, validates, filters and encodes the corpus
 /// into a new one (written to a temporary file and renamed, so it is never seen half written;

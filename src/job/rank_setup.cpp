@@ -177,6 +177,24 @@ std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& 
   return LoadedCheckpoint{std::move(newest->first), std::move(newest->second)};
 }
 
+config::ResumeFrom resume_after_restart(const config::RunConfig& config,
+                                        const config::ResumeFrom& given) {
+  using Mode = config::ResumeFrom::Mode;
+  if (given.mode == Mode::kAuto) return given;
+  int64_t started_at = 0;
+  if (given.mode == Mode::kPath) {
+    const auto meta = checkpoint::read_checkpoint_metadata(given.path);
+    started_at = checkpoint::RunMetadata::parse(meta, given.path).step;
+  }
+  const std::vector<std::filesystem::path> saved =
+      checkpoint::CheckpointDir(std::filesystem::path(config.run_dir) / "checkpoints",
+                                config.checkpoint)
+          .list();
+  if (saved.empty() || *checkpoint::step_of_checkpoint_file(saved.front()) <= started_at)
+    return given;
+  return {Mode::kAuto, {}};
+}
+
 config::RunConfig resumed_config(const config::ConfigSources& sources, config::RunConfig config,
                                  const std::optional<LoadedCheckpoint>& resume) {
   if (!resume) return config;

@@ -41,6 +41,14 @@ int64_t local_workers(const config::RunConfig& config, const dist::DeviceInfo& d
 std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& config,
                                                        const config::ResumeFrom& from);
 
+/// What a worker restarted after a failure (TORCHELASTIC_RESTART_COUNT > 0, from our launcher's
+/// --max-restarts or torchrun's) resumes from: run_dir's newest checkpoint (`--resume auto`)
+/// when one is newer than where the job started (the step of --resume PATH; 0 for --resume
+/// none), else what it was given. The job's first attempt set later checkpoints of the runs
+/// it replaced aside (CheckpointDir::set_aside_after), so the newer ones are the job's own.
+config::ResumeFrom resume_after_restart(const config::RunConfig& config,
+                                        const config::ResumeFrom& given);
+
 /// The effective config of a run: `config` itself when it starts fresh; when it resumes, the
 /// sources read again with the checkpoint's config between the file and --set.
 config::RunConfig resumed_config(const config::ConfigSources& sources, config::RunConfig config,

@@ -16,6 +16,7 @@
 #include "train/run_summary.h"
 #include "train/stop_signal.h"
 #include "train/trainer.h"
+#include "util/atomic_file.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -103,7 +104,7 @@ int benchmark(const config::TrainCommand& command, const Rank& rank, train::RunS
   std::cout << train::benchmark_table(result) << std::flush;
   const std::filesystem::path file = rank.setup.run_dir / "benchmark.json";
   std::filesystem::create_directories(file.parent_path());
-  std::ofstream(file) << train::benchmark_json(result);
+  write_file_atomically(file, train::benchmark_json(result));
   log::info("benchmark", "wrote {}", file.string());
   summary.details["benchmark_json"] = file.string();
   summary.details["mfu"] = result.mfu();
@@ -136,10 +137,16 @@ int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
   config::ResumeFrom resume = command.resume;
   if (kind == RunKind::kBenchmark) {
     resume = {config::ResumeFrom::Mode::kNone, {}};  // a benchmark always starts fresh
-  } else if (worker.restart_count > 0 && resume.mode == config::ResumeFrom::Mode::kNone) {
-    log::info("train", "restart {}: resuming from the newest checkpoint despite --resume none",
-              worker.restart_count);
-    resume.mode = config::ResumeFrom::Mode::kAuto;
+  } else if (worker.restart_count > 0) {
+    // A restart continues from the job's newest checkpoint, not from where it first started.
+    resume = resume_after_restart(cfg, command.resume);
+    if (resume.mode != command.resume.mode)
+      log::info(
+          "train",
+          "restart {}: resuming from the newest checkpoint of this job rather "
+          "than --resume {}",
+          worker.restart_count,
+          command.resume.mode == config::ResumeFrom::Mode::kNone ? "none" : command.resume.path);
   }
   Rank rank = set_up_rank(command, cfg, resume, devices, worker);
   train::RunSummary summary;

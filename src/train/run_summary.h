@@ -16,13 +16,13 @@ namespace nmt::train {
 
 /// Why a training run ended.
 enum class StopReason {
-  kMaxSteps,      ///< train.max_steps reached
-  kMaxEpochs,     ///< train.max_epochs done
-  kMaxMinutes,    ///< train.max_minutes reached
-  kSignal,        ///< SIGINT or SIGTERM
-  kEarlyStop,     ///< train.patience validations without improvement
-  kAlreadyDone,   ///< resumed at or past train.max_steps: nothing to do
-  kCompleted,     ///< not a training run (benchmark, dry run): it ran to its end
+  kMaxSteps,     ///< train.max_steps reached
+  kMaxEpochs,    ///< train.max_epochs done
+  kMaxMinutes,   ///< train.max_minutes reached
+  kSignal,       ///< SIGINT or SIGTERM
+  kEarlyStop,    ///< train.patience validations without improvement
+  kAlreadyDone,  ///< resumed at max_steps, past max_epochs or out of patience: nothing to do
+  kCompleted,    ///< not a training run (benchmark, dry run): it ran to its end
 };
 
 /// The name summary.json gives a stop reason ("max_steps", "signal", ...).

@@ -99,11 +99,12 @@ RunSummary Trainer::run() {
   int64_t epoch = iterator_.epoch;          // of the last update
   std::optional<double> last_train_loss;    // of the last logged interval
   std::optional<StopReason> stop = should_stop(progress);
-  if (stop == StopReason::kMaxSteps) {
-    log::warn("train", "already at step {} of train.max_steps {}: nothing to do", step_,
-              setup_.train.max_steps);
+  // A finished run started again changes nothing: no update, validation or checkpoint.
+  if (const std::optional<std::string> done = already_done(stop)) {
+    log::warn("train", "{}: nothing to do", *done);
     return finish(StopReason::kAlreadyDone, epoch, last_train_loss);
   }
+  if (setup_.rank == 0) set_aside_later_checkpoints();
   const auto plan_start = Clock::now();
   data::BatchPrefetcher batches(data_.train, planner_, setup_.rank, iterator_,
                                 batch_ids(setup_.model, data_.vocab), setup_.data.prefetch,
@@ -172,6 +173,31 @@ RunSummary Trainer::run() {
   if (summary.stop_reason == StopReason::kSignal)
     log::info("train", "stopped by signal at step {}; checkpoint {}", step_, last_checkpoint_.string());
   return summary;
+}
+
+std::optional<std::string> Trainer::already_done(std::optional<StopReason> stop) const {
+  const TrainOptions& t = setup_.train;
+  if (stop == StopReason::kMaxSteps)
+    return fmt::format("already at step {} of train.max_steps {}", step_, t.max_steps);
+  if (stop == StopReason::kMaxEpochs)
+    return fmt::format("already past the last epoch of train.max_epochs {} (step {})", t.max_epochs,
+                       step_);
+  if (validator_ && validator_->patience_exhausted())
+    return fmt::format(
+        "stopped early already: {} validations without improvement of {} "
+        "(train.patience {})",
+        validator_->record().without_improvement, validator_->metric_name(), t.patience);
+  return std::nullopt;
+}
+
+void Trainer::set_aside_later_checkpoints() const {
+  // Checkpoints of later steps are those of a run this one replaces (resumed from an earlier
+  // checkpoint, or --resume none): see CheckpointDir::set_aside_after.
+  if (const auto folder = checkpoints_->set_aside_after(step_))
+    log::warn("train",
+              "this run starts from step {}: the checkpoints of later steps, of the run "
+              "it replaces, are moved to {} (delete it when they are not needed)",
+              step_, folder->string());
 }
 
 std::optional<StopReason> Trainer::should_stop(const Progress& progress) {

@@ -64,6 +64,11 @@ class Trainer {
   data::IteratorState continue_data_position(const checkpoint::RunMetadata& meta,
                                              const std::filesystem::path& file) const;
   std::optional<StopReason> should_stop(const Progress& progress);
+  /// Why a run that `stop`s before its first update has nothing to do (at max_steps, past
+  /// max_epochs, out of patience), or nullopt.
+  std::optional<std::string> already_done(std::optional<StopReason> stop) const;
+  /// Rank 0: moves the checkpoints of steps after this run's start out of its way.
+  void set_aside_later_checkpoints() const;
   double log_interval(Progress& progress, IntervalStats& interval, int64_t epoch);
   ValidationResult validate(Progress& progress, int64_t epoch);
   void save(int64_t epoch, const std::optional<ValidationResult>& validation,

@@ -23,7 +23,10 @@ constexpr size_t kBufferBytes = 1 << 20;
 }  // namespace
 
 std::filesystem::path temp_path_for(const std::filesystem::path& target) {
+  // "out/" names the folder out: its temp is "out.tmp-<pid>" beside it, not "out/.tmp-<pid>"
+  // inside it, which replacing the folder would delete with it.
   std::filesystem::path temp = target;
+  while (!temp.has_filename() && temp.has_relative_path()) temp = temp.parent_path();
   temp += std::string(kTempMarker) + std::to_string(::getpid());
   return temp;
 }
@@ -61,6 +64,12 @@ std::vector<std::filesystem::path> remove_dead_temps(
     if (std::filesystem::remove(path, remove_error)) removed.push_back(path);
   }
   return removed;
+}
+
+void write_file_atomically(const std::filesystem::path& target, std::string_view contents) {
+  AtomicFileWriter writer(target);
+  writer.write(contents.data(), contents.size());
+  writer.commit();
 }
 
 AtomicFileWriter::AtomicFileWriter(std::filesystem::path target)

@@ -15,7 +15,8 @@
 
 namespace nmt {
 
-/// "<target>.tmp-<pid>": where AtomicFileWriter writes before renaming.
+/// "<target>.tmp-<pid>": where AtomicFileWriter writes before renaming; beside the folder for
+/// a target with a trailing separator ("out/" -> "out.tmp-<pid>").
 std::filesystem::path temp_path_for(const std::filesystem::path& target);
 /// True for names made by temp_path_for (of any process): leftovers of a crashed writer.
 bool is_temp_file_name(std::string_view file_name);
@@ -28,6 +29,10 @@ std::optional<int64_t> temp_file_pid(std::string_view file_name);
 /// by two of them at once. Returns the paths removed.
 std::vector<std::filesystem::path> remove_dead_temps(
     const std::filesystem::path& folder, const std::function<bool(std::string_view base)>& is_ours);
+
+/// Writes `contents` to `target` through an AtomicFileWriter: a file that cannot be written
+/// (a missing folder, a full disk) is a CheckpointError naming it, never a silent success.
+void write_file_atomically(const std::filesystem::path& target, std::string_view contents);
 
 /// Writes a file atomically. Every failure throws CheckpointError naming the target, the step
 /// that failed and the errno text, and removes the temp file, so the target keeps its old

@@ -106,6 +106,39 @@ TEST_CASE("retention never deletes the checkpoint just written", "[checkpoint]")
                                                        "checkpoint-00000001.safetensors"});
 }
 
+TEST_CASE("set_aside_after moves the later checkpoints into a folder of their own",
+          "[checkpoint]") {
+  // Left in place, a run restarted from step 2 (or from scratch) beside checkpoints of steps
+  // 3 and 4 lost its own saves to retention, and a resume would have taken step 4.
+  TempDir tmp;
+  CheckpointDir dir(tmp.path() / "checkpoints", keep(10, 0));
+  CHECK_FALSE(dir.set_aside_after(0));  // no folder yet
+  for (int64_t step : {1, 2, 3, 4}) dir.save(step, small_checkpoint(step));
+  tmp.write("checkpoints/notes.txt", "mine");
+  CHECK_FALSE(dir.set_aside_after(4));
+  const auto folder = dir.set_aside_after(2);
+  REQUIRE(folder);
+  CHECK(folder->parent_path() == dir.dir());
+  CHECK_THAT(folder->filename().string(), Catch::Matchers::StartsWith("superseded-"));
+  CHECK(file_names(*folder) == std::vector<std::string>{"checkpoint-00000003.safetensors",
+                                                        "checkpoint-00000004.safetensors"});
+  CHECK(names(dir.list()) == std::vector<std::string>{"checkpoint-00000002.safetensors",
+                                                      "checkpoint-00000001.safetensors"});
+  // The new run's saves are the newest now.
+  dir.save(3, small_checkpoint(30));
+  CHECK(dir.list().front() == dir.path_for_step(3));
+  // From scratch: every checkpoint goes, into a folder of its own; other files stay.
+  const auto second = dir.set_aside_after(0);
+  REQUIRE(second);
+  CHECK(*second != *folder);
+  CHECK(file_names(*second) == std::vector<std::string>{"checkpoint-00000001.safetensors",
+                                                        "checkpoint-00000002.safetensors",
+                                                        "checkpoint-00000003.safetensors"});
+  CHECK(dir.list().empty());
+  CHECK(std::filesystem::exists(dir.dir() / "notes.txt"));
+  CHECK(file_names(*folder).size() == 2);
+}
+
 TEST_CASE("best_or_last: lowest valid_loss, else the newest", "[checkpoint]") {
   TempDir tmp;
   CheckpointDir dir(tmp.path() / "checkpoints", keep(10, 10));

@@ -69,6 +69,31 @@ TEST_CASE("a second run reuses the cache, a changed input builds a new one", "[d
   CHECK(fourth.cache.size() < third.cache.size());
 }
 
+TEST_CASE("rebuilding a corpus's cache leaves those of corpora whose names extend it", "[data]") {
+  // Caches are "<name>.<key>.tok": a rebuild of "web" removed "web.v2"'s cache too (it starts
+  // with "web."), which then took a fresh encode, minutes at scale.
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  nmt::data::DataOptions options = corpus.options;
+  options.train_src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 100).string();
+  options.train_tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 100).string();
+  const auto request = [&](const char* name) {
+    return nmt::data::TokenCacheRequest{name, options.train_src, options.train_tgt,
+                                        dir.path() / "cache", 1};
+  };
+  const auto web_v2 = build_or_open_token_cache(request("web.v2"), corpus.prepared.vocab, options);
+  const auto web = build_or_open_token_cache(request("web"), corpus.prepared.vocab, options);
+  options.max_len = 10;  // a new key for "web": its old cache goes, "web.v2"'s stays
+  const auto rebuilt = build_or_open_token_cache(request("web"), corpus.prepared.vocab, options);
+  CHECK(rebuilt.built);
+  CHECK_FALSE(std::filesystem::exists(web.cache.path()));
+  CHECK(std::filesystem::exists(web_v2.cache.path()));
+  CHECK(nmt::data::is_token_cache_of("web.0123456789abcdef.tok", "web"));
+  CHECK_FALSE(nmt::data::is_token_cache_of("web.v2.0123456789abcdef.tok", "web"));
+  CHECK_FALSE(nmt::data::is_token_cache_of("web.0123456789abcdeg.tok", "web"));
+  CHECK_FALSE(nmt::data::is_token_cache_of("web.0123456789abcdef.tok.tmp-12", "web"));
+}
+
 TEST_CASE("a truncated cache file is detected", "[data]") {
   const auto& corpus = nmt::test::small_corpus();
   nmt::test::TempDir dir;

@@ -68,6 +68,18 @@ TEST_CASE("overrides (--set, and flags that name keys) win over the YAML", "[e2e
   CHECK_THAT(r.out, Contains("level: warn"));
 }
 
+TEST_CASE("flags that take a path or a host take it as it is, not as YAML", "[e2e]") {
+  // --init-from "runs/exp #2" became runs/exp (the rest read as a YAML comment), and
+  // --init-from null no fine-tuning at all.
+  auto r = train(
+      "--config configs/tiny.yaml --init-from 'runs/exp #2' --master-addr 'null' "
+      "--print-config");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("init_from: runs/exp #2") || Contains("init_from: \"runs/exp #2\"") ||
+                        Contains("init_from: 'runs/exp #2'"));
+  CHECK_THAT(r.out, Contains("master_addr: \"null\"") || Contains("master_addr: 'null'"));
+}
+
 TEST_CASE("config mistakes give one clear line naming file, line and key", "[e2e]") {
   nmt::test::TempDir dir;
   const auto bad_key = dir.write("bad_key.yaml", "data:\n  train_src: x\n  max_tokns: 5\n");

@@ -123,6 +123,13 @@ TEST_CASE("nmt-translate translates with a checkpoint trained by nmt-train", "[e
   CHECK_THAT(json, Contains("\"sentences\": " + std::to_string(input.size())) &&
                        Contains("\"output_tokens_per_s\": ") && Contains("\"seconds\": "));
 
+  // A stats file that cannot be written is an error naming it (it was a silent exit 0).
+  const std::string unwritable = (dir.path() / "missing" / "stats.json").string();
+  const auto no_stats = run_command(kTranslate + " --device cpu -c " + checkpoint + " -i " + in +
+                                    " --beam 1 --stats-json " + unwritable);
+  CHECK(no_stats.exit_code == 1);
+  CHECK_THAT(no_stats.err, Contains("nmt-translate: error: ") && Contains(unwritable));
+
   // --tgt-lang is for a multilingual model: refused for this one in one line naming the flag.
   const auto tgt_lang = run_command(kTranslate + " --device cpu -c " + checkpoint + " -i " + in +
                                     " --tgt-lang de");

@@ -193,6 +193,30 @@ TEST_CASE("rank setup: the checkpoint to resume is none, the newest of this mode
   CHECK_THROWS_AS(nmt::job::find_resume_checkpoint(config, auto_resume), nmt::CheckpointError);
 }
 
+TEST_CASE("rank setup: a restarted worker resumes from the job's newest checkpoint", "[job]") {
+  // With --resume PATH, every restart (--max-restarts) went back to PATH: the updates since
+  // were lost and trained again, each time.
+  const TinyRun run;
+  const RunConfig config = run.config();
+  using Mode = ResumeFrom::Mode;
+  const auto started = run.save_checkpoint(config, 10);
+  const ResumeFrom from_path{Mode::kPath, started.string()};
+  // Nothing saved since the start: the same start.
+  CHECK(nmt::job::resume_after_restart(config, from_path).mode == Mode::kPath);
+  CHECK(nmt::job::resume_after_restart(config, {Mode::kAuto, {}}).mode == Mode::kAuto);
+  run.save_checkpoint(config, 20);
+  CHECK(nmt::job::resume_after_restart(config, from_path).mode == Mode::kAuto);
+  CHECK(nmt::job::resume_after_restart(config, {Mode::kNone, {}}).mode == Mode::kAuto);
+  // A start later than anything in run_dir (a file from elsewhere) stays the start.
+  const TinyRun elsewhere;
+  const auto later = elsewhere.save_checkpoint(config, 30);
+  CHECK(nmt::job::resume_after_restart(config, {Mode::kPath, later.string()}).path ==
+        later.string());
+  // No checkpoint at all: --resume none stays none.
+  const TinyRun empty;
+  CHECK(nmt::job::resume_after_restart(empty.config(), {Mode::kNone, {}}).mode == Mode::kNone);
+}
+
 TEST_CASE("rank setup: a resumed run's config has the checkpoint's between the file and --set",
           "[job]") {
   const TinyRun run({"train.seed=7"});

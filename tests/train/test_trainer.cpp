@@ -216,6 +216,74 @@ TEST_CASE(
   CHECK(record_steps(run.path(), "valid").size() == 2);
 }
 
+TEST_CASE("trainer: resumed after train.max_epochs or an early stop it has nothing to do",
+          "[train][trainer][resume]") {
+  // Only max_steps counted as done: a rerun after max_epochs planned, validated again (one
+  // more validation without improvement) and rewrote its checkpoint; one after an early stop
+  // trained another update and saved it.
+  TempDir run;
+  nmt::train::RunSetup setup = tiny_run_setup(run.path());
+  RunSummary done;
+  SECTION("train.max_epochs") {
+    setup.data.max_tokens = 4096;
+    setup.max_tokens = 4096;
+    setup.train.max_steps = 0;
+    setup.train.max_epochs = 1;
+    setup.train.valid_every = 1000;  // a validation at the end only
+    done = train(setup);
+    CHECK(done.stop_reason == StopReason::kMaxEpochs);
+  }
+  SECTION("train.patience") {
+    setup.train.lr = 0;  // no improvement, as in the case above
+    setup.train.schedule = nmt::train::LrSchedule::kConstant;
+    setup.train.warmup_steps = 0;
+    setup.train.valid_every = 1;
+    setup.train.patience = 1;
+    done = train(setup);
+    CHECK(done.stop_reason == StopReason::kEarlyStop);
+  }
+  const std::filesystem::path saved = checkpoint_file(run.path(), int(done.final_step));
+  REQUIRE(std::filesystem::exists(saved));
+  const auto written = std::filesystem::last_write_time(saved);
+  const auto validations = record_steps(run.path(), "valid");
+  const RunSummary again = resume(setup, saved);
+  CHECK(again.stop_reason == StopReason::kAlreadyDone);
+  CHECK(again.final_step == done.final_step);
+  CHECK(again.tokens == 0);
+  CHECK(again.last_checkpoint.empty());
+  CHECK(again.parameter_hashes == done.parameter_hashes);
+  CHECK(std::filesystem::last_write_time(saved) == written);
+  CHECK(record_steps(run.path(), "valid") == validations);
+  CHECK_FALSE(std::filesystem::exists(checkpoint_file(run.path(), int(done.final_step) + 1)));
+}
+
+TEST_CASE("trainer: a run from an earlier step sets the later checkpoints aside",
+          "[train][trainer][resume]") {
+  // A run resumed from step 2 beside checkpoints of steps 4 and 6 (of the run it replaces):
+  // retention deleted its own saves once they fell behind those, and a later --resume auto
+  // took the replaced run's step 6. They are moved into checkpoints/superseded-<time>/.
+  TempDir run;
+  nmt::train::RunSetup setup = tiny_run_setup(run.path());
+  setup.checkpoint.every_steps = 2;
+  setup.checkpoint.keep_last = 3;
+  const RunSummary first = train(setup);
+  REQUIRE(first.final_step == 6);
+  setup.train.max_steps = 4;
+  const RunSummary second = resume(setup, checkpoint_file(run.path(), 2));
+  CHECK(second.final_step == 4);
+  std::vector<std::filesystem::path> aside;
+  for (const auto& entry : std::filesystem::directory_iterator(run.path() / "checkpoints"))
+    if (entry.is_directory()) aside.push_back(entry.path());
+  REQUIRE(aside.size() == 1);
+  CHECK_THAT(aside[0].filename().string(), Catch::Matchers::StartsWith("superseded-"));
+  CHECK(std::filesystem::exists(aside[0] / checkpoint_file(run.path(), 4).filename()));
+  CHECK(std::filesystem::exists(aside[0] / checkpoint_file(run.path(), 6).filename()));
+  // What is left beside them is this run's: its start and its save, the newest.
+  CHECK(std::filesystem::exists(checkpoint_file(run.path(), 2)));
+  CHECK(second.last_checkpoint == checkpoint_file(run.path(), 4).string());
+  CHECK_FALSE(std::filesystem::exists(checkpoint_file(run.path(), 6)));
+}
+
 // Last in this file: the stop request cannot be withdrawn, so it would stop every later case
 // run in the same process (CTest runs each case in a process of its own).
 TEST_CASE("trainer: SIGTERM stops the run after the update in progress, with a checkpoint",

@@ -73,6 +73,10 @@ TEST_CASE("a writer whose folder is missing throws naming the target", "[atomic_
 TEST_CASE("temp names carry the writer's pid, and dead writers' temps are removed",
           "[atomic_file]") {
   CHECK(nmt::temp_path_for("a/b.json").string() == "a/b.json.tmp-" + std::to_string(::getpid()));
+  // A folder named with a trailing separator: the temp is beside it, not inside it (export-hf
+  // to "out/" staged in "out/.tmp-<pid>" and deleted it with the old "out").
+  CHECK(nmt::temp_path_for("a/out/").string() == "a/out.tmp-" + std::to_string(::getpid()));
+  CHECK(nmt::temp_path_for("a/out//").string() == "a/out.tmp-" + std::to_string(::getpid()));
   CHECK(nmt::temp_file_pid("b.json.tmp-123") == 123);
   CHECK_FALSE(nmt::temp_file_pid("b.json.tmp-12x").has_value());
   CHECK_FALSE(nmt::is_temp_file_name(".tmp-1"));  // no base
