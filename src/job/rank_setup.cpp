@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <ATen/Parallel.h>
 
@@ -195,14 +198,52 @@ config::ResumeFrom resume_after_restart(const config::RunConfig& config,
   return {Mode::kAuto, {}};
 }
 
+namespace {
+
+/// `sources` read again with a checkpoint's config between the file and --set.
+config::RunConfig with_checkpoint_config(const config::ConfigSources& sources,
+                                         const std::filesystem::path& file,
+                                         const std::map<std::string, std::string>& metadata) {
+  config::ConfigSources with_checkpoint = sources;
+  with_checkpoint.checkpoint_name = file.string();
+  with_checkpoint.checkpoint_yaml =
+      checkpoint::RunMetadata::parse(metadata, with_checkpoint.checkpoint_name).config;
+  return config::load_run_config(with_checkpoint);
+}
+
+}  // namespace
+
+config::RunConfig config_to_resume(const config::ConfigSources& sources,
+                                   const config::RunConfig& config,
+                                   const config::ResumeFrom& from) {
+  using Mode = config::ResumeFrom::Mode;
+  std::vector<std::filesystem::path> candidates;
+  if (from.mode == Mode::kPath) {
+    candidates.emplace_back(from.path);
+  } else if (from.mode == Mode::kAuto) {
+    try {
+      candidates = checkpoint::CheckpointDir(std::filesystem::path(config.run_dir) / "checkpoints",
+                                             config.checkpoint)
+                       .list();
+    } catch (const Error&) {
+      return config;  // an unreadable folder: the workers say so
+    }
+  }
+  for (const auto& file : candidates) {
+    try {
+      return with_checkpoint_config(sources, file, checkpoint::read_checkpoint_metadata(file));
+    } catch (const Error&) {
+      // A damaged file, or a config that no longer loads: the workers pass over it or stop,
+      // naming it.
+    }
+  }
+  return config;
+}
+
 config::RunConfig resumed_config(const config::ConfigSources& sources, config::RunConfig config,
                                  const std::optional<LoadedCheckpoint>& resume) {
   if (!resume) return config;
-  config::ConfigSources with_checkpoint = sources;
-  with_checkpoint.checkpoint_name = resume->path.string();
-  with_checkpoint.checkpoint_yaml =
-      checkpoint::RunMetadata::parse(resume->data.metadata, with_checkpoint.checkpoint_name).config;
-  return config::load_run_config(with_checkpoint);
+  return with_checkpoint_config(sources, resume->path, resume->data.metadata);
 }
 
 amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices) {

@@ -49,6 +49,14 @@ std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& 
 config::ResumeFrom resume_after_restart(const config::RunConfig& config,
                                         const config::ResumeFrom& given);
 
+/// The config a resuming run's workers will have (resumed_config), read from the checkpoint's
+/// metadata alone, before any worker starts: of the given file (--resume PATH) or of the
+/// newest file in run_dir whose metadata reads (auto). `config` itself for a fresh start, or
+/// when no metadata reads (the workers then say why). The launcher takes the number of
+/// workers from it, so a run started with --nproc-per-node 2 resumes with 2 without the flag.
+config::RunConfig config_to_resume(const config::ConfigSources& sources,
+                                   const config::RunConfig& config, const config::ResumeFrom& from);
+
 /// The effective config of a run: `config` itself when it starts fresh; when it resumes, the
 /// sources read again with the checkpoint's config between the file and --set.
 config::RunConfig resumed_config(const config::ConfigSources& sources, config::RunConfig config,

@@ -58,14 +58,14 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
 
 /// Built-in launcher: prepares the data once, then starts this node's workers (this same
 /// command line in child processes) and supervises them.
-int launch(const config::TrainCommand& command, const config::RunConfig& cfg,
-           const dist::DeviceInfo& devices, const dist::WorkerEnv& worker, int argc, char** argv) {
+int launch(const config::TrainCommand& command, const config::RunConfig& cfg, int64_t workers,
+           int argc, char** argv, const dist::DeviceInfo& devices) {
   // Vocabulary and token caches are built here, so workers only load them.
   prepare_init_vocabulary(cfg);
   data::prepare_data(cfg.data, cfg.run_dir,
                      {std::max(1, devices.cpu_cores), static_cast<uint64_t>(cfg.train.seed)});
   dist::LaunchOptions options;
-  options.nproc_per_node = static_cast<int>(local_workers(cfg, devices, worker));
+  options.nproc_per_node = static_cast<int>(workers);
   options.nnodes = command.nnodes;
   options.node_rank = command.node_rank;
   options.master_addr = cfg.dist.master_addr;
@@ -186,10 +186,17 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   // no CUDA state.
   const dist::DeviceInfo devices = dist::probe_devices();
   RunKind kind = command.benchmark_steps > 0 ? RunKind::kBenchmark : RunKind::kTrain;
-  if (command.dry_run) kind = RunKind::kDryRun;
-  else if (worker.launcher == dist::Launcher::kNone &&
-           (local_workers(cfg, devices, worker) > 1 || command.nnodes > 1))
-    kind = RunKind::kLaunch;
+  // Workers for this node, counted from the config they will have: a resumed run's includes
+  // its checkpoint's (dist.nproc_per_node among it), so resuming needs no flags.
+  int64_t workers = 1;
+  if (command.dry_run) {
+    kind = RunKind::kDryRun;
+  } else if (worker.launcher == dist::Launcher::kNone) {
+    workers = local_workers(
+        kind == RunKind::kTrain ? config_to_resume(command.sources, cfg, command.resume) : cfg,
+        devices, worker);
+    if (workers > 1 || command.nnodes > 1) kind = RunKind::kLaunch;
+  }
   if (cfg.log.to_file) {
     log::add_file_sink(std::filesystem::path(cfg.run_dir) / "logs" /
                        (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
@@ -211,7 +218,8 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
             amp.automatic ? "amp.mode auto: " : "", amp.reason);
   switch (kind) {
     case RunKind::kDryRun: return dry_run(planned, amp, devices, worker);
-    case RunKind::kLaunch: return launch(command, cfg, devices, worker, argc, argv);
+    case RunKind::kLaunch:
+      return launch(command, cfg, workers, argc, argv, devices);
     case RunKind::kBenchmark:
     case RunKind::kTrain: break;
   }

@@ -127,12 +127,14 @@ TEST_CASE("a killed worker stops the launcher naming the rank, and a rerun resum
   std::smatch m;
   REQUIRE(std::regex_search(r.out, m, std::regex("milliseconds=([0-9]+)")));
   CHECK(std::stol(m[1]) < 60000);
-  // The rerun resumes from the last checkpoint and finishes.
+  // The rerun resumes from the last checkpoint and finishes, with the checkpoint's 2 workers
+  // though it does not say --nproc-per-node (the launcher counted them from the YAML alone).
   auto again = run_command("timeout 300 " + kTrain + exact_run_flags(run.path()) +
-                           " --nproc-per-node 2 --set train.max_steps=6");
+                           " --set train.max_steps=6");
   INFO(again.err);
   CHECK(again.exit_code == 0);
   CHECK_THAT(again.err, Contains("resumed from"));
+  CHECK_THAT(again.err, Contains("all 2 worker(s) exited with code 0"));
 }
 
 TEST_CASE("ranks with different configs refuse to train together", "[e2e][dist]") {

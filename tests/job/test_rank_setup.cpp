@@ -217,6 +217,35 @@ TEST_CASE("rank setup: a restarted worker resumes from the job's newest checkpoi
   CHECK(nmt::job::resume_after_restart(empty.config(), {Mode::kNone, {}}).mode == Mode::kNone);
 }
 
+TEST_CASE("rank setup: the launcher counts workers from the config the resumed run will have",
+          "[job]") {
+  // The launcher decided from the YAML and flags alone: a run started with --nproc-per-node 2
+  // and run again without the flag went on as 1 rank (half the global batch).
+  using Mode = ResumeFrom::Mode;
+  const TinyRun run;
+  RunConfig two_workers = run.config();
+  two_workers.dist.nproc_per_node = 2;
+  CHECK(nmt::job::config_to_resume(run.command.sources, run.config(), {Mode::kAuto, {}})
+            .dist.nproc_per_node == 0);  // nothing to resume: the YAML's
+  const auto saved = run.save_checkpoint(two_workers, 10);
+  CHECK(nmt::job::config_to_resume(run.command.sources, run.config(), {Mode::kAuto, {}})
+            .dist.nproc_per_node == 2);
+  CHECK(nmt::job::config_to_resume(run.command.sources, run.config(), {Mode::kPath, saved.string()})
+            .dist.nproc_per_node == 2);
+  CHECK(nmt::job::config_to_resume(run.command.sources, run.config(), {Mode::kNone, {}})
+            .dist.nproc_per_node == 0);
+  // --set (--nproc-per-node) still wins over the checkpoint.
+  nmt::config::ConfigSources with_flag = run.command.sources;
+  with_flag.overrides.push_back("dist.nproc_per_node=1");
+  CHECK(
+      nmt::job::config_to_resume(with_flag, run.config(), {Mode::kAuto, {}}).dist.nproc_per_node ==
+      1);
+  // A file whose metadata does not read leaves the config as it is (the workers say why).
+  CHECK(nmt::job::config_to_resume(run.command.sources, run.config(),
+                                   {Mode::kPath, (run.dir.path() / "missing").string()})
+            .dist.nproc_per_node == 0);
+}
+
 TEST_CASE("rank setup: a resumed run's config has the checkpoint's between the file and --set",
           "[job]") {
   const TinyRun run({"train.seed=7"});
