@@ -160,7 +160,8 @@ void CheckpointDir::apply_retention(const std::filesystem::path& keep) const {
   if (options_.keep_best > 0) {
     std::vector<std::tuple<double, int64_t, std::filesystem::path>> ranked;
     for (const auto& file : files) {
-      if (const auto loss = selection_of_file(file))
+      // A NaN (a diverged validation) is no candidate, and would break the sort's ordering.
+      if (const auto loss = selection_of_file(file); loss && !std::isnan(*loss))
         ranked.emplace_back(*loss, *step_of_checkpoint_file(file), file);
     }
     // Lowest loss first; on a tie the earlier step, which reached that loss first.
@@ -228,7 +229,8 @@ std::optional<std::filesystem::path> CheckpointDir::best_or_last() const {
       continue;
     }
     if (!newest) newest = file;
-    if (const auto loss = checkpoint::selection_of(metadata); loss && (!best || *loss <= best->first))
+    if (const auto loss = checkpoint::selection_of(metadata);
+        loss && !std::isnan(*loss) && (!best || *loss <= best->first))
       best = std::make_pair(*loss, file);
   }
   if (best) return best->second;

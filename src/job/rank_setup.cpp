@@ -240,6 +240,30 @@ config::RunConfig config_to_resume(const config::ConfigSources& sources,
   return config;
 }
 
+bool restart_best_record_if_ranked_otherwise(LoadedCheckpoint& resume,
+                                             const config::RunConfig& config) {
+  auto& metadata = resume.data.metadata;
+  const std::string name = resume.path.string();
+  const config::RunConfig saved =
+      config::parse_stored_config(checkpoint::RunMetadata::parse(metadata, name).config, name);
+  const train::TrainOptions &was = saved.train, &now = config.train;
+  if (was.best_metric == now.best_metric && was.best_set == now.best_set) return false;
+  const bool had_best = metadata.erase(std::string(checkpoint::meta_key::kBestSelection)) > 0;
+  metadata.erase(std::string(checkpoint::meta_key::kWithoutImprovement));
+  const auto ranking = [](const train::TrainOptions& t) {
+    const char* metric = t.best_metric == train::BestMetric::kBleu   ? "bleu"
+                         : t.best_metric == train::BestMetric::kChrf ? "chrf"
+                                                                     : "loss";
+    return t.best_set.empty() ? fmt::format("{} of the first validation set", metric)
+                              : fmt::format("{} of validation set '{}'", metric, t.best_set);
+  };
+  log::warn("train",
+            "{}: its run ranked checkpoints by {} (train.best_metric, best_set), this one by {}: "
+            "the best so far and the patience count start over{}",
+            name, ranking(was), ranking(now), had_best ? "" : " (it had none yet)");
+  return true;
+}
+
 config::RunConfig resumed_config(const config::ConfigSources& sources, config::RunConfig config,
                                  const std::optional<LoadedCheckpoint>& resume) {
   if (!resume) return config;
@@ -305,6 +329,7 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   // The checkpoint resumed from contributes its config (below --set), so read it first.
   rank.resume = find_resume_checkpoint(cfg, resume);
   rank.config = resumed_config(command.sources, std::move(cfg), rank.resume);
+  if (rank.resume) restart_best_record_if_ranked_otherwise(*rank.resume, rank.config);
   const config::RunConfig& c = rank.config;
   std::optional<dist::Rendezvous> joined = join(c, worker_env);
   const dist::WorkerEnv worker =

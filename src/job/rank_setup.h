@@ -57,6 +57,14 @@ config::ResumeFrom resume_after_restart(const config::RunConfig& config,
 config::RunConfig config_to_resume(const config::ConfigSources& sources,
                                    const config::RunConfig& config, const config::ResumeFrom& from);
 
+/// A resume that ranks checkpoints otherwise than the run it continues (another
+/// train.best_metric or best_set, given with --set) starts the best-so-far and the patience
+/// count over, with a warning: kept, minus BLEU as the best of a loss would never be beaten,
+/// patience would stop the run and keep_best keep the old files. Drops the two from the
+/// checkpoint's metadata; returns true when it did.
+bool restart_best_record_if_ranked_otherwise(LoadedCheckpoint& resume,
+                                             const config::RunConfig& config);
+
 /// The effective config of a run: `config` itself when it starts fresh; when it resumes, the
 /// sources read again with the checkpoint's config between the file and --set.
 config::RunConfig resumed_config(const config::ConfigSources& sources, config::RunConfig config,

@@ -1,6 +1,7 @@
 #include "train/validator.h"
 
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -159,7 +160,11 @@ ValidationResult Validator::validate(model::Transformer& model) {
   v.first = s_->validate_set(model, 0);
   for (size_t k = 1; k < s_->data.valid.size(); ++k) v.others.push_back(s_->validate_set(model, k));
   v.selection = selection_of(v, setup.train.best_set, setup.train.best_metric);
-  v.best = !record_.best_selection || v.selection < *record_.best_selection;
+  // A NaN (a diverged model) is never the best, and a NaN best is beaten by any number: NaN
+  // compares false both ways, so a first validation of NaN blocked every later improvement.
+  v.best =
+      !std::isnan(v.selection) && (!record_.best_selection || std::isnan(*record_.best_selection) ||
+                                   v.selection < *record_.best_selection);
   if (v.best) {
     record_.best_selection = v.selection;
     record_.without_improvement = 0;

@@ -91,6 +91,13 @@ TEST_CASE("retention keeps the newest keep_last and the keep_best lowest valid_l
   CHECK(names(dir.list()) == std::vector<std::string>{"checkpoint-00000006.safetensors",
                                                       "checkpoint-00000005.safetensors"});
   CHECK(dir.best_or_last() == dir.path_for_step(6));
+  // A diverged validation's NaN is never the best (it broke the sort's strict ordering).
+  dir.save(7, small_checkpoint(7, loss("nan")));
+  dir.save(8, small_checkpoint(8, loss("nan")));
+  CHECK(names(dir.list()) == std::vector<std::string>{"checkpoint-00000008.safetensors",
+                                                      "checkpoint-00000007.safetensors",
+                                                      "checkpoint-00000006.safetensors"});
+  CHECK(dir.best_or_last() == dir.path_for_step(6));  // the newest NaN was taken as the best
 }
 
 TEST_CASE("retention never deletes the checkpoint just written", "[checkpoint]") {

@@ -246,6 +246,33 @@ TEST_CASE("rank setup: the launcher counts workers from the config the resumed r
             .dist.nproc_per_node == 0);
 }
 
+TEST_CASE("rank setup: a resume that ranks checkpoints otherwise starts the best record over",
+          "[job]") {
+  // Kept, a best of minus BLEU (say -25) compared with losses would never be beaten: patience
+  // stopped the run and keep_best kept the old files.
+  const TinyRun run;
+  const RunConfig config = run.config();
+  const auto file = run.save_checkpoint(config, 10);
+  nmt::job::LoadedCheckpoint resume{file, nmt::checkpoint::load_checkpoint(file)};
+  resume.data.metadata["best_selection"] = "-25";
+  resume.data.metadata["validations_without_improvement"] = "3";
+  CHECK_FALSE(nmt::job::restart_best_record_if_ranked_otherwise(resume, config));
+  CHECK(resume.data.metadata.count("best_selection") == 1);
+  RunConfig by_bleu = config;
+  by_bleu.train.best_metric = nmt::train::BestMetric::kBleu;
+  CHECK(nmt::job::restart_best_record_if_ranked_otherwise(resume, by_bleu));
+  CHECK(resume.data.metadata.count("best_selection") == 0);
+  CHECK(resume.data.metadata.count("validations_without_improvement") == 0);
+  const auto meta = nmt::checkpoint::RunMetadata::parse(resume.data.metadata, file.string());
+  CHECK_FALSE(meta.best_selection);
+  CHECK(meta.validations_without_improvement == 0);
+  RunConfig other_set = config;
+  other_set.train.best_set = "news";
+  resume.data.metadata["best_selection"] = "1.5";
+  CHECK(nmt::job::restart_best_record_if_ranked_otherwise(resume, other_set));
+  CHECK(resume.data.metadata.count("best_selection") == 0);
+}
+
 TEST_CASE("rank setup: a resumed run's config has the checkpoint's between the file and --set",
           "[job]") {
   const TinyRun run({"train.seed=7"});

@@ -126,6 +126,25 @@ TEST_CASE(
   CHECK_FALSE(validator.patience_exhausted());
   validator.restore({better.selection - 1.0, 0});
   CHECK_FALSE(validator.validate(other).best);
+
+  // A NaN best (a first validation of a diverged model) is beaten by a number; a NaN
+  // selection is never the best (NaN compared false both ways: nothing improved after it).
+  validator.restore({std::nan(""), 2});
+  const ValidationResult after_nan = validator.validate(other);
+  CHECK(after_nan.best);
+  CHECK(after_nan.without_improvement == 0);
+  nmt::model::Transformer diverged = tiny_model(data, 3);
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : diverged->parameters()) p.fill_(std::nan(""));
+  }
+  validator.restore({});
+  const ValidationResult nan_first = validator.validate(diverged);
+  CHECK(std::isnan(nan_first.selection));
+  CHECK_FALSE(nan_first.best);
+  CHECK(nan_first.without_improvement == 1);
+  CHECK_FALSE(validator.record().best_selection);
+  CHECK(validator.validate(other).best);
 }
 
 TEST_CASE(
