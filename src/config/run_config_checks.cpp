@@ -167,6 +167,13 @@ std::vector<std::string> ineffective_settings(const RunConfig& c, const Schema& 
         "the shares of several data.train corpora); the corpus is drawn by weight x pairs",
         where_set(s, file, "data.sampling_temperature"), t));
   }
+  const train::TrainOptions& tr = c.train;
+  if (tr.schedule == train::LrSchedule::kCosine && tr.max_steps <= tr.warmup_steps) {
+    warnings.push_back(fmt::format(
+        "{}: train.schedule cosine decays from the end of warm-up to train.max_steps, but "
+        "max_steps is {} (warmup_steps {}): the learning rate stays constant after warm-up",
+        where_set(s, file, "train.schedule"), tr.max_steps, tr.warmup_steps));
+  }
   return warnings;
 }
 

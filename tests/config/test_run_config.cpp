@@ -368,6 +368,22 @@ TEST_CASE("a pair of one language twice is refused, naming the file, line and en
              Contains("--set data.train=[{name: b"));
 }
 
+TEST_CASE("a cosine schedule without an end after warm-up is warned about, with its line",
+          "[config]") {
+  // train.max_steps 0 (or within warm-up) left cosine at a constant rate, silently.
+  nmt::test::TempDir dir;
+  std::vector<std::string> warnings;
+  const std::string file = dir.write(
+      "cosine.yaml", std::string(kTrainData) + "train:\n  schedule: cosine\n  max_steps: 0\n");
+  load_run_config({file}, &warnings);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains(file + ":5:") && Contains("train.schedule cosine") &&
+                              Contains("max_steps is 0") && Contains("stays constant"));
+  warnings.clear();
+  load_run_config({file, std::nullopt, "", {"train.max_steps=8000"}}, &warnings);
+  CHECK(warnings.empty());
+}
+
 TEST_CASE("sampling_temperature with one corpus is valid but warned about once, with its line",
           "[config]") {
   nmt::test::TempDir dir;
