@@ -123,13 +123,14 @@ std::optional<std::filesystem::path> CheckpointDir::set_aside_after(int64_t step
   const std::string stamp =
       fmt::format("superseded-{:04}{:02}{:02}T{:02}{:02}{:02}Z", utc.tm_year + 1900, utc.tm_mon + 1,
                   utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec);
-  std::filesystem::path folder = dir_ / stamp;
-  for (int n = 2; std::filesystem::exists(folder); ++n)
-    folder = dir_ / fmt::format("{}-{}", stamp, n);
+  std::filesystem::path folder;
   std::error_code ec;
-  std::filesystem::create_directory(folder, ec);
-  NMT_CHECK(!ec, CheckpointError, "{}: cannot create {} for the checkpoints after step {}: {}",
-            dir_.string(), folder.string(), step, ec.message());
+  for (int n = 1;; ++n) {  // a folder this call made, never one that was there
+    folder = dir_ / (n == 1 ? stamp : fmt::format("{}-{}", stamp, n));
+    if (std::filesystem::create_directory(folder, ec)) break;
+    NMT_CHECK(!ec, CheckpointError, "{}: cannot create {} for the checkpoints after step {}: {}",
+              dir_.string(), folder.string(), step, ec.message());
+  }
   for (const auto& file : newer) {
     std::filesystem::rename(file, folder / file.filename(), ec);
     NMT_CHECK(!ec, CheckpointError, "{}: cannot move it into {}: {}", file.string(),

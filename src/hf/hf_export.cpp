@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -82,12 +83,27 @@ class StagingDir {
   bool committed_ = false;
 };
 
+/// `given` as a folder that can be replaced: absolute, normalized ("out/", "out/." and "out"
+/// are one folder; staged beside it, not inside). A folder that holds the working directory
+/// ("." or "..", or "/") is refused: replacing it would delete what the command runs in.
+std::filesystem::path export_folder(const std::filesystem::path& given) {
+  std::filesystem::path folder = std::filesystem::absolute(given).lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();  // "out/" normalizes to "out/"
+  const std::filesystem::path cwd = std::filesystem::current_path().lexically_normal();
+  const auto [end, at] = std::mismatch(folder.begin(), folder.end(), cwd.begin(), cwd.end());
+  NMT_CHECK(end != folder.end() && folder.has_relative_path(), ConfigError,
+            "{}: the output directory holds the working directory ({}); give a folder of its own",
+            given.string(), cwd.string());
+  return folder;
+}
+
 }  // namespace
 
 HfExportResult export_hf(const HfExportOptions& options) {
   NMT_CHECK(options.average >= 0, ConfigError, "--average: expected an integer >= 0, found {}",
             options.average);
-  NMT_CHECK(options.force || !std::filesystem::exists(options.output), ConfigError,
+  const std::filesystem::path output = export_folder(options.output);
+  NMT_CHECK(options.force || !std::filesystem::exists(output), ConfigError,
             "{} exists: give another output directory, or --force to replace it",
             options.output.string());
   HfExportResult result;
@@ -130,7 +146,7 @@ HfExportResult export_hf(const HfExportOptions& options) {
     ours.emplace_back("output_bias", at::zeros({hf.tgt_vocab_size}, embeddings.options()));
   }
 
-  StagingDir staging(options.output);
+  StagingDir staging(output);
   checkpoint::CheckpointData weights;
   weights.tensors = checkpoint::to_hf_tensors(ours, hf);
   weights.metadata = {{"format", "pt"}};  // what transformers' save_pretrained writes

@@ -180,22 +180,60 @@ std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& 
   return LoadedCheckpoint{std::move(newest->first), std::move(newest->second)};
 }
 
+namespace {
+
+/// The step a run of `from` starts at: 0 for none, the checkpoint's for a file (from its
+/// metadata, else its name); nullopt for auto, or a file that is gone and unnamed.
+std::optional<int64_t> start_step(const config::ResumeFrom& from) {
+  using Mode = config::ResumeFrom::Mode;
+  if (from.mode == Mode::kNone) return 0;
+  if (from.mode == Mode::kAuto) return std::nullopt;
+  try {
+    return checkpoint::RunMetadata::parse(checkpoint::read_checkpoint_metadata(from.path),
+                                          from.path)
+        .step;
+  } catch (const Error&) {
+    return checkpoint::step_of_checkpoint_file(from.path);  // deleted since, e.g. by retention
+  }
+}
+
+checkpoint::CheckpointDir checkpoint_dir(const config::RunConfig& config) {
+  return checkpoint::CheckpointDir(std::filesystem::path(config.run_dir) / "checkpoints",
+                                   config.checkpoint);
+}
+
+}  // namespace
+
 config::ResumeFrom resume_after_restart(const config::RunConfig& config,
                                         const config::ResumeFrom& given) {
   using Mode = config::ResumeFrom::Mode;
   if (given.mode == Mode::kAuto) return given;
-  int64_t started_at = 0;
-  if (given.mode == Mode::kPath) {
-    const auto meta = checkpoint::read_checkpoint_metadata(given.path);
-    started_at = checkpoint::RunMetadata::parse(meta, given.path).step;
+  const std::optional<int64_t> started_at = start_step(given);
+  for (const auto& file : checkpoint_dir(config).list()) {  // newest first
+    if (started_at && *checkpoint::step_of_checkpoint_file(file) <= *started_at) break;
+    try {
+      checkpoint::read_checkpoint_metadata(file);
+    } catch (const Error&) {
+      continue;  // damaged: an older save of the job's
+    }
+    // Named, so that it loads as --resume PATH does: auto would check it against the YAML's
+    // model, not the run's.
+    return {Mode::kPath, file.string()};
   }
-  const std::vector<std::filesystem::path> saved =
-      checkpoint::CheckpointDir(std::filesystem::path(config.run_dir) / "checkpoints",
-                                config.checkpoint)
-          .list();
-  if (saved.empty() || *checkpoint::step_of_checkpoint_file(saved.front()) <= started_at)
-    return given;
-  return {Mode::kAuto, {}};
+  return given;
+}
+
+std::optional<std::filesystem::path> set_aside_replaced_checkpoints(
+    const config::RunConfig& config, const config::ResumeFrom& from) {
+  const std::optional<int64_t> step = start_step(from);
+  if (!step) return std::nullopt;
+  const auto folder = checkpoint_dir(config).set_aside_after(*step);
+  if (folder)
+    log::warn("train",
+              "this run starts from step {}: the checkpoints of later steps, of the run "
+              "it replaces, are moved to {} (delete it when they are not needed)",
+              *step, folder->string());
+  return folder;
 }
 
 namespace {
@@ -259,7 +297,8 @@ bool restart_best_record_if_ranked_otherwise(LoadedCheckpoint& resume,
   };
   log::warn("train",
             "{}: its run ranked checkpoints by {} (train.best_metric, best_set), this one by {}: "
-            "the best so far and the patience count start over{}",
+            "the best so far and the patience count start over{} (checkpoints already saved "
+            "keep their own selection, which keep_best and nmt-translate -c RUN_DIR compare)",
             name, ranking(was), ranking(now), had_best ? "" : " (it had none yet)");
   return true;
 }

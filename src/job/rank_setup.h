@@ -9,6 +9,7 @@
 //   train::Trainer trainer(rank.setup, rank.data);   // rank.setup.max_tokens is a number
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 
 #include "amp/amp_choice.h"
@@ -42,10 +43,11 @@ std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& 
                                                        const config::ResumeFrom& from);
 
 /// What a worker restarted after a failure (TORCHELASTIC_RESTART_COUNT > 0, from our launcher's
-/// --max-restarts or torchrun's) resumes from: run_dir's newest checkpoint (`--resume auto`)
-/// when one is newer than where the job started (the step of --resume PATH; 0 for --resume
-/// none), else what it was given. The job's first attempt set later checkpoints of the runs
-/// it replaced aside (CheckpointDir::set_aside_after), so the newer ones are the job's own.
+/// --max-restarts or torchrun's) resumes from: the newest checkpoint file in run_dir whose
+/// metadata reads and whose step is after where the job started (the step of --resume PATH,
+/// from its metadata or, when retention has deleted it since, its name; 0 for --resume none),
+/// named as a file; else what it was given. Later checkpoints of the run it replaced were set
+/// aside before it started (set_aside_replaced_checkpoints, Trainer), so these are the job's.
 config::ResumeFrom resume_after_restart(const config::RunConfig& config,
                                         const config::ResumeFrom& given);
 
@@ -59,11 +61,20 @@ config::RunConfig config_to_resume(const config::ConfigSources& sources,
 
 /// A resume that ranks checkpoints otherwise than the run it continues (another
 /// train.best_metric or best_set, given with --set) starts the best-so-far and the patience
-/// count over, with a warning: kept, minus BLEU as the best of a loss would never be beaten,
-/// patience would stop the run and keep_best keep the old files. Drops the two from the
-/// checkpoint's metadata; returns true when it did.
+/// count over, with a warning: kept, minus BLEU as the best of a loss would never be beaten
+/// and patience would stop the run. Retention's keep_best and best_or_last still rank files by
+/// the selection each stored, so the old run's files may still be kept or chosen (the warning
+/// says so). Drops the two from the checkpoint's metadata; returns true when it did.
 bool restart_best_record_if_ranked_otherwise(LoadedCheckpoint& resume,
                                              const config::RunConfig& config);
+
+/// Moves the checkpoints of later steps than where `from` starts (--resume PATH's step, 0 for
+/// none; nothing for auto) into checkpoints/superseded-<time>/ with a warning, and returns that
+/// folder. The built-in launcher calls it before its workers start, so that a restart after a
+/// failure early in the first attempt does not take the replaced run's; the trainer's rank 0
+/// does the same at its start for runs without our launcher.
+std::optional<std::filesystem::path> set_aside_replaced_checkpoints(const config::RunConfig& config,
+                                                                    const config::ResumeFrom& from);
 
 /// The effective config of a run: `config` itself when it starts fresh; when it resumes, the
 /// sources read again with the checkpoint's config between the file and --set.

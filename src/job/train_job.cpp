@@ -60,6 +60,10 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
 /// command line in child processes) and supervises them.
 int launch(const config::TrainCommand& command, const config::RunConfig& cfg, int64_t workers,
            int argc, char** argv, const dist::DeviceInfo& devices) {
+  // Before any worker starts, so that a restart after a failure early in the first attempt
+  // does not resume the replaced run's checkpoints (node 0's launcher: rank 0's folder).
+  if (command.node_rank == 0 && command.benchmark_steps == 0)
+    set_aside_replaced_checkpoints(cfg, command.resume);
   // Vocabulary and token caches are built here, so workers only load them.
   prepare_init_vocabulary(cfg);
   data::prepare_data(cfg.data, cfg.run_dir,
@@ -186,17 +190,18 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   // no CUDA state.
   const dist::DeviceInfo devices = dist::probe_devices();
   RunKind kind = command.benchmark_steps > 0 ? RunKind::kBenchmark : RunKind::kTrain;
-  // Workers for this node, counted from the config they will have: a resumed run's includes
-  // its checkpoint's (dist.nproc_per_node among it), so resuming needs no flags.
-  int64_t workers = 1;
-  if (command.dry_run) {
-    kind = RunKind::kDryRun;
-  } else if (worker.launcher == dist::Launcher::kNone) {
-    workers = local_workers(
-        kind == RunKind::kTrain ? config_to_resume(command.sources, cfg, command.resume) : cfg,
-        devices, worker);
-    if (workers > 1 || command.nnodes > 1) kind = RunKind::kLaunch;
-  }
+  if (command.dry_run) kind = RunKind::kDryRun;
+  // The config the workers will have: a resumed run's includes its checkpoint's (its
+  // dist.nproc_per_node among it, so resuming needs no flags). The plan shows it, and this
+  // node's workers are counted from it.
+  const config::RunConfig as_run =
+      kind == RunKind::kTrain && worker.launcher == dist::Launcher::kNone
+          ? config_to_resume(command.sources, cfg, command.resume)
+          : cfg;
+  const int64_t workers = local_workers(as_run, devices, worker);
+  if (kind != RunKind::kDryRun && worker.launcher == dist::Launcher::kNone &&
+      (workers > 1 || command.nnodes > 1))
+    kind = RunKind::kLaunch;
   if (cfg.log.to_file) {
     log::add_file_sink(std::filesystem::path(cfg.run_dir) / "logs" /
                        (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
@@ -210,7 +215,7 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   // launcher's workers), not by every worker that loads the config again.
   if (worker.rank == 0 && !worker.launched_by_us && command.node_rank == 0)
     for (const std::string& warning : config_warnings) log::warn("config", "{}", warning);
-  config::RunConfig planned = cfg;
+  config::RunConfig planned = as_run;
   const amp::AmpChoice amp = resolve_amp(planned, devices);
   log_plan(planned, devices, worker);
   log::info("plan", "precision: {} ({}{})",

@@ -47,3 +47,18 @@ TEST_CASE("an existing output directory is kept unless --force", "[hf]") {
                     Contains("exists") && Contains("--force"));
   CHECK(nmt::test::read_file(dir.path() / "hf/keep.txt") == "mine");
 }
+
+TEST_CASE("an output directory that holds the working directory is refused, even with --force",
+          "[hf]") {
+  // "." or ".." as OUT: the staged export was made inside it, and --force's replacement
+  // deleted the folder the command runs in.
+  const std::string legacy =
+      std::string(NMT_SOURCE_DIR) + "/tests/train/data/legacy-d6612cb.safetensors";
+  for (const char* out : {".", "./", "..", "/"}) {
+    INFO(out);
+    nmt::hf::HfExportOptions options{legacy, out};
+    options.force = true;
+    CHECK_THROWS_WITH(nmt::hf::export_hf(options),
+                      Contains("holds the working directory") && Contains("a folder of its own"));
+  }
+}

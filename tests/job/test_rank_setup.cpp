@@ -202,19 +202,51 @@ TEST_CASE("rank setup: a restarted worker resumes from the job's newest checkpoi
   const auto started = run.save_checkpoint(config, 10);
   const ResumeFrom from_path{Mode::kPath, started.string()};
   // Nothing saved since the start: the same start.
-  CHECK(nmt::job::resume_after_restart(config, from_path).mode == Mode::kPath);
+  CHECK(nmt::job::resume_after_restart(config, from_path).path == started.string());
   CHECK(nmt::job::resume_after_restart(config, {Mode::kAuto, {}}).mode == Mode::kAuto);
-  run.save_checkpoint(config, 20);
-  CHECK(nmt::job::resume_after_restart(config, from_path).mode == Mode::kAuto);
-  CHECK(nmt::job::resume_after_restart(config, {Mode::kNone, {}}).mode == Mode::kAuto);
+  const auto newer = run.save_checkpoint(config, 20);
+  // The job's newest, named as a file (auto would check it against the YAML's model).
+  const ResumeFrom restart = nmt::job::resume_after_restart(config, from_path);
+  CHECK(restart.mode == Mode::kPath);
+  CHECK(restart.path == newer.string());
+  CHECK(nmt::job::resume_after_restart(config, {Mode::kNone, {}}).path == newer.string());
+  // PATH deleted since by retention: its step is read from its name; the restart still works.
+  std::filesystem::remove(started);
+  CHECK(nmt::job::resume_after_restart(config, from_path).path == newer.string());
+  // A damaged newest save is passed over for an older one of the job's.
+  const auto damaged = run.save_checkpoint(config, 30);
+  std::filesystem::resize_file(damaged, 10);
+  CHECK(nmt::job::resume_after_restart(config, from_path).path == newer.string());
   // A start later than anything in run_dir (a file from elsewhere) stays the start.
   const TinyRun elsewhere;
-  const auto later = elsewhere.save_checkpoint(config, 30);
+  const auto later = elsewhere.save_checkpoint(config, 40);
   CHECK(nmt::job::resume_after_restart(config, {Mode::kPath, later.string()}).path ==
         later.string());
   // No checkpoint at all: --resume none stays none.
   const TinyRun empty;
   CHECK(nmt::job::resume_after_restart(empty.config(), {Mode::kNone, {}}).mode == Mode::kNone);
+}
+
+TEST_CASE("rank setup: before a job starts the replaced run's later checkpoints are set aside",
+          "[job]") {
+  // Moved only when training began: a first attempt that failed in its setup left them, and
+  // its restart resumed the replaced run's newest.
+  using Mode = ResumeFrom::Mode;
+  const TinyRun run;
+  const RunConfig config = run.config();
+  const auto ten = run.save_checkpoint(config, 10);
+  run.save_checkpoint(config, 20);
+  run.save_checkpoint(config, 30);
+  CHECK_FALSE(nmt::job::set_aside_replaced_checkpoints(config, {Mode::kAuto, {}}));
+  const auto folder = nmt::job::set_aside_replaced_checkpoints(config, {Mode::kPath, ten.string()});
+  REQUIRE(folder);
+  CHECK(std::filesystem::exists(*folder / "checkpoint-00000020.safetensors"));
+  CHECK(std::filesystem::exists(*folder / "checkpoint-00000030.safetensors"));
+  CHECK(nmt::checkpoint::CheckpointDir(run.checkpoints(), config.checkpoint).list() ==
+        std::vector<std::filesystem::path>{ten});
+  const auto all = nmt::job::set_aside_replaced_checkpoints(config, {Mode::kNone, {}});
+  REQUIRE(all);
+  CHECK(std::filesystem::exists(*all / "checkpoint-00000010.safetensors"));
 }
 
 TEST_CASE("rank setup: the launcher counts workers from the config the resumed run will have",
