@@ -136,6 +136,10 @@ std::optional<std::filesystem::path> CheckpointDir::set_aside_after(int64_t step
     NMT_CHECK(!ec, CheckpointError, "{}: cannot move it into {}: {}", file.string(),
               folder.string(), ec.message());
   }
+  log::warn("checkpoint",
+            "a run starts from step {}: the {} checkpoint(s) of later steps, of the run it "
+            "replaces, are moved to {} (delete it when they are not needed)",
+            step, newer.size(), folder.string());
   return folder;
 }
 

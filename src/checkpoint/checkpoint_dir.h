@@ -50,7 +50,8 @@ class CheckpointDir {
   /// "superseded-<UTC time>" and returns it; nullopt when there are none. A run that starts
   /// from `step` (0: from scratch) supersedes them: left in place, retention would delete this
   /// run's saves rather than them, and a resume or best_or_last would take them. Moved, not
-  /// deleted: they are another run's work. Throws CheckpointError naming a file it cannot move.
+  /// deleted: they are another run's work; a warning names the folder. Throws CheckpointError
+  /// naming a file it cannot move.
   std::optional<std::filesystem::path> set_aside_after(int64_t step) const;
   /// Path of the checkpoint with the lowest "selection", else the newest; nullopt when none.
   /// Files whose header cannot be read are passed over.

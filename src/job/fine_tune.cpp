@@ -44,9 +44,7 @@ void install_file(const std::filesystem::path& file, const std::string& bytes,
     return;
   }
   std::filesystem::create_directories(file.parent_path());
-  AtomicFileWriter writer(file);
-  writer.write(bytes.data(), bytes.size());
-  writer.commit();
+  write_file_atomically(file, bytes);
 }
 
 }  // namespace

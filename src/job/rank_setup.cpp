@@ -227,13 +227,7 @@ std::optional<std::filesystem::path> set_aside_replaced_checkpoints(
     const config::RunConfig& config, const config::ResumeFrom& from) {
   const std::optional<int64_t> step = start_step(from);
   if (!step) return std::nullopt;
-  const auto folder = checkpoint_dir(config).set_aside_after(*step);
-  if (folder)
-    log::warn("train",
-              "this run starts from step {}: the checkpoints of later steps, of the run "
-              "it replaces, are moved to {} (delete it when they are not needed)",
-              *step, folder->string());
-  return folder;
+  return checkpoint_dir(config).set_aside_after(*step);
 }
 
 namespace {
@@ -260,9 +254,7 @@ config::RunConfig config_to_resume(const config::ConfigSources& sources,
     candidates.emplace_back(from.path);
   } else if (from.mode == Mode::kAuto) {
     try {
-      candidates = checkpoint::CheckpointDir(std::filesystem::path(config.run_dir) / "checkpoints",
-                                             config.checkpoint)
-                       .list();
+      candidates = checkpoint_dir(config).list();
     } catch (const Error&) {
       return config;  // an unreadable folder: the workers say so
     }

@@ -144,7 +144,7 @@ int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
   } else if (worker.restart_count > 0) {
     // A restart continues from the job's newest checkpoint, not from where it first started.
     resume = resume_after_restart(cfg, command.resume);
-    if (resume.mode != command.resume.mode)
+    if (resume.mode != command.resume.mode || resume.path != command.resume.path)
       log::info(
           "train",
           "restart {}: resuming from the newest checkpoint of this job rather "

@@ -1,9 +1,6 @@
 #include "train/run_summary.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-
+#include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -66,13 +63,7 @@ std::string run_summary_json(const RunSummary& s) {
 void write_run_summary(const std::filesystem::path& run_dir, const RunSummary& summary) {
   std::filesystem::create_directories(run_dir);
   const std::filesystem::path file = run_dir / "summary.json";
-  const std::filesystem::path temp = run_dir / "summary.json.tmp";
-  {
-    std::ofstream out(temp);
-    out << run_summary_json(summary);
-    NMT_CHECK(out.good(), Error, "{}: cannot write: {}", temp.string(), std::strerror(errno));
-  }
-  std::filesystem::rename(temp, file);
+  write_file_atomically(file, run_summary_json(summary));
   log::info("summary", "wrote {}", file.string());
 }
 

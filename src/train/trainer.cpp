@@ -193,11 +193,7 @@ std::optional<std::string> Trainer::already_done(std::optional<StopReason> stop)
 void Trainer::set_aside_later_checkpoints() const {
   // Checkpoints of later steps are those of a run this one replaces (resumed from an earlier
   // checkpoint, or --resume none): see CheckpointDir::set_aside_after.
-  if (const auto folder = checkpoints_->set_aside_after(step_))
-    log::warn("train",
-              "this run starts from step {}: the checkpoints of later steps, of the run "
-              "it replaces, are moved to {} (delete it when they are not needed)",
-              step_, folder->string());
+  checkpoints_->set_aside_after(step_);
 }
 
 std::optional<StopReason> Trainer::should_stop(const Progress& progress) {

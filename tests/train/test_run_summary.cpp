@@ -1,5 +1,7 @@
 #include "catch_torch.h"  // first: see the header
 
+#include <filesystem>
+#include <iterator>
 #include <string>
 
 #include "test_support.h"
@@ -113,6 +115,9 @@ TEST_CASE("run summary: written atomically as run_dir/summary.json", "[train][su
   CHECK(nmt::test::read_file(dir.path() / "run" / "summary.json") ==
         nmt::train::run_summary_json(s));
   CHECK_FALSE(std::filesystem::exists(dir.path() / "run" / "summary.json.tmp"));
+  // No temp file of any name is left beside it.
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path() / "run"),
+                      std::filesystem::directory_iterator()) == 1);
 }
 
 TEST_CASE("run summary: what amp.mode auto timed goes under amp.timing", "[train][summary]") {
