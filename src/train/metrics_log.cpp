@@ -29,11 +29,12 @@ std::optional<int64_t> top_level_step(std::string_view line) {
 
 }  // namespace
 
-size_t MetricsLog::drop_after(const std::filesystem::path& file, int64_t last_step) {
+size_t MetricsLog::drop_after(const std::filesystem::path& file, int64_t last_step,
+                              const std::filesystem::path& keep_dropped_in) {
   std::ifstream in(file, std::ios::binary);
   NMT_CHECK(in.good(), Error, "{}: cannot read: {}", file.string(), std::strerror(errno));
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string kept;
+  std::string kept, later;
   size_t dropped = 0;
   for (size_t begin = 0; begin < text.size();) {
     const size_t end = text.find('\n', begin);
@@ -43,17 +44,37 @@ size_t MetricsLog::drop_after(const std::filesystem::path& file, int64_t last_st
     }
     const std::string_view line(text.data() + begin, end - begin);
     const auto step = top_level_step(line);
-    if (step && *step > last_step)
+    if (step && *step > last_step) {
       ++dropped;
-    else
+      later.append(line).push_back('\n');
+    } else {
       kept.append(line).push_back('\n');
+    }
     begin = end + 1;
   }
   if (dropped == 0) return 0;
+  // The set-aside copy first: a crash between the two writes leaves a record twice, never
+  // nowhere.
+  if (!keep_dropped_in.empty() && !later.empty()) {
+    std::filesystem::create_directories(keep_dropped_in);
+    write_file_atomically(keep_dropped_in / file.filename(), later);
+  }
   AtomicFileWriter writer(file);
   writer.write(kept.data(), kept.size());
   writer.commit();
   return dropped;
+}
+
+void set_aside_records_after(const std::filesystem::path& run_dir, int64_t step,
+                             const std::filesystem::path& folder) {
+  const std::filesystem::path metrics = run_dir / kMetricsFileName;
+  if (std::filesystem::is_regular_file(metrics)) {
+    const size_t moved = MetricsLog::drop_after(metrics, step, folder);
+    if (moved > 0)
+      log::info("train", "{}: the {} record(s) after step {} are moved to {}", metrics.string(),
+                moved, step, (folder / kMetricsFileName).string());
+  }
+  TensorBoardLog::drop_events_after(run_dir / "tensorboard", step, folder / "tensorboard");
 }
 
 MetricsLog::MetricsLog(const std::filesystem::path& file, bool enabled, bool tensorboard,

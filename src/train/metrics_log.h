@@ -8,7 +8,8 @@
 // as a warning with their number. Temp files of such rewrites ("metrics.jsonl.tmp-<pid>") whose
 // process is gone are removed. The TensorBoard events in <file's folder>/tensorboard/ drop
 // their later events at the same time, whether or not this run writes events (with
-// log.tensorboard it does: tensorboard_log.h). A write that fails during the run follows
+// log.tensorboard it does: tensorboard_log.h). A run that replaces another sets the later
+// records aside with that run's checkpoints first (set_aside_records_after). A write that fails during the run follows
 // train/monitor_file.h: one warning, and training goes on.
 
 #include <cstdint>
@@ -20,6 +21,9 @@
 #include "train/tensorboard_log.h"
 
 namespace nmt::train {
+
+/// The metrics file's name in a run directory.
+inline constexpr const char* kMetricsFileName = "metrics.jsonl";
 
 /// Appends JSON records to a file (on the rank that writes it).
 class MetricsLog {
@@ -36,12 +40,24 @@ class MetricsLog {
 
   /// Rewrites file (atomically, keeping its permissions) without its records of a step after
   /// last_step and without an unterminated last line; returns how many lines it dropped (0:
-  /// the file is untouched). Lines without a top-level integer "step" stay.
-  static size_t drop_after(const std::filesystem::path& file, int64_t last_step);
+  /// the file is untouched). Lines without a top-level integer "step" stay. With
+  /// keep_dropped_in, the dropped records (not a cut-short line) are first written to a file
+  /// of the same name in that folder (created when missing).
+  static size_t drop_after(const std::filesystem::path& file, int64_t last_step,
+                           const std::filesystem::path& keep_dropped_in = {});
 
  private:
   std::optional<MonitorFile> out_;
   std::optional<TensorBoardLog> tensorboard_;
 };
+
+/// What a run that replaces another from `step` does with that run's records when its later
+/// checkpoints are set aside into `folder` (checkpoints/superseded-<time>/): the records of
+/// later steps of <run_dir>/metrics.jsonl and of our TensorBoard files in
+/// <run_dir>/tensorboard/ move to <folder>/metrics.jsonl and <folder>/tensorboard/, so the
+/// set-aside checkpoints keep their curves. What is left to drop at the run's start is then
+/// only what a crash left after its last checkpoint.
+void set_aside_records_after(const std::filesystem::path& run_dir, int64_t step,
+                             const std::filesystem::path& folder);
 
 }  // namespace nmt::train

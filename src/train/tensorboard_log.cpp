@@ -113,20 +113,32 @@ std::filesystem::path TensorBoardLog::temp_path(const std::filesystem::path& fol
 }
 
 TensorBoardLog::Dropped TensorBoardLog::drop_after(const std::filesystem::path& file,
-                                                   int64_t last_step) {
+                                                   int64_t last_step,
+                                                   const std::filesystem::path& keep_dropped_in) {
   const event_file::RecordScan scan = event_file::read_records(file);
-  std::string kept;
+  std::string kept, later;
   size_t kept_records = 0, kept_scalars = 0;
   Dropped dropped;
   for (const std::string& payload : scan.payloads) {
     const event_file::Event event = event_file::decode_event(payload);
     if (!event.scalars.empty() && event.step > last_step) {
       ++dropped.events;
+      later += event_file::frame_record(payload);
       continue;
     }
+    // Events without scalars (the file's version record) open the set-aside copy too.
+    if (event.scalars.empty()) later += event_file::frame_record(payload);
     kept += event_file::frame_record(payload);
     ++kept_records;
     kept_scalars += event.scalars.size();
+  }
+  // The set-aside copy first: a crash between the two writes leaves an event twice, never
+  // nowhere.
+  if (!keep_dropped_in.empty() && dropped.events > 0) {
+    std::filesystem::create_directories(keep_dropped_in);
+    AtomicFileWriter writer(keep_dropped_in / file.filename(), temp_path(keep_dropped_in));
+    writer.write(later.data(), later.size());
+    writer.commit();
   }
   if (kept_scalars == 0) {  // nothing to show: a run that logged no step before it ended
     std::filesystem::remove(file);
@@ -141,7 +153,8 @@ TensorBoardLog::Dropped TensorBoardLog::drop_after(const std::filesystem::path& 
   return dropped;
 }
 
-size_t TensorBoardLog::drop_events_after(const std::filesystem::path& folder, int64_t last_step) {
+size_t TensorBoardLog::drop_events_after(const std::filesystem::path& folder, int64_t last_step,
+                                         const std::filesystem::path& keep_dropped_in) {
   if (!std::filesystem::is_directory(folder)) return 0;
   remove_dead_temps(folder, [](std::string_view base) { return base == kTempBase; });
   std::vector<std::filesystem::path> ours;  // listed first: rewriting adds and renames files
@@ -150,11 +163,14 @@ size_t TensorBoardLog::drop_events_after(const std::filesystem::path& folder, in
   std::sort(ours.begin(), ours.end());
   size_t events = 0, files = 0;
   for (const std::filesystem::path& path : ours) {
-    const Dropped dropped = drop_after(path, last_step);
+    const Dropped dropped = drop_after(path, last_step, keep_dropped_in);
     events += dropped.events;
     files += dropped.changed;
   }
-  if (last_step == 0 && events > 0)
+  if (!keep_dropped_in.empty() && events > 0)
+    log::info("train", "{}: the {} event(s) after step {} are moved to {}", folder.string(), events,
+              last_step, keep_dropped_in.string());
+  else if (last_step == 0 && events > 0)
     log::warn("train",
               "{}: this run starts at step 0, so the {} event(s) that earlier runs "
               "wrote are dropped (no checkpoint was resumed: --resume none, or none in the run "

@@ -62,13 +62,18 @@ class TensorBoardLog {
   };
   /// Drops the events of steps after last_step from an events file, and a cut or corrupt tail
   /// record; rewrites it atomically when that changes it, removes it when no scalars remain
-  /// (or there were none). Only for our files: it takes whatever file it is given.
-  static Dropped drop_after(const std::filesystem::path& file, int64_t last_step);
+  /// (or there were none). Only for our files: it takes whatever file it is given. With
+  /// keep_dropped_in, the dropped events (after the file's events without scalars) are first
+  /// written to a file of the same name in that folder (created when missing).
+  static Dropped drop_after(const std::filesystem::path& file, int64_t last_step,
+                            const std::filesystem::path& keep_dropped_in = {});
   /// What a run does to folder at its start: removes the temp files of our rewrites whose
   /// process is gone, and drops the events after last_step from each of our files (info; a
   /// warning naming the count when last_step is 0). A missing folder is left missing.
-  /// Returns the number of scalar events dropped.
-  static size_t drop_events_after(const std::filesystem::path& folder, int64_t last_step);
+  /// Returns the number of scalar events dropped. With keep_dropped_in, each file's dropped
+  /// events are kept there (drop_after).
+  static size_t drop_events_after(const std::filesystem::path& folder, int64_t last_step,
+                                  const std::filesystem::path& keep_dropped_in = {});
 
  private:
   explicit TensorBoardLog(const std::filesystem::path& file);

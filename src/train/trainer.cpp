@@ -18,6 +18,7 @@
 #include "dist/sum_over_ranks.h"
 #include "model/transformer.h"
 #include "train/ema.h"
+#include "train/metrics_log.h"
 #include "train/progress.h"
 #include "train/stop_signal.h"
 #include "train/training_state.h"
@@ -94,7 +95,10 @@ data::IteratorState Trainer::continue_data_position(const checkpoint::RunMetadat
 }
 
 RunSummary Trainer::run() {
-  Progress progress(setup_.train, setup_.rank, setup_.run_dir / "metrics.jsonl", step_,
+  // Before Progress opens metrics.jsonl: a replaced run's later records go with its
+  // checkpoints rather than being dropped.
+  if (setup_.rank == 0) set_aside_later_checkpoints();
+  Progress progress(setup_.train, setup_.rank, setup_.run_dir / kMetricsFileName, step_,
                     elapsed_before_);
   int64_t epoch = iterator_.epoch;          // of the last update
   std::optional<double> last_train_loss;    // of the last logged interval
@@ -104,7 +108,6 @@ RunSummary Trainer::run() {
     log::warn("train", "{}: nothing to do", *done);
     return finish(StopReason::kAlreadyDone, epoch, last_train_loss);
   }
-  if (setup_.rank == 0) set_aside_later_checkpoints();
   const auto plan_start = Clock::now();
   data::BatchPrefetcher batches(data_.train, planner_, setup_.rank, iterator_,
                                 batch_ids(setup_.model, data_.vocab), setup_.data.prefetch,
@@ -193,7 +196,8 @@ std::optional<std::string> Trainer::already_done(std::optional<StopReason> stop)
 void Trainer::set_aside_later_checkpoints() const {
   // Checkpoints of later steps are those of a run this one replaces (resumed from an earlier
   // checkpoint, or --resume none): see CheckpointDir::set_aside_after.
-  checkpoints_->set_aside_after(step_);
+  if (const auto folder = checkpoints_->set_aside_after(step_))
+    set_aside_records_after(setup_.run_dir, step_, *folder);
 }
 
 std::optional<StopReason> Trainer::should_stop(const Progress& progress) {

@@ -20,6 +20,7 @@
 #include "test_support.h"
 #include "train/metrics_log.h"
 #include "util/error.h"
+#include "util/event_file.h"
 #include "util/json_text.h"
 
 using nmt::test::LogCapture;
@@ -194,4 +195,38 @@ TEST_CASE("metrics.jsonl: temp files of dead writers go, a live writer's and oth
   CHECK_FALSE(std::filesystem::exists(mine));  // this process is not writing it
   CHECK(std::filesystem::exists(running));
   CHECK(std::filesystem::exists(other));
+}
+
+TEST_CASE("metrics.jsonl: a replaced run's later records move with its checkpoints",
+          "[train][metrics]") {
+  // A run from an earlier step set the later checkpoints aside but rewrote their records away
+  // (metrics.jsonl and the TensorBoard events, even with TensorBoard off): the checkpoints
+  // kept had no curves.
+  TempDir run;
+  {
+    MetricsLog first(run.path() / "metrics.jsonl", true, /*tensorboard=*/true);
+    for (int64_t step = 2; step <= 8; step += 2) first.write(record("train", step));
+  }
+  const auto folder = run.path() / "checkpoints" / "superseded-x";
+  nmt::train::set_aside_records_after(run.path(), 4, folder);
+  CHECK(read_file(run.path() / "metrics.jsonl") ==
+        line(record("train", 2)) + line(record("train", 4)));
+  CHECK(read_file(folder / "metrics.jsonl") == line(record("train", 6)) + line(record("train", 8)));
+  // The events: the same file name under folder/tensorboard/, its later steps only.
+  std::vector<int64_t> kept, moved;
+  const auto scalar_steps = [](const std::filesystem::path& dir, std::vector<int64_t>& out) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+      for (const std::string& payload : nmt::event_file::read_records(entry.path()).payloads) {
+        const nmt::event_file::Event e = nmt::event_file::decode_event(payload);
+        if (!e.scalars.empty()) out.push_back(e.step);
+      }
+  };
+  scalar_steps(run.path() / "tensorboard", kept);
+  scalar_steps(folder / "tensorboard", moved);
+  CHECK(kept == std::vector<int64_t>{2, 4});
+  CHECK(moved == std::vector<int64_t>{6, 8});
+  // The run that starts at step 4 then has nothing left to drop.
+  LogCapture logs;
+  MetricsLog resumed(run.path() / "metrics.jsonl", true, false, 4);
+  CHECK(logs.text().find("dropped") == std::string::npos);
 }

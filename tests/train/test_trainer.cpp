@@ -282,6 +282,10 @@ TEST_CASE("trainer: a run from an earlier step sets the later checkpoints aside"
   CHECK(std::filesystem::exists(checkpoint_file(run.path(), 2)));
   CHECK(second.last_checkpoint == checkpoint_file(run.path(), 4).string());
   CHECK_FALSE(std::filesystem::exists(checkpoint_file(run.path(), 6)));
+  // Their records went with them (they were rewritten away): the replaced run's steps 4 and 6
+  // in the folder, this run's 4 in the run's file after the step 2 both share.
+  CHECK(record_steps(aside[0], "train") == std::vector<int>{4, 6});
+  CHECK(record_steps(run.path(), "train") == std::vector<int>{2, 4});
 }
 
 // Last in this file: the stop request cannot be withdrawn, so it would stop every later case
