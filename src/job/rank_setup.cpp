@@ -15,7 +15,9 @@
 #include "dist/process_group.h"
 #include "dist/rendezvous.h"
 #include "job/amp_agreement.h"
+#include "job/run_dir_owner.h"
 #include "train/amp_timing.h"
+#include "train/metrics_log.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -227,7 +229,9 @@ std::optional<std::filesystem::path> set_aside_replaced_checkpoints(
     const config::RunConfig& config, const config::ResumeFrom& from) {
   const std::optional<int64_t> step = start_step(from);
   if (!step) return std::nullopt;
-  return checkpoint_dir(config).set_aside_after(*step);
+  const auto folder = checkpoint_dir(config).set_aside_after(*step);
+  if (folder) train::set_aside_records_after(config.run_dir, *step, *folder);
+  return folder;
 }
 
 namespace {
@@ -355,8 +359,14 @@ void resolve_max_tokens(Rank& rank, int64_t ranks_per_device) {
 
 Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
                  const config::ResumeFrom& resume, const dist::DeviceInfo& devices,
-                 const dist::WorkerEnv& worker_env) {
+                 const dist::WorkerEnv& worker_env, std::optional<RunDirClaim> claimed) {
   Rank rank;
+  // The run directory's lock first: a second run on it must not read or set aside anything
+  // (job/run_dir_owner.h). One process stops at once; in a job, every rank learns rank 0's
+  // outcome in its first gather below.
+  const RunDirClaim claim = claimed ? std::move(*claimed) : claim_run_dir(cfg.run_dir, worker_env);
+  if (worker_env.world_size <= 1) agree_on_run_dir_claim(nullptr, claim);
+  rank.run_dir_lock = claim.lock;
   // The checkpoint resumed from contributes its config (below --set), so read it first.
   rank.resume = find_resume_checkpoint(cfg, resume);
   rank.config = resumed_config(command.sources, std::move(cfg), rank.resume);
@@ -370,6 +380,7 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   const c10::Device device = set_up_device(c, devices, worker, threads);
   std::shared_ptr<dist::Communicator> communicator =
       connect(c, device, devices, worker, local, std::move(joined));
+  if (communicator) agree_on_run_dir_claim(communicator.get(), claim);
   // The first collective: every rank takes rank 0's precision before anything depends on it.
   rank.amp = agree_amp(rank.config, devices, communicator.get());
   // Fine-tuning starts from another run's model and vocabulary; a resumed run has its own.

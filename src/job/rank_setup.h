@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "amp/amp_choice.h"
@@ -20,9 +21,11 @@
 #include "dist/rendezvous.h"
 #include "dist/worker_env.h"
 #include "job/fine_tune.h"
+#include "job/run_dir_owner.h"
 #include "train/amp_timing.h"
 #include "train/max_tokens_fit.h"
 #include "train/run_setup.h"
+#include "util/run_dir_lock.h"
 
 namespace nmt::job {
 
@@ -69,8 +72,9 @@ bool restart_best_record_if_ranked_otherwise(LoadedCheckpoint& resume,
                                              const config::RunConfig& config);
 
 /// Moves the checkpoints of later steps than where `from` starts (--resume PATH's step, 0 for
-/// none; nothing for auto) into checkpoints/superseded-<time>/ with a warning, and returns that
-/// folder. The built-in launcher calls it before its workers start, so that a restart after a
+/// none; nothing for auto) into checkpoints/superseded-<time>/ with a warning, their records
+/// of metrics.jsonl and tensorboard/ with them (train::set_aside_records_after), and returns
+/// that folder. The built-in launcher calls it before its workers start, so that a restart after a
 /// failure early in the first attempt does not take the replaced run's; the trainer's rank 0
 /// does the same at its start for runs without our launcher.
 std::optional<std::filesystem::path> set_aside_replaced_checkpoints(const config::RunConfig& config,
@@ -100,6 +104,9 @@ amp::AmpChoice agree_amp(config::RunConfig& config, const dist::DeviceInfo& devi
 
 /// One rank, ready to train or benchmark.
 struct Rank {
+  /// The run directory's lock, when this rank holds it (rank 0 without our launcher); first,
+  /// so that it is released last.
+  std::shared_ptr<RunDirLock> run_dir_lock;
   config::RunConfig config;  ///< effective config: checkpoint layer, data.max_tokens a number
   train::RunSetup setup;     ///< what the training components take (setup.max_tokens resolved)
   data::PreparedData data;   ///< vocabulary and token caches
@@ -125,8 +132,10 @@ void time_amp(Rank& rank);
 void resolve_max_tokens(Rank& rank, int64_t ranks_per_device);
 
 /// Sets up this process's rank; `resume` says where it starts (a benchmark passes kNone).
+/// `claim`: this process's attempt at the run directory's lock when it made one already
+/// (claim_run_dir); without it, set_up_rank makes it.
 Rank set_up_rank(const config::TrainCommand& command, config::RunConfig config,
                  const config::ResumeFrom& resume, const dist::DeviceInfo& devices,
-                 const dist::WorkerEnv& worker);
+                 const dist::WorkerEnv& worker, std::optional<RunDirClaim> claim = std::nullopt);
 
 }  // namespace nmt::job

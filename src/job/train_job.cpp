@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "data/corpus_set.h"
 #include "data/prepare.h"
@@ -12,12 +14,14 @@
 #include "job/dry_run.h"
 #include "job/fine_tune.h"
 #include "job/rank_setup.h"
+#include "job/run_dir_owner.h"
 #include "train/benchmark_run.h"
 #include "train/run_summary.h"
 #include "train/stop_signal.h"
 #include "train/trainer.h"
 #include "util/atomic_file.h"
 #include "util/log.h"
+#include "util/run_dir_lock.h"
 #include "util/timer.h"
 
 namespace nmt::job {
@@ -58,16 +62,20 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
 
 /// Built-in launcher: prepares the data once, then starts this node's workers (this same
 /// command line in child processes) and supervises them.
-int launch(const config::TrainCommand& command, const config::RunConfig& cfg, int64_t workers,
-           int argc, char** argv, const dist::DeviceInfo& devices) {
+/// `as_run` is the config the workers will have (config_to_resume): the data is prepared with
+/// its data section, so that a resume after an edit of the YAML's encodes nothing the workers
+/// would not use (and delete again).
+int launch(const config::TrainCommand& command, const config::RunConfig& cfg,
+           const config::RunConfig& as_run, int64_t workers, int argc, char** argv,
+           const dist::DeviceInfo& devices) {
   // Before any worker starts, so that a restart after a failure early in the first attempt
   // does not resume the replaced run's checkpoints (node 0's launcher: rank 0's folder).
   if (command.node_rank == 0 && command.benchmark_steps == 0)
     set_aside_replaced_checkpoints(cfg, command.resume);
   // Vocabulary and token caches are built here, so workers only load them.
-  prepare_init_vocabulary(cfg);
-  data::prepare_data(cfg.data, cfg.run_dir,
-                     {std::max(1, devices.cpu_cores), static_cast<uint64_t>(cfg.train.seed)});
+  prepare_init_vocabulary(as_run);
+  data::prepare_data(as_run.data, as_run.run_dir,
+                     {std::max(1, devices.cpu_cores), static_cast<uint64_t>(as_run.train.seed)});
   dist::LaunchOptions options;
   options.nproc_per_node = static_cast<int>(workers);
   options.nnodes = command.nnodes;
@@ -136,7 +144,8 @@ int train_rank(Rank& rank, train::RunSummary& summary) {
 
 /// The rank's run (training or benchmark), ending with summary.json from rank 0.
 int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
-             const dist::DeviceInfo& devices, const dist::WorkerEnv& worker, RunKind kind) {
+             const dist::DeviceInfo& devices, const dist::WorkerEnv& worker, RunKind kind,
+             RunDirClaim claim) {
   const auto start = std::chrono::steady_clock::now();
   config::ResumeFrom resume = command.resume;
   if (kind == RunKind::kBenchmark) {
@@ -152,7 +161,7 @@ int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
           worker.restart_count,
           command.resume.mode == config::ResumeFrom::Mode::kNone ? "none" : command.resume.path);
   }
-  Rank rank = set_up_rank(command, cfg, resume, devices, worker);
+  Rank rank = set_up_rank(command, cfg, resume, devices, worker, std::move(claim));
   train::RunSummary summary;
   const int code = kind == RunKind::kBenchmark ? benchmark(command, rank, summary)
                                                : train_rank(rank, summary);
@@ -202,6 +211,17 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   if (kind != RunKind::kDryRun && worker.launcher == dist::Launcher::kNone &&
       (workers > 1 || command.nnodes > 1))
     kind = RunKind::kLaunch;
+  // The run directory's lock before anything writes there, its log files included
+  // (job/run_dir_owner.h): node 0's launcher holds it while its workers live (they take none);
+  // else rank 0 does, and a refused process stops here when it is alone (a job's ranks hear
+  // of it in their first gather).
+  RunDirClaim claim;
+  if (kind == RunKind::kLaunch && command.node_rank == 0) {
+    claim.lock = std::make_shared<RunDirLock>(RunDirLock::acquire(cfg.run_dir));
+  } else if (kind == RunKind::kTrain || kind == RunKind::kBenchmark) {
+    claim = claim_run_dir(cfg.run_dir, worker);
+    if (worker.world_size <= 1) agree_on_run_dir_claim(nullptr, claim);
+  }
   if (cfg.log.to_file) {
     log::add_file_sink(std::filesystem::path(cfg.run_dir) / "logs" /
                        (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
@@ -224,11 +244,11 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   switch (kind) {
     case RunKind::kDryRun: return dry_run(planned, amp, devices, worker);
     case RunKind::kLaunch:
-      return launch(command, cfg, workers, argc, argv, devices);
+      return launch(command, cfg, as_run, workers, argc, argv, devices);
     case RunKind::kBenchmark:
     case RunKind::kTrain: break;
   }
-  return run_rank(command, cfg, devices, worker, kind);
+  return run_rank(command, cfg, devices, worker, kind, std::move(claim));
 }
 
 }  // namespace nmt::job
