@@ -20,6 +20,7 @@ struct RawChunk {
   uint64_t index = 0;  ///< position among the chunks
   std::vector<std::string> src, tgt;
   std::vector<int64_t> lines;
+  size_t text_bytes = 0;  ///< of src and tgt
 };
 
 /// The pairs of a chunk that passed the filters, their ids flattened.
@@ -91,12 +92,21 @@ class OrderedEncoder {
     }
   }
 
-  /// Queues a chunk, waiting while too many are in flight; rethrows a worker's error.
+  /// Queues a chunk, waiting while too many, or too many bytes, are in flight (one chunk
+  /// always may be); rethrows a worker's error.
   void submit(RawChunk chunk) {
     std::unique_lock<std::mutex> lock(mutex_);
-    space_ready_.wait(lock, [this] { return error_ || submitted_ - written_ < max_in_flight_; });
+    space_ready_.wait(lock, [this, &chunk] {
+      return error_ || submitted_ == written_ ||
+             (submitted_ - written_ < max_in_flight_ &&
+              bytes_in_flight_ + chunk.text_bytes <= corpus_.max_bytes_in_flight);
+    });
     if (error_) std::rethrow_exception(error_);
     chunk.index = submitted_++;
+    bytes_in_flight_ += chunk.text_bytes;
+    bytes_of_.emplace(chunk.index, chunk.text_bytes);
+    if (corpus_.peak_bytes_in_flight)
+      *corpus_.peak_bytes_in_flight = std::max(*corpus_.peak_bytes_in_flight, bytes_in_flight_);
     queue_.push_back(std::move(chunk));
     work_ready_.notify_one();
   }
@@ -137,6 +147,9 @@ class OrderedEncoder {
           lock.unlock();
           write(chunk);
           lock.lock();
+          const auto bytes = bytes_of_.find(written_);
+          bytes_in_flight_ -= bytes->second;
+          bytes_of_.erase(bytes);
           ++written_;
           space_ready_.notify_all();
         }
@@ -176,6 +189,8 @@ class OrderedEncoder {
   std::deque<RawChunk> queue_;
   std::map<uint64_t, EncodedChunk> done_;
   uint64_t submitted_ = 0, written_ = 0;
+  size_t bytes_in_flight_ = 0;         // text bytes of chunks submitted and not written
+  std::map<uint64_t, size_t> bytes_of_;  // of each chunk in flight, by index
   bool closing_ = false, writing_ = false;
   std::exception_ptr error_;
   FilterCounts counts_;
@@ -191,6 +206,10 @@ FilterCounts encode_corpus(const CorpusEncoderOptions& corpus, const Vocabularie
   OrderedEncoder encoder(corpus, vocab, options, writer);
   RawChunk chunk;
   const size_t chunk_pairs = std::max<size_t>(1, corpus.chunk_pairs);
+  // A chunk is cut early when its text reaches a share of the bound, so that a few are in
+  // flight even with long lines.
+  const size_t chunk_bytes = std::max<size_t>(
+      1, corpus.max_bytes_in_flight / (2 * static_cast<size_t>(std::max(1, corpus.threads)) + 1));
   auto submit = [&] {
     encoder.submit(std::move(chunk));
     chunk = RawChunk{};
@@ -200,7 +219,8 @@ FilterCounts encode_corpus(const CorpusEncoderOptions& corpus, const Vocabularie
       corpus.src, corpus.tgt, options.invalid_utf8,
       [&](int64_t line, std::string_view s, std::string_view t) {
         chunk.src.emplace_back(s), chunk.tgt.emplace_back(t), chunk.lines.push_back(line);
-        if (chunk.src.size() == chunk_pairs) submit();
+        chunk.text_bytes += s.size() + t.size();
+        if (chunk.src.size() == chunk_pairs || chunk.text_bytes >= chunk_bytes) submit();
       },
       &counts, [&](double fraction) { fraction_read = fraction; });
   if (!chunk.src.empty()) submit();

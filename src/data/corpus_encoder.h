@@ -3,7 +3,8 @@
 // reads and validates pairs (corpus_reader.h) into chunks; `threads` workers encode and filter
 // chunks as they come; finished chunks are handed to the TokenCacheWriter strictly in input
 // order, so the cache is byte-identical whatever the thread count. At most a few chunks per
-// worker are in flight, so memory does not grow with the corpus, and nothing is cached by
+// worker, and at most max_bytes_in_flight of text, are in flight, so memory does not grow with
+// the corpus or the thread count, and nothing is cached by
 // sentence text (each line is encoded, however often it repeats).
 
 #include <cstdint>
@@ -27,6 +28,11 @@ struct CorpusEncoderOptions {
   std::vector<int32_t> tgt_prefix;  ///< ids put first in every target sentence (M2M100, NLLB)
   int threads = 1;                  ///< encoding workers (the reader is one more thread)
   size_t chunk_pairs = 16384;       ///< pairs per chunk handed to a worker
+  /// Text bytes of the chunks read but not yet written, at most (one chunk may exceed it): with
+  /// many threads or long lines the chunk count alone let gigabytes sit in memory.
+  size_t max_bytes_in_flight = size_t{256} << 20;
+  /// When set, receives the most text bytes that were in flight at once.
+  size_t* peak_bytes_in_flight = nullptr;
 };
 
 /// Receives the pairs read so far and the share of the source file read, after each chunk.

@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "data/lang_tags.h"
+#include "util/cpu_count.h"
 #include "util/error.h"
+#include "util/interruption.h"
 #include "util/json_text.h"
 #include "util/log.h"
 #include "util/phase_record.h"
@@ -23,7 +25,7 @@ void record_encoding(const std::filesystem::path& run_dir, const std::string& na
                      const TokenCacheResult& r, int threads) {
   if (!r.built) return;
   const FilterCounts& c = r.cache.counts();
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = usable_cpus();
   record_phase(run_dir, "encoding", r.encode_seconds,
                {{"cache", name},
                 {"pairs", c.read},
@@ -58,6 +60,9 @@ void log_counts(const std::string& name, const TokenCacheResult& r) {
 
 PreparedData prepare_data(const DataOptions& options, const std::filesystem::path& run_dir,
                           const PrepareOptions& prepare) {
+  // Ctrl-C or SIGTERM (a time limit) while encoding stops it with its temporary files removed,
+  // then ends the process as the signal would have (util/interruption.h).
+  const InterruptionScope interruptible;
   PreparedData data;
   const auto vocab_start = Clock::now();
   data.vocab = prepare_vocabularies(options, run_dir,

@@ -1,6 +1,7 @@
 #include "data/token_cache.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,14 +9,21 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
+#include <optional>
+#include <regex>
+#include <string>
 
 #include "data/corpus_encoder.h"
 #include "data/file_hash.h"
 #include "data/token_cache_format.h"
 #include "data/token_cache_writer.h"
 #include "util/error.h"
+#include "util/file_lock.h"
 #include "util/hash.h"
+#include "util/host_name.h"
+#include "util/interruption.h"
 #include "util/log.h"
 #include "util/phase_progress.h"
 #include "util/timer.h"
@@ -129,20 +137,83 @@ bool is_token_cache_of(std::string_view file_name, std::string_view corpus) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+std::vector<std::filesystem::path> remove_dead_cache_temps(const std::filesystem::path& dir,
+                                                           std::string_view corpus,
+                                                           bool sole_builder) {
+  constexpr std::string_view kMarker = ".tmp-";
+  const std::string host = host_name().value_or("localhost");
+  std::vector<std::filesystem::path> dead, removed;  // listed first: removing changes it
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    const size_t marker = name.find(kMarker);
+    if (marker == std::string::npos || !is_token_cache_of(name.substr(0, marker), corpus)) continue;
+    if (!sole_builder) {
+      // "<host>-<pid>" or "<host>-<pid>.<part>" (host names hold '-' and '.', parts '-'):
+      // only this host's pids can be probed.
+      static const std::regex kOwner(R"(^(.*)-([0-9]{1,9})(\.[a-z-]+)?$)");
+      std::smatch owner;
+      const std::string rest = name.substr(marker + kMarker.size());
+      if (!std::regex_match(rest, owner, kOwner) || owner[1].str() != host) continue;
+      const long value = std::stol(owner[2].str());
+      if (value == ::getpid() || ::kill(static_cast<pid_t>(value), 0) == 0 || errno == EPERM)
+        continue;  // alive (EPERM: another user's)
+    }
+    dead.push_back(entry.path());
+  }
+  for (const auto& path : dead) {
+    std::error_code remove_error;
+    if (std::filesystem::remove(path, remove_error)) removed.push_back(path);
+  }
+  return removed;
+}
+
+namespace {
+
+/// The cache file when it exists and opens; nullopt when it must be built.
+std::optional<TokenCache> open_if_built(const std::filesystem::path& file) {
+  if (!std::filesystem::exists(file)) return std::nullopt;
+  try {
+    return TokenCache::open(file);
+  } catch (const DataError& e) {
+    log::warn("data", "rebuilding the token cache: {}", e.what());
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
                                            const Vocabularies& vocab, const DataOptions& options) {
   const uint64_t key = token_cache_key(request, vocab, options);
   const std::filesystem::path file = request.dir / token_cache_file_name(request.name, key);
   TokenCacheResult result;
-  if (std::filesystem::exists(file)) {
-    try {
-      result.cache = TokenCache::open(file);
-      return result;
-    } catch (const DataError& e) {
-      log::warn("data", "rebuilding the token cache: {}", e.what());
-    }
+  if (std::optional<TokenCache> built = open_if_built(file)) {
+    result.cache = std::move(*built);
+    return result;
   }
   std::filesystem::create_directories(request.dir);
+  // One builder per cache on the file system that holds it: the launchers of nodes that share
+  // it, or the ranks of a node under torchrun or Slurm, would otherwise encode it at once.
+  // The others wait, then open what it wrote.
+  const std::filesystem::path lock_file = request.dir / (request.name + ".lock");
+  bool said = false;
+  const FileLock lock = FileLock::wait_for(lock_file, [&] {
+    check_interruption("waiting for the token cache " + file.string());
+    if (!said)
+      log::info("data", "{}: another process is building it (lock {}); waiting for it",
+                file.string(), lock_file.string());
+    said = true;
+  });
+  if (std::optional<TokenCache> built = open_if_built(file)) {
+    result.cache = std::move(*built);
+    return result;
+  }
+  // What an earlier builder left when it was killed (a time limit, an OOM kill, Ctrl-C
+  // before this was handled): up to twice the cache's size. Holding the lock, this process is
+  // the only builder of this corpus, so every temp of its caches is dead.
+  for (const auto& path : remove_dead_cache_temps(request.dir, request.name, lock.held()))
+    log::info("data", "removed {}, left by a build that did not finish", path.string());
   log::info("data", "encoding {} / {} into {}", request.src.string(), request.tgt.string(),
             file.string());
   const auto start = std::chrono::steady_clock::now();
@@ -155,7 +226,11 @@ TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
       {request.src, request.tgt, request.src_prefix, request.tgt_prefix, request.threads,
        request.chunk_pairs},
       vocab, options, writer,
-      [&progress](int64_t read, double fraction) { progress.update(double(read), fraction); });
+      [&progress, &request](int64_t read, double fraction) {
+        // Stopped here, the writer's destructor removes the temporary files.
+        check_interruption("encoding " + request.name);
+        progress.update(double(read), fraction);
+      });
   NMT_CHECK(writer.pairs() > 0, DataError,
             "{} / {}: no sentence pair left after filtering ({} read, {} empty, {} invalid "
             "UTF-8, {} longer than data.max_len, {} over data.max_len_ratio)",

@@ -100,9 +100,19 @@ std::string token_cache_file_name(std::string_view corpus, uint64_t key);
 /// name extends it ("web.v2.<key>.tok" is not "web"'s).
 bool is_token_cache_of(std::string_view file_name, std::string_view corpus);
 
+/// Removes the temporary files that builds of `corpus`'s caches left in dir: every one when
+/// `sole_builder` (this process holds the corpus's build lock, so no other process writes one
+/// on this file system), else only those of this host whose process is gone. Returns them.
+std::vector<std::filesystem::path> remove_dead_cache_temps(const std::filesystem::path& dir,
+                                                           std::string_view corpus,
+                                                           bool sole_builder);
+
 /// Opens the cache for this request, or reads, validates, filters and encodes the corpus
 /// into a new one (written to a temporary file and renamed, so it is never seen half written;
-/// caches of the same name with another key are removed).
+/// caches of the same name with another key are removed). One process builds a cache at a
+/// time (a lock file "<dir>/<name>.lock"): the others wait and open it. A SIGINT or SIGTERM
+/// noted by an InterruptionScope (util/interruption.h) stops the encoding with an Error, its
+/// temporary files removed.
 TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
                                            const Vocabularies& vocab, const DataOptions& options);
 

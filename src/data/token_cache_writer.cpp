@@ -13,6 +13,7 @@
 
 #include "data/token_cache_format.h"
 #include "util/error.h"
+#include "util/host_name.h"
 
 namespace nmt::data {
 namespace {
@@ -64,6 +65,10 @@ void append_file(const std::filesystem::path& from, uint64_t bytes, int to,
 
 }  // namespace
 
+std::string token_cache_temp_suffix() {
+  return fmt::format(".tmp-{}-{}", host_name().value_or("localhost"), static_cast<long>(::getpid()));
+}
+
 TokenCacheWriter::TokenCacheWriter(std::filesystem::path file, uint64_t key, int id_bytes)
     : file_(std::move(file)), key_(key), id_bytes_(id_bytes) {
   NMT_CHECK(id_bytes == 2 || id_bytes == 4, DataError,
@@ -73,7 +78,7 @@ TokenCacheWriter::TokenCacheWriter(std::filesystem::path file, uint64_t key, int
   try {
     for (int i = 0; i < kParts; ++i) {
       Part& part = parts_[i];
-      part.path = file_.string() + fmt::format(".tmp-{}.{}", ::getpid(), kNames[i]);
+      part.path = file_.string() + token_cache_temp_suffix() + "." + kNames[i];
       part.file = std::fopen(part.path.c_str(), "wb");
       NMT_CHECK(part.file != nullptr, DataError, "{}: cannot create: {}", part.path.string(),
                 std::strerror(errno));
@@ -146,7 +151,7 @@ void TokenCacheWriter::finish(const FilterCounts& counts) {
   h.tgt_ids = tgt_ids_;
   h.read = counts.read, h.empty = counts.empty, h.invalid_utf8 = counts.invalid_utf8;
   h.too_long = counts.too_long, h.length_ratio = counts.length_ratio;
-  const std::filesystem::path tmp = file_.string() + fmt::format(".tmp-{}", ::getpid());
+  const std::filesystem::path tmp = file_.string() + token_cache_temp_suffix();
   const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
   NMT_CHECK(out >= 0, DataError, "{}: cannot create: {}", tmp.string(), std::strerror(errno));
   try {

@@ -19,6 +19,11 @@
 
 namespace nmt::data {
 
+/// ".tmp-<host>-<pid>": what the writer's temporary files add to the cache's name (then
+/// ".<part>" for the parts). The host tells the builders on nodes that share a file system
+/// apart (containers' pids repeat).
+std::string token_cache_temp_suffix();
+
 /// Streams pairs into a new token cache file.
 class TokenCacheWriter {
  public:

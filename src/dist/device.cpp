@@ -28,6 +28,7 @@
 #endif
 
 #include "util/error.h"
+#include "util/cpu_count.h"
 
 namespace nmt::dist {
 
@@ -192,7 +193,7 @@ void synchronize_cuda(int index) {
 DeviceInfo probe_devices() {
   DeviceInfo info;
   info.torch_version = TORCH_VERSION;
-  info.cpu_cores = static_cast<int>(std::thread::hardware_concurrency());
+  info.cpu_cores = usable_cpus();  // the process's share of the machine (util/cpu_count.h)
   info.cpu = detect_cpu_features();
 #ifdef NMT_WITH_CUDA
   info.cuda_compiled = true;

@@ -22,7 +22,7 @@ struct DeviceInfo {
   std::vector<std::string> device_names;    ///< "NVIDIA H200, 139.8 GiB, sm_90" per device
   std::vector<int> cuda_capabilities;       ///< compute capability per device, major * 10 + minor
   std::string no_cuda_reason;               ///< why cuda_devices is 0, for the user
-  int cpu_cores = 0;                        ///< hardware threads of this machine
+  int cpu_cores = 0;  ///< CPUs this process may use (affinity, cgroup quota: util/cpu_count.h)
   CpuFeatures cpu;                          ///< the CPU's bf16 units (amp.mode auto's input)
 };
 

@@ -1,15 +1,26 @@
 
 #include "catch_torch.h"  // first: see the header
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstring>
+#include <optional>
+#include <thread>
 #include <fstream>
 
 #include "data/batch_tensors.h"
+#include "data/corpus_encoder.h"
 #include "data/token_cache.h"
+#include "data/token_cache_writer.h"
 #include "data/token_cache_format.h"
 #include "data_fixture.h"
 #include "skip.h"
 #include "util/error.h"
+#include "util/file_lock.h"
+#include "util/host_name.h"
 
 using Catch::Matchers::Contains;
 using nmt::data::build_or_open_token_cache;
@@ -193,7 +204,11 @@ TEST_CASE("a failed encoding leaves no cache and no temporary file behind", "[da
   CHECK_THROWS_WITH(build_or_open_token_cache(request, corpus.prepared.vocab, options),
                     Contains("parallel files differ in line count"));
   CHECK(temp_files_in(dir.path() / "cache") == 0);
-  CHECK(std::filesystem::is_empty(dir.path() / "cache"));
+  // Only the build lock's file, which stays (removing it would let a third builder in).
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path() / "cache"))
+    left.push_back(entry.path().filename().string());
+  CHECK(left == std::vector<std::string>{"train.lock"});
 }
 
 TEST_CASE("a token cache past 2^32 tokens reads the pairs beyond (sparse file)", "[data]") {
@@ -255,4 +270,129 @@ TEST_CASE("a token cache past 2^32 tokens reads the pairs beyond (sparse file)",
   CHECK(tensors.src[0][0].item<int64_t>() == 7);
   CHECK(tensors.src[1][1].item<int64_t>() == 11);
   CHECK(tensors.src[0][3].item<int64_t>() == 3);  // EOS
+}
+
+TEST_CASE("a cache another process is building is waited for and opened, not built twice",
+          "[data]") {
+  // There was no lock: the launchers of nodes that share a file system, or a node's ranks under
+  // torchrun or Slurm, each encoded the same corpus at once.
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  const auto src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 200);
+  const auto tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 200);
+  const nmt::data::TokenCacheRequest request{"train", src, tgt, dir.path() / "cache", 1};
+  std::filesystem::create_directories(request.dir);
+  // "The other process": holds the build lock while the cache appears.
+  std::optional<nmt::FileLock> other = nmt::FileLock::try_lock(request.dir / "train.lock");
+  REQUIRE(other->held());
+  nmt::data::TokenCacheResult waited;
+  std::thread waiter([&] { waited = build_or_open_token_cache(request, corpus.prepared.vocab,
+                                                              corpus.options); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const nmt::data::TokenCacheRequest elsewhere{"train", src, tgt, dir.path() / "elsewhere", 1};
+  const auto built = build_or_open_token_cache(elsewhere, corpus.prepared.vocab, corpus.options);
+  REQUIRE(built.built);
+  std::filesystem::copy_file(built.cache.path(), request.dir / built.cache.path().filename());
+  other.reset();  // lets go of train.lock
+  waiter.join();
+  CHECK_FALSE(waited.built);
+  CHECK(waited.cache.size() == built.cache.size());
+}
+
+TEST_CASE("temporary files of a build that did not finish are removed by the next build",
+          "[data]") {
+  // A killed encoding (a time limit, an OOM kill) left up to twice the cache's size in temp
+  // files that nothing swept.
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  const auto src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 100);
+  const auto tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 100);
+  const auto cache = dir.path() / "cache";
+  std::filesystem::create_directories(cache);
+  const std::string key = "0123456789abcdef";
+  const std::string host = nmt::host_name().value_or("localhost");
+  const std::string mine = std::to_string(::getpid());
+  const auto touch = [&cache](const std::string& name) { std::ofstream(cache / name) << "x"; };
+  touch("train." + key + ".tok.tmp-other-host.example-4242.src-ids");  // another node's
+  touch("train." + key + ".tok.tmp-" + host + "-999999999");             // this host, dead
+  touch("train." + key + ".tok.tmp-" + host + "-" + mine + ".tgt-offsets");  // alive: this test
+  touch("train." + key + ".tok.tmp-31337");                              // before hosts were named
+  touch("train.v2." + key + ".tok.tmp-" + host + "-999999999");          // another corpus's
+  // Without the build lock, only this host's dead builders can be told.
+  const auto unlocked = nmt::data::remove_dead_cache_temps(cache, "train", false);
+  REQUIRE(unlocked.size() == 1);
+  CHECK(unlocked[0].filename() == "train." + key + ".tok.tmp-" + host + "-999999999");
+  // A build holds the lock: every temp of its corpus is dead, the other corpus's stays.
+  const nmt::data::TokenCacheRequest request{"train", src, tgt, cache, 1};
+  REQUIRE(build_or_open_token_cache(request, corpus.prepared.vocab, corpus.options).built);
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(cache))
+    if (entry.path().filename().string().find(".tmp-") != std::string::npos)
+      left.push_back(entry.path().filename().string());
+  CHECK(left == std::vector<std::string>{"train.v2." + key + ".tok.tmp-" + host + "-999999999"});
+}
+
+TEST_CASE("SIGINT while encoding removes the temporary files, then ends the process by it",
+          "[data]") {
+  // Ctrl-C during data preparation killed the process with the streamed parts left behind.
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  nmt::data::DataOptions options = corpus.options;
+  options.train_src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 3000).string();
+  options.train_tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 3000).string();
+  options.spm_model = corpus.prepared.vocab.src.model_path().string();
+  const auto run = dir.path() / "run";
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // A watcher signals once the first temp file exists, as a user's Ctrl-C would.
+    std::thread watcher([&run] {
+      for (int i = 0; i < 20000; ++i) {
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(run / "cache", ec))
+          if (e.path().filename().string().find(".tmp-") != std::string::npos) {
+            ::kill(::getpid(), SIGINT);
+            return;
+          }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    });
+    watcher.detach();
+    try {
+      nmt::data::prepare_data(options, run, {1, 1});
+    } catch (...) {
+    }
+    ::_exit(0);  // not reached when the signal ends it
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  if (WIFSIGNALED(status)) CHECK(WTERMSIG(status) == SIGINT);
+  CHECK(temp_files_in(run / "cache") == 0);
+}
+
+TEST_CASE("the encoder keeps at most max_bytes_in_flight of text in flight", "[data]") {
+  // The chunks in flight followed the thread count alone (2 x threads + 1 chunks of 16384
+  // pairs): 128 threads held about 4M pairs in memory.
+  const auto& corpus = nmt::test::small_corpus();
+  nmt::test::TempDir dir;
+  const auto src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 1000);
+  const auto tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 1000);
+  size_t peak = 0;
+  nmt::data::CorpusEncoderOptions options{src, tgt, {}, {}, 4, 16384};
+  options.max_bytes_in_flight = 8192;
+  options.peak_bytes_in_flight = &peak;
+  nmt::data::TokenCacheWriter writer(dir.path() / "bounded.tok", 1, 2);
+  const auto counts = nmt::data::encode_corpus(options, corpus.prepared.vocab, corpus.options,
+                                               writer);
+  writer.finish(counts);
+  CHECK(peak > 0);
+  CHECK(peak <= 8192);
+  // The same cache as one chunk at a time without a bound.
+  nmt::data::CorpusEncoderOptions plain{src, tgt, {}, {}, 1, 16384};
+  plain.max_bytes_in_flight = size_t{1} << 30;
+  nmt::data::TokenCacheWriter plain_writer(dir.path() / "plain.tok", 1, 2);
+  plain_writer.finish(nmt::data::encode_corpus(plain, corpus.prepared.vocab, corpus.options,
+                                               plain_writer));
+  CHECK(file_bytes(dir.path() / "bounded.tok") == file_bytes(dir.path() / "plain.tok"));
 }

@@ -2,7 +2,10 @@
 #include "catch_torch.h"  // first: see the header
 #include "skip.h"
 
+#include <sched.h>
+
 #include <stdexcept>
+#include <thread>
 
 #include <c10/util/Exception.h>
 
@@ -125,4 +128,20 @@ TEST_CASE("host memory is split into private and shared, as /proc says", "[dist]
   const nmt::dist::HostMemory now = nmt::dist::host_memory_now();
   CHECK(now.private_bytes > 0);
   CHECK(now.shared_bytes > 0);
+}
+
+TEST_CASE("device probe counts the CPUs this process may use, not the machine's", "[dist]") {
+  // cpu_cores was hardware_concurrency(): on a node shared by jobs, intra-op and encoding
+  // threads followed the machine's cores, not the job's (taskset, --cpus-per-task).
+  int cores = 0;
+  std::thread one_cpu([&cores] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    if (::sched_setaffinity(0, sizeof(set), &set) != 0) return;  // CPU 0 not ours: see below
+    cores = nmt::dist::probe_devices().cpu_cores;
+  });
+  one_cpu.join();
+  if (cores == 0) NMT_SKIP("CPU 0 is outside this process's affinity mask");
+  CHECK(cores == 1);
 }
