@@ -367,8 +367,9 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   const RunDirClaim claim = claimed ? std::move(*claimed) : claim_run_dir(cfg.run_dir, worker_env);
   if (worker_env.world_size <= 1) agree_on_run_dir_claim(nullptr, claim);
   rank.run_dir_lock = claim.lock;
-  // The checkpoint resumed from contributes its config (below --set), so read it first.
-  rank.resume = find_resume_checkpoint(cfg, resume);
+  // The checkpoint resumed from contributes its config (below --set), so read it first; not
+  // by a rank 0 that was refused the run directory (it stops after the rendezvous).
+  if (claim.refusal.empty()) rank.resume = find_resume_checkpoint(cfg, resume);
   rank.config = resumed_config(command.sources, std::move(cfg), rank.resume);
   if (rank.resume) restart_best_record_if_ranked_otherwise(*rank.resume, rank.config);
   const config::RunConfig& c = rank.config;

@@ -43,12 +43,13 @@ void flip_byte(const std::string& file, std::streamoff offset) {
 }
 
 /// The files of a folder tree with their contents, to show that nothing changed. Log files
-/// are left out: a failed start may append its lines to them.
+/// are left out: a failed start may append its lines to them; and so is the run directory's
+/// lock file, whose text names the last process that took the lock.
 std::map<std::string, std::string> snapshot(const std::filesystem::path& dir) {
   std::map<std::string, std::string> files;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
     const std::string name = std::filesystem::relative(entry.path(), dir).string();
-    if (entry.is_regular_file() && name.rfind("logs/", 0) != 0)
+    if (entry.is_regular_file() && name.rfind("logs/", 0) != 0 && name != ".lock")
       files[name] = read_file(entry.path());
   }
   return files;
