@@ -187,46 +187,58 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
 
 namespace {
 
-/// Reads the tensors `header` describes into data.tensors, in file order, adding their bytes
-/// to hash.
+/// Reads the tensors `header` describes that `keep` accepts (null: all) into data.tensors, in
+/// header order, adding the bytes of every tensor to hash, in file order; with `read_all`
+/// false, the others are not read and hash is left incomplete.
 void read_tensors(int fd, const std::filesystem::path& file, const Header& header,
-                  CheckpointData& data, XxHash64& hash) {
+                  CheckpointData& data, XxHash64& hash, const TensorFilter& keep = nullptr,
+                  bool read_all = true) {
   data.source = file;
   data.metadata = header.metadata;
-  data.tensors.reserve(header.tensors.size());
-  for (const TensorEntry& entry : header.tensors) {
-    data.tensors.emplace_back(entry.name,
-                              at::empty(entry.shape, at::TensorOptions().dtype(entry.type)));
+  std::vector<at::Tensor> kept(header.tensors.size());
+  for (size_t i = 0; i < header.tensors.size(); ++i) {
+    const TensorEntry& entry = header.tensors[i];
+    if (!keep || keep(entry.name))
+      kept[i] = at::empty(entry.shape, at::TensorOptions().dtype(entry.type));
   }
-  // Read each tensor straight into its memory, in file order, hashing as we go.
+  // Read each tensor straight into its memory, in file order, hashing as we go; one that is
+  // not kept passes through a buffer of one piece.
   std::vector<size_t> order(header.tensors.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return std::tie(header.tensors[a].begin, header.tensors[a].end) <
            std::tie(header.tensors[b].begin, header.tensors[b].end);
   });
+  std::vector<char> passing;
   for (const size_t i : order) {
     const TensorEntry& entry = header.tensors[i];
-    auto* out = static_cast<char*>(data.tensors[i].second.data_ptr());
-    for (uint64_t done = 0; done < entry.end - entry.begin;) {
-      const size_t piece =
-          static_cast<size_t>(std::min<uint64_t>(kReadChunkBytes, entry.end - entry.begin - done));
-      read_at(fd, file, out + done, piece, header.data_start + entry.begin + done);
-      hash.update(out + done, piece);
+    if (!kept[i].defined() && !read_all) continue;
+    const uint64_t bytes = entry.end - entry.begin;
+    if (!kept[i].defined())
+      passing.resize(static_cast<size_t>(std::min<uint64_t>(kReadChunkBytes, bytes)));
+    for (uint64_t done = 0; done < bytes;) {
+      const size_t piece = static_cast<size_t>(std::min<uint64_t>(kReadChunkBytes, bytes - done));
+      char* out =
+          kept[i].defined() ? static_cast<char*>(kept[i].data_ptr()) + done : passing.data();
+      read_at(fd, file, out, piece, header.data_start + entry.begin + done);
+      hash.update(out, piece);
       done += piece;
     }
   }
+  data.tensors.reserve(header.tensors.size());
+  for (size_t i = 0; i < header.tensors.size(); ++i)
+    if (kept[i].defined()) data.tensors.emplace_back(header.tensors[i].name, std::move(kept[i]));
 }
 
 }  // namespace
 
-CheckpointData load_checkpoint(const std::filesystem::path& file) {
+CheckpointData load_checkpoint(const std::filesystem::path& file, const TensorFilter& keep) {
   const int fd = open_for_reading(file);
   FdCloser closer(fd);
   Header header = read_header(fd, file, HeaderKind::kCheckpoint);
   CheckpointData data;
   XxHash64 hash;
-  read_tensors(fd, file, header, data, hash);
+  read_tensors(fd, file, header, data, hash, keep);
   const bool covers_header = header.format != kFormatVersion1;
   if (covers_header) hash_header(hash, header.format, data.metadata, header.tensors);
   const std::string computed = hex64(hash.digest());
@@ -236,6 +248,21 @@ CheckpointData load_checkpoint(const std::filesystem::path& file) {
             file.string(), covers_header ? "content" : "data", computed, header.checksum);
   // The one place old attention layouts are read: the readers downstream know only the fused.
   fuse_legacy_attention(data.tensors, file.string());
+  return data;
+}
+
+CheckpointData load_checkpoint(const std::filesystem::path& file) {
+  return load_checkpoint(file, nullptr);
+}
+
+CheckpointData read_checkpoint_tensors(const std::filesystem::path& file,
+                                       const TensorFilter& keep) {
+  const int fd = open_for_reading(file);
+  FdCloser closer(fd);
+  const Header header = read_header(fd, file, HeaderKind::kCheckpoint);
+  CheckpointData data;
+  XxHash64 unused;  // incomplete: the checksum covers the bytes not read too
+  read_tensors(fd, file, header, data, unused, keep, /*read_all=*/false);
   return data;
 }
 

@@ -11,6 +11,7 @@
 // never holds them. Format 1 files, whose checksum covers the data section only, still load.
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -36,7 +37,7 @@ inline constexpr std::string_view kChecksumKey = "nmt.checksum";
 /// A checkpoint's contents: named tensors (CPU) and string metadata.
 struct CheckpointData {
   NamedTensors tensors;                         ///< checkpoint names (tensor_layout.h), in order
-  std::map<std::string, std::string> metadata;              ///< free-form strings
+  std::map<std::string, std::string> metadata;  ///< free-form strings
   std::filesystem::path source;  ///< file it was loaded from, for messages (empty if built)
 
   /// The tensor called name, or nullptr when there is none.
@@ -58,6 +59,20 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
 /// Separate attention projections of an older checkpoint come back fused (legacy_attention.h).
 /// Every problem is a CheckpointError "<file>: <what is wrong>".
 CheckpointData load_checkpoint(const std::filesystem::path& file);
+
+/// Which tensors a partial load keeps, by checkpoint name.
+using TensorFilter = std::function<bool(std::string_view name)>;
+
+/// load_checkpoint keeping only the tensors `keep` accepts: every byte is still read and the
+/// checksum checked, but the others are never held (fine-tuning takes the model group of a
+/// checkpoint whose optimizer state is twice as large).
+CheckpointData load_checkpoint(const std::filesystem::path& file, const TensorFilter& keep);
+
+/// The header's metadata and the tensors `keep` accepts, and no other byte of the file: for a
+/// few small tensors of a large checkpoint (fine-tuning's vocabulary from a 13 GB model). The
+/// header is checked as by load_checkpoint, but not the checksum, which covers every byte; no
+/// legacy fusing. Throws CheckpointError "<file>: <what is wrong>".
+CheckpointData read_checkpoint_tensors(const std::filesystem::path& file, const TensorFilter& keep);
 
 /// Reads any safetensors file (transformers' model.safetensors): the same checks of header,
 /// offsets and sizes as load_checkpoint, but no nmt.format, no checksum and no legacy fusing;

@@ -159,16 +159,18 @@ std::vector<EpochPlan::Span> BatchPlanner::cut_batches(const std::vector<uint32_
   // tokens plus a fixed overhead. The backward scan stops once the budget is exceeded, as
   // adding pairs never lowers a batch's longest side.
   //
-  // A batch holds at most max_tokens sentences (each has a token or more), so best[j] looks
-  // back at most max_tokens entries: best lives in a ring of that size, and only the cuts
-  // (4 bytes a pair: pair ids are 32-bit) span the order. At 50M pairs that is 200 MB where
-  // full arrays of best and cut took 800 MB in every rank.
+  // A batch holds at most max_tokens sentences (each has a token or more), max_sentences and
+  // the n pairs there are, so best[j] looks back at most that many entries: best lives in a
+  // ring of that size (never max_tokens' alone: 8 GB at 10^9), and only the cuts (4 bytes a
+  // pair: pair ids are 32-bit) span the order: 200 MB at 50M pairs.
   const size_t n = order.size();
   const double overhead = options_.batch_overhead * double(options_.max_tokens);
   const auto max_sentences =
       options_.max_sentences > 0 ? options_.max_sentences : std::numeric_limits<int64_t>::max();
+  const auto reach = static_cast<uint64_t>(
+      std::min({options_.max_tokens, max_sentences, static_cast<int64_t>(n)}));
   size_t ring = 1;
-  while (ring <= static_cast<size_t>(options_.max_tokens)) ring <<= 1;
+  while (ring <= reach) ring <<= 1;
   const size_t mask = ring - 1;
   std::vector<double> best(ring, std::numeric_limits<double>::infinity());
   std::vector<uint32_t> cut(n + 1, 0);

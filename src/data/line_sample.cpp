@@ -45,7 +45,9 @@ bool is_blank(const std::string& text) {
 /// threshold read without it.
 class BottomLines {
  public:
-  explicit BottomLines(size_t capacity) : capacity_(capacity) { heap_.reserve(capacity); }
+  // The heap grows as lines enter, never reserved: data.spm_sample_lines bounds the sample,
+  // and a bound far above the corpus (10^9: 56 GB) must not be set aside before reading.
+  explicit BottomLines(size_t capacity) : capacity_(capacity) {}
 
   /// Whether a line with this key may still enter: false once `key` is above the largest key
   /// of a full sample (the threshold only falls, so a stale read only lets more through).

@@ -36,10 +36,7 @@ at::Tensor Stepper::step(const at::Tensor& last_tokens) {
 
 void Stepper::reorder(const at::Tensor& order, bool same_sources) {
   if (cached_ && same_sources) {
-    for (model::KeyValue& kv : state_.self_attention) {
-      if (kv.key.defined()) kv.key = kv.key.index_select(0, order);
-      if (kv.value.defined()) kv.value = kv.value.index_select(0, order);
-    }
+    model_.reorder_target_state(state_, order);
   } else if (cached_) {
     model_.reorder_state(state_, order);
   } else if (same_sources) {

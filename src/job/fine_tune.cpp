@@ -47,13 +47,22 @@ void install_file(const std::filesystem::path& file, const std::string& bytes,
   write_file_atomically(file, bytes);
 }
 
+/// Whether a checkpoint name is one of the vocabulary tensors fine-tuning reads first.
+bool is_vocabulary_tensor(std::string_view name) {
+  using checkpoint::TensorGroup;
+  return name == checkpoint::tensor_name(TensorGroup::kVocabulary,
+                                         checkpoint::vocabulary_file::kSource) ||
+         name == checkpoint::tensor_name(TensorGroup::kVocabulary,
+                                         checkpoint::vocabulary_file::kTarget);
+}
+
 }  // namespace
 
 std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& config) {
   const std::string& given = config.train.init_from;
   if (given.empty()) return std::nullopt;
   const std::filesystem::path file = checkpoint::model_checkpoints(given).front();
-  LoadedCheckpoint source{file, checkpoint::load_checkpoint(file)};
+  LoadedCheckpoint source{file, checkpoint::read_checkpoint_tensors(file, is_vocabulary_tensor)};
   const std::string name = file.string();
   const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(source.data.metadata, name);
   NMT_CHECK(!meta.config.empty(), CheckpointError,
@@ -89,6 +98,19 @@ std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& co
             "schedule and data position start anew",
             name, meta.step);
   return source;
+}
+
+checkpoint::CheckpointData load_init_weights(const LoadedCheckpoint& source) {
+  // The optimizer's state (twice the parameters) and the EMA are read and hashed, never held.
+  checkpoint::CheckpointData weights =
+      checkpoint::load_checkpoint(source.path, [](std::string_view name) {
+        return checkpoint::in_group(checkpoint::TensorGroup::kModel, name);
+      });
+  NMT_CHECK(weights.metadata == source.data.metadata, CheckpointError,
+            "train.init_from {}: the file changed since the run read its vocabulary (another "
+            "run saving there?); start the run again",
+            source.path.string());
+  return weights;
 }
 
 void install_init_vocabulary(const LoadedCheckpoint& source, const config::RunConfig& config) {

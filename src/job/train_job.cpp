@@ -127,7 +127,7 @@ int benchmark(const config::TrainCommand& command, const Rank& rank, train::RunS
 int train_rank(Rank& rank, train::RunSummary& summary) {
   train::Trainer trainer(rank.setup, rank.data);
   if (rank.resume) trainer.restore(rank.resume->data, rank.resume->path);
-  else if (rank.init) trainer.initialize_from(rank.init->data, rank.init->path);
+  else if (rank.init) trainer.initialize_from(load_init_weights(*rank.init), rank.init->path);
   rank.resume.reset();  // free the loaded tensors before training
   rank.init.reset();
   train::install_stop_handlers();

@@ -55,6 +55,15 @@ at::Tensor m2m100_position_ids(const at::Tensor& ids, int64_t pad_id, int64_t st
   return (real.cumsum(1) + start_position) * real + pad_id;
 }
 
+at::Tensor m2m100_position_ids(const at::Tensor& ids, int64_t pad_id,
+                               const at::Tensor& real_before) {
+  TORCH_CHECK(real_before.dim() == 1 && real_before.size(0) == ids.size(0),
+              "m2m100 positions: expected real_before [", ids.size(0), "], found ",
+              real_before.sizes());
+  const at::Tensor real = ids.ne(pad_id).to(at::kLong);
+  return (real.cumsum(1) + real_before.unsqueeze(1)) * real + pad_id;
+}
+
 InputEmbeddingImpl::InputEmbeddingImpl(const InputEmbeddingOptions& options,
                                        torch::nn::Embedding shared_table)
     : options_(options) {
@@ -96,7 +105,8 @@ InputEmbeddingImpl::InputEmbeddingImpl(const InputEmbeddingOptions& options,
   }
 }
 
-at::Tensor InputEmbeddingImpl::forward(const at::Tensor& ids, int64_t start_position) {
+at::Tensor InputEmbeddingImpl::forward(const at::Tensor& ids, int64_t start_position,
+                                       const at::Tensor& real_before) {
   TORCH_CHECK(ids.dim() == 2, "embedding: expected ids [B, T], found ", ids.sizes());
   const int64_t end = start_position + ids.size(1);
   NMT_CHECK(end <= options_.max_positions(), nmt::DataError,
@@ -107,7 +117,10 @@ at::Tensor InputEmbeddingImpl::forward(const at::Tensor& ids, int64_t start_posi
   if (learned_positions_) {
     x = x + learned_positions_->weight.slice(0, start_position, end);
   } else if (options_.positions() == PositionEncoding::kM2m100) {
-    const at::Tensor rows = m2m100_position_ids(ids, options_.pad_id(), start_position);
+    // Never past row pad_id + end: real_before counts at most the start_position tokens before.
+    const at::Tensor rows = real_before.defined()
+                                ? m2m100_position_ids(ids, options_.pad_id(), real_before)
+                                : m2m100_position_ids(ids, options_.pad_id(), start_position);
     x = x + sinusoid_.index_select(0, rows.reshape(-1)).view({ids.size(0), ids.size(1), -1});
   } else {
     x = x + sinusoid_.slice(0, start_position, end);

@@ -29,16 +29,21 @@ struct InputEmbeddingOptions {
 
 /// dropout(scale * table[ids] + position[start + t]) for ids [B, T] -> [B, T, d_model].
 /// Positions count from the start of each row, so batches must be right-padded. kM2m100 instead
-/// adds row pad_id + start + (real tokens up to t) of its table, and its zero row pad_id at
-/// padding (fairseq's make_positions, as transformers' M2M100).
+/// adds row pad_id + (real tokens before the row's first) + (real tokens up to t) of its table,
+/// and its zero row pad_id at padding (fairseq's make_positions, as transformers' M2M100): a
+/// pad token (model.decoder_start: pad) takes no position, in teacher forcing and incremental
+/// decoding alike.
 class InputEmbeddingImpl : public torch::nn::Module {
  public:
   /// Builds its own token table, or uses shared_table (owned and registered elsewhere).
   explicit InputEmbeddingImpl(const InputEmbeddingOptions& options,
                               torch::nn::Embedding shared_table = nullptr);
 
-  /// Embeds ids [B, T] whose first token sits at position start_position.
-  at::Tensor forward(const at::Tensor& ids, int64_t start_position = 0);
+  /// Embeds ids [B, T] whose first token sits at position start_position. kM2m100 counts
+  /// real_before [B] (int64: each row's non-pad tokens before ids) in place of start_position
+  /// when it is defined; undefined: every one of the start_position tokens before was real.
+  at::Tensor forward(const at::Tensor& ids, int64_t start_position = 0,
+                     const at::Tensor& real_before = {});
 
   /// The token table (shared or own), e.g. for tying it to the output projection.
   torch::nn::Embedding table() const { return table_; }
@@ -74,5 +79,10 @@ at::Tensor m2m100_positions(int64_t max_positions, int64_t d_model, int64_t pad_
 /// M2M100's position rows of ids [B, T] whose first token sits at start_position: pad_id +
 /// (start_position + real tokens of the row up to t) at real tokens, pad_id at padding.
 at::Tensor m2m100_position_ids(const at::Tensor& ids, int64_t pad_id, int64_t start_position);
+
+/// The same with each row's count of real tokens before ids, real_before [B] (int64), in place
+/// of start_position: what incremental decoding knows after a pad start token.
+at::Tensor m2m100_position_ids(const at::Tensor& ids, int64_t pad_id,
+                               const at::Tensor& real_before);
 
 }  // namespace nmt::model

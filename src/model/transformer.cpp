@@ -118,6 +118,10 @@ DecoderState TransformerImpl::init_state(const EncoderOutput& encoded) {
   for (DecoderLayer& layer : decoder_layers_) {
     state.cross_attention.push_back(layer->project_memory(encoded.out));
   }
+  if (options_.positions == PositionEncoding::kM2m100) {
+    state.real_tokens = at::zeros(
+        {encoded.out.size(0)}, at::TensorOptions().dtype(at::kLong).device(encoded.out.device()));
+  }
   return state;
 }
 
@@ -126,26 +130,39 @@ at::Tensor TransformerImpl::decode_step(const at::Tensor& last_tokens, DecoderSt
               last_tokens.sizes());
   TORCH_CHECK(state.cross_attention.size() == decoder_layers_.size(),
               "decode_step: state not made by init_state of this model");
-  at::Tensor x = decoder_embed_(last_tokens.unsqueeze(1), state.step);
+  at::Tensor x = decoder_embed_(last_tokens.unsqueeze(1), state.step, state.real_tokens);
   for (size_t i = 0; i < decoder_layers_.size(); ++i) {
     x = decoder_layers_[i]->step(x, state.self_attention[i], state.cross_attention[i],
                                  state.src_mask);
   }
   ++state.step;
+  if (state.real_tokens.defined()) state.real_tokens = state.real_tokens + last_tokens.ne(pad_id_);
   return project(x).squeeze(1);
 }
 
-void TransformerImpl::reorder_state(DecoderState& state, const at::Tensor& new_order) const {
-  const auto select = [&](at::Tensor& t) {
-    if (t.defined()) t = t.index_select(0, new_order);
-  };
-  for (std::vector<KeyValue>* caches : {&state.self_attention, &state.cross_attention}) {
-    for (KeyValue& kv : *caches) {
-      select(kv.key);
-      select(kv.value);
-    }
+namespace {
+
+void select_rows(at::Tensor& t, const at::Tensor& order) {
+  if (t.defined()) t = t.index_select(0, order);
+}
+
+}  // namespace
+
+void TransformerImpl::reorder_target_state(DecoderState& state, const at::Tensor& new_order) const {
+  for (KeyValue& kv : state.self_attention) {
+    select_rows(kv.key, new_order);
+    select_rows(kv.value, new_order);
   }
-  select(state.src_mask);
+  select_rows(state.real_tokens, new_order);
+}
+
+void TransformerImpl::reorder_state(DecoderState& state, const at::Tensor& new_order) const {
+  reorder_target_state(state, new_order);
+  for (KeyValue& kv : state.cross_attention) {
+    select_rows(kv.key, new_order);
+    select_rows(kv.value, new_order);
+  }
+  select_rows(state.src_mask, new_order);
 }
 
 int64_t TransformerImpl::parameter_count() const {

@@ -32,6 +32,9 @@ struct DecoderState {
   std::vector<KeyValue> cross_attention;  ///< per layer: encoder output keys/values, fixed
   at::Tensor src_mask;                    ///< bool [B, 1, 1, S], true for attendable keys
   int64_t step = 0;                       ///< positions decoded so far
+  /// kM2m100 only: per row [B] (int64), the non-pad tokens fed so far, which its positions
+  /// count (a pad start token takes none, as in teacher forcing); undefined otherwise.
+  at::Tensor real_tokens;
 };
 
 /// Transformer encoder-decoder producing next-token logits.
@@ -55,6 +58,9 @@ class TransformerImpl : public torch::nn::Module {
   at::Tensor decode_step(const at::Tensor& last_tokens, DecoderState& state);
   /// Keeps rows new_order [B'] (int64 indices into the batch) of state, e.g. surviving beams.
   void reorder_state(DecoderState& state, const at::Tensor& new_order) const;
+  /// reorder_state of what depends on the target prefix only (self-attention caches, position
+  /// counts), for rows that keep their source: beams moving within their sentence's rows.
+  void reorder_target_state(DecoderState& state, const at::Tensor& new_order) const;
 
   /// Trainable parameters (shared tensors counted once).
   int64_t parameter_count() const;

@@ -1,6 +1,7 @@
 
 #include "catch_torch.h"  // first: see the header
 
+#include <limits>
 #include <random>
 #include <set>
 
@@ -197,6 +198,21 @@ TEST_CASE("batches respect the padded-token budget and cover every pair once", "
       }
       CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
     }
+  }
+}
+
+TEST_CASE("a budget beyond the corpus plans in memory of the corpus's size", "[data]") {
+  // The cost ring took max_tokens entries (8 GB a rank at data.max_tokens 10^9; INT64_MAX
+  // threw std::length_error): a batch never reaches back past the epoch's first pair.
+  const auto& cache = nmt::test::small_corpus().cache();
+  for (int64_t world : {1, 2}) {
+    INFO("world " << world);
+    const EpochPlan plan =
+        BatchPlanner(cache, options_for(world, std::numeric_limits<int64_t>::max())).plan_epoch(1);
+    size_t pairs = 0;
+    for (const auto& step : nmt::test::steps_of(plan))
+      for (const auto& batch : step.batches) pairs += batch.pairs.size();
+    CHECK(pairs == static_cast<size_t>(cache.size()));
   }
 }
 

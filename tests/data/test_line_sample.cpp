@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -11,6 +12,7 @@
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
+using nmt::data::LineSample;
 using nmt::data::LineSampleOptions;
 using nmt::data::sample_lines;
 
@@ -103,6 +105,17 @@ TEST_CASE("a line sample as large as the files is all their non-blank lines, in 
   CHECK(sample_lines({a, b}, options(50, 1, 2)).lines == expected);
   CHECK(sample_lines({a, b}, options(1000, 9, 1)).lines == expected);
   CHECK(sample_lines({a, b}, options(0, 1, 1)).lines.empty());
+}
+
+TEST_CASE("a line sample holds only the lines it has read whatever its size limit", "[data]") {
+  // data.spm_sample_lines bounds the sample, not the memory set aside before reading: the
+  // sample reserved room for all of them, 56 bytes a line (56 GB at 10^9; INT64_MAX threw).
+  nmt::test::TempDir dir;
+  const auto a = numbered_file(dir, "a", 30);
+  const LineSample all = sample_lines({a}, options(std::numeric_limits<int64_t>::max(), 3, 1));
+  CHECK(all.lines.size() == 30);
+  CHECK(all.lines_read == 30);
+  CHECK(all.lines == sample_lines({a}, options(1000, 3, 1)).lines);
 }
 
 TEST_CASE("every line is alike likely to be in a line sample, whichever file it is in", "[data]") {

@@ -17,6 +17,7 @@ struct TinyModelOptions {
   int64_t layers = 2;      ///< encoder and decoder layers each
   bool pre_norm = false;   ///< pre-norm instead of post-norm layers
   double eos_scale = 3.0;  ///< factor on the EOS row of the output projection (1: untouched)
+  nmt::model::PositionEncoding positions = nmt::model::PositionEncoding::kSinusoidal;  ///< encoding
 };
 
 /// A small random model (d_model 32, 4 heads) in eval mode, seeded by seed. With eos_scale > 1
@@ -31,6 +32,7 @@ inline nmt::model::Transformer tiny_model(uint64_t seed, const TinyModelOptions&
   o.ffn_dim = 64;
   o.max_positions = 64;
   if (t.pre_norm) o.norm = nmt::model::NormPosition::kPre;
+  o.positions = t.positions;
   nmt::model::Transformer model(o, kVocab, kVocab, kPad);
   model->eval();
   if (t.eos_scale != 1.0) {

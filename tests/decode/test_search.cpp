@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -161,6 +162,35 @@ TEST_CASE("cached incremental decoding gives the same output as re-running the p
       uncached.cached = false;
       INFO("pre_norm " << pre_norm << ", beam " << beam);
       require_same(search(*model, src, kIds, cached), search(*model, src, kIds, uncached));
+    }
+  }
+}
+
+TEST_CASE("cached and uncached search agree for every positions and decoder_start",
+          "[decode][search]") {
+  using nmt::model::PositionEncoding;
+  const std::vector<std::pair<const char*, PositionEncoding>> encodings{
+      {"sinusoidal", PositionEncoding::kSinusoidal},
+      {"learned", PositionEncoding::kLearned},
+      {"marian", PositionEncoding::kMarian},
+      {"m2m100", PositionEncoding::kM2m100}};
+  const at::Tensor src = batch_of(random_sentences(6, 15));
+  for (const auto& [name, positions] : encodings) {
+    nmt::test::TinyModelOptions shape;
+    shape.positions = positions;
+    Transformer model = tiny_model(5, shape);
+    // model.decoder_start bos, eos and pad: the start id search feeds first.
+    for (int64_t start : {kBos, kEos, kPad}) {
+      const SearchIds ids{start, kBos, kEos, kPad};
+      for (int64_t beam : {1, 4}) {
+        SearchOptions cached;
+        cached.beam = beam;
+        cached.nbest = beam;
+        SearchOptions uncached = cached;
+        uncached.cached = false;
+        INFO("model.positions " << name << ", start id " << start << ", beam " << beam);
+        require_same(search(*model, src, ids, cached), search(*model, src, ids, uncached));
+      }
     }
   }
 }
