@@ -33,6 +33,14 @@ the caller puts the tag before the pieces (["<2de>", "▁Hello", ...]); export.j
 
 A model setting that CTranslate2 cannot express, or that this exporter does not know, is
 refused with a message naming it (exit code 1); nothing is written then.
+
+OUTDIR gets a marker file, .nmt-export-ctranslate2. An existing OUTDIR is refused; with --force
+it is replaced when it is an empty folder or holds that marker (an earlier export), and refused
+otherwise (a symbolic link included). An OUTDIR that is or holds a checkpoint file read, or is,
+holds or lies inside the checkpoints/ folder read from a run directory, is refused even with
+--force, compared by real path (symbolic links resolved); a folder of its own in the run
+directory (runs/demo/ct2) is fine. nmt-ckpt export-hf
+decides the same way (src/util/output_guard.h).
 """
 import argparse
 import json
@@ -57,6 +65,9 @@ PROG = "export-ctranslate2"
 BANNED_TOKEN_BIAS = -1e4
 # Layer norm epsilon of the model (torch::nn::LayerNorm's default).
 LAYER_NORM_EPSILON = 1e-5
+# The file every export puts into OUTDIR: --force replaces only a folder that holds it (or an
+# empty one).
+EXPORT_MARKER = ".nmt-export-ctranslate2"
 
 
 # --- the model's config ------------------------------------------------------------------
@@ -310,8 +321,52 @@ translate_batch(..., target_prefix=[[code of the target language]]); export.json
 """
 
 
+# --- where the export goes ----------------------------------------------------------------
+
+def path_within(inner, outer):
+    """True when `inner` is `outer` or lies inside it, by real path (links resolved)."""
+    inner, outer = os.path.realpath(inner), os.path.realpath(outer)
+    return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
+
+
+def check_output(outdir, force, given, paths):
+    """Raises ExportError unless `outdir` may be written (src/util/output_guard.h's rules):
+    never what the export reads (the checkpoint files `paths`, and the folder they were listed
+    from when `given` is a directory), and an existing folder only with --force and only when
+    it is empty or an earlier export."""
+    read = [("the checkpoint", p) for p in paths]
+    if os.path.isdir(given):
+        read.append(("the checkpoint folder", os.path.dirname(os.path.abspath(paths[-1]))))
+    for what, path in read:
+        how = ("is" if os.path.realpath(outdir) == os.path.realpath(path) else
+               "holds" if path_within(path, outdir) else
+               "lies inside" if path_within(outdir, path) else None)
+        if how:
+            real = os.path.realpath(path)
+            shown = path if real == os.path.abspath(path) else f"{path} ({real})"
+            raise ExportError(f"{outdir}: the output {how} {what} {shown}, which the command "
+                              "reads; give a folder apart from it")
+    if not os.path.lexists(outdir):
+        return
+    if not force:
+        raise ExportError(f"{outdir} exists; use --force to replace it")
+    if os.path.islink(outdir) or not os.path.isdir(outdir):
+        kind = " (a symbolic link)" if os.path.islink(outdir) else ""
+        raise ExportError(f"{outdir} exists and is not a directory{kind}: --force replaces only "
+                          f"an empty directory or one that export-ctranslate2 wrote; give another "
+                          "output directory")
+    marker = os.path.join(outdir, EXPORT_MARKER)
+    if os.listdir(outdir) and not (os.path.isfile(marker) and not os.path.islink(marker)):
+        raise ExportError(f"{outdir} is not empty and was not written by export-ctranslate2 (no "
+                          f"{EXPORT_MARKER} in it): --force replaces only an empty directory or "
+                          "one that export-ctranslate2 wrote; give another output directory, or "
+                          "remove this one yourself")
+
+
 def export(args):
     paths = resolve_checkpoints(args.checkpoint, args.average, PROG)
+    # Said before minutes of conversion.
+    check_output(args.outdir, args.force, args.checkpoint, paths)
     files = [SafetensorsFile(p) for p in paths]
     newest = files[-1]
     origin = newest.path
@@ -366,9 +421,8 @@ def export(args):
     spec.optimize(quantization=quantization)
 
     # Written next to OUTDIR and renamed into place, so a failed export leaves no half model.
-    out = os.path.abspath(args.outdir)
-    if os.path.exists(out) and not args.force:
-        raise ExportError(f"{args.outdir} exists; use --force to replace it")
+    out = os.path.normpath(os.path.abspath(args.outdir))
+    check_output(args.outdir, args.force, args.checkpoint, paths)  # again: the conversion took a while
     parent = os.path.dirname(out)
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
@@ -395,6 +449,9 @@ def export(args):
         elif prefixes:
             # A multilingual model: the source tokens start with the target language's tag.
             info["source_prefix"] = prefixes
+        with open(os.path.join(staging, EXPORT_MARKER), "w", encoding="utf-8") as f:
+            f.write("written by scripts/export-ctranslate2.py, whose --force replaces only a "
+                    "directory that holds this file\n")
         with open(os.path.join(staging, "export.json"), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
             f.write("\n")
@@ -432,7 +489,9 @@ def main(argv=None):
                         help="average the newest K checkpoints of the run directory")
     parser.add_argument("--weights", choices=["ema", "raw"], default=None,
                         help="EMA or trained weights (default: ema when present, else raw)")
-    parser.add_argument("--force", action="store_true", help="replace OUTDIR if it exists")
+    parser.add_argument("--force", action="store_true",
+                        help="replace OUTDIR when it is empty or an earlier export (it holds "
+                             f"{EXPORT_MARKER}); never the checkpoints read")
     args = parser.parse_args(argv)
     if args.average < 0:
         parser.error(f"--average: expected an integer >= 0, found {args.average}")
