@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -108,6 +109,27 @@ void check_apart_from_input(const std::filesystem::path& output, const std::stri
     check_output_apart(output, checkpoints.back().parent_path(), "the checkpoint folder");
 }
 
+/// config.json's dtype: the floating-point dtype of the tensors written (transformers loads
+/// the model in it), or float32 when they differ (each converts to it exactly) or have none.
+std::string written_dtype(const checkpoint::NamedTensors& tensors) {
+  std::optional<at::ScalarType> dtype;
+  for (const auto& [name, tensor] : tensors) {
+    if (!at::isFloatingType(tensor.scalar_type())) continue;
+    if (dtype && *dtype != tensor.scalar_type()) return "float32";
+    dtype = tensor.scalar_type();
+  }
+  switch (dtype.value_or(at::kFloat)) {
+    case at::kHalf:
+      return "float16";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kDouble:
+      return "float64";
+    default:
+      return "float32";
+  }
+}
+
 }  // namespace
 
 HfExportResult export_hf(const HfExportOptions& options) {
@@ -176,7 +198,7 @@ HfExportResult export_hf(const HfExportOptions& options) {
   auto write_json = [&](const std::string& file, const Json& json) {
     write_text(file, json.dump(2) + "\n");
   };
-  write_json("config.json", checkpoint::hf_config_json(hf));
+  write_json("config.json", checkpoint::hf_config_json(hf, written_dtype(weights.tensors)));
   write_json("generation_config.json", generation_config(hf));
   for (std::string& file :
        data::write_hf_tokenizer(vocab, staging.path(), model_options.max_positions))

@@ -5,9 +5,10 @@
 //
 //   config.json             checkpoint/hf_config_writer.h: marian or m2m_100, whichever computes
 //                           exactly what our model computes; any other model is refused
-//   model.safetensors       the model's tensors as stored (fp32), in transformers' names
-//                           (checkpoint/hf_weights.h); a Marian export without our output bias
-//                           gets zeros for final_logits_bias
+//   model.safetensors       the model's tensors in their stored dtype (fp32 for a run of ours,
+//                           an import's own; config.json's dtype says which), in transformers'
+//                           names (checkpoint/hf_weights.h); a Marian export without our output
+//                           bias gets zeros for final_logits_bias
 //   generation_config.json  the decoder start, bos, eos and pad ids and our decoding defaults
 //                           (hf_export.cpp says what does not map)
 //   tokenizer files         data/hf_tokenizer_writer.h

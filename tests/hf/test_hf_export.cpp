@@ -174,3 +174,20 @@ TEST_CASE(
   CHECK_NOTHROW(nmt::hf::export_hf({run.string(), run / "hf"}));
   CHECK_NOTHROW(nmt::hf::export_hf({ckpt.string(), run / "checkpoints/hf"}));
 }
+
+TEST_CASE("export-hf: config.json says the dtype of the weights it wrote", "[hf]") {
+  // An fp16 or bf16 checkpoint (an import keeps its dtypes) was written as such, but
+  // config.json said float32, which transformers loads it as.
+  for (const auto& [dtype, name] :
+       {std::pair{at::kFloat, "float32"}, std::pair{at::kHalf, "float16"},
+        std::pair{at::kBFloat16, "bfloat16"}}) {
+    INFO(name);
+    const TempDir dir;
+    const fs::path run = tiny_run(dir, dtype);
+    nmt::hf::export_hf({run.string(), dir.path() / "hf"});
+    const auto config = nlohmann::json::parse(nmt::test::read_file(dir.path() / "hf/config.json"));
+    CHECK(config.at("dtype") == name);
+    const auto weights = nmt::checkpoint::load_safetensors(dir.path() / "hf/model.safetensors");
+    for (const auto& [tensor, value] : weights.tensors) CHECK(value.scalar_type() == dtype);
+  }
+}
