@@ -13,7 +13,7 @@
 //                         writer puts into every output it makes); a link, a file or any other
 //                         directory is refused
 //
-// The messages name the paths as the user gave them, and say what to do instead.
+// The messages name the paths as the caller passes them, and say what to do instead.
 
 #include <filesystem>
 #include <string_view>
