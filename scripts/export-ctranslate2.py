@@ -39,8 +39,8 @@ it is replaced when it is an empty folder or holds that marker (an earlier expor
 otherwise (a symbolic link included). An OUTDIR that is or holds a checkpoint file read, or is,
 holds or lies inside the checkpoints/ folder read from a run directory, is refused even with
 --force, compared by real path (symbolic links resolved); a folder of its own in the run
-directory (runs/demo/ct2) is fine. nmt-ckpt export-hf
-decides the same way (src/util/output_guard.h).
+directory (runs/demo/ct2) is fine. nmt-ckpt export-hf decides the same way
+(scripts/output_guard.py, src/util/output_guard.h).
 """
 import argparse
 import json
@@ -58,6 +58,8 @@ from nmt_checkpoint import (EMA_PREFIX, LAYOUT, SafetensorsFile, Weights,  # noq
                             has_ema, resolve_checkpoints, source_prefixes, split_hf_vocab,
                             vocabulary, vocabulary_tensor)
 from nmt_checkpoint import CheckpointError as ExportError  # noqa: E402
+from output_guard import (OutputError, check_output_apart,  # noqa: E402
+                          check_replaceable_dir)
 
 PROG = "export-ctranslate2"
 # Bias on the output logits of tokens nmt-translate never emits: far below any real logit,
@@ -323,44 +325,17 @@ translate_batch(..., target_prefix=[[code of the target language]]); export.json
 
 # --- where the export goes ----------------------------------------------------------------
 
-def path_within(inner, outer):
-    """True when `inner` is `outer` or lies inside it, by real path (links resolved)."""
-    inner, outer = os.path.realpath(inner), os.path.realpath(outer)
-    return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
-
-
 def check_output(outdir, force, given, paths):
-    """Raises ExportError unless `outdir` may be written (src/util/output_guard.h's rules):
-    never what the export reads (the checkpoint files `paths`, and the folder they were listed
-    from when `given` is a directory), and an existing folder only with --force and only when
-    it is empty or an earlier export."""
-    read = [("the checkpoint", p) for p in paths]
+    """Raises OutputError unless `outdir` may be written (scripts/output_guard.py): never what
+    the export reads (the checkpoint files `paths`, and the folder they were listed from when
+    `given` is a directory), and an existing folder only with --force and only when it is
+    empty or an earlier export."""
+    for path in paths:
+        check_output_apart(outdir, path, "the checkpoint")
     if os.path.isdir(given):
-        read.append(("the checkpoint folder", os.path.dirname(os.path.abspath(paths[-1]))))
-    for what, path in read:
-        how = ("is" if os.path.realpath(outdir) == os.path.realpath(path) else
-               "holds" if path_within(path, outdir) else
-               "lies inside" if path_within(outdir, path) else None)
-        if how:
-            real = os.path.realpath(path)
-            shown = path if real == os.path.abspath(path) else f"{path} ({real})"
-            raise ExportError(f"{outdir}: the output {how} {what} {shown}, which the command "
-                              "reads; give a folder apart from it")
-    if not os.path.lexists(outdir):
-        return
-    if not force:
-        raise ExportError(f"{outdir} exists; use --force to replace it")
-    if os.path.islink(outdir) or not os.path.isdir(outdir):
-        kind = " (a symbolic link)" if os.path.islink(outdir) else ""
-        raise ExportError(f"{outdir} exists and is not a directory{kind}: --force replaces only "
-                          f"an empty directory or one that export-ctranslate2 wrote; give another "
-                          "output directory")
-    marker = os.path.join(outdir, EXPORT_MARKER)
-    if os.listdir(outdir) and not (os.path.isfile(marker) and not os.path.islink(marker)):
-        raise ExportError(f"{outdir} is not empty and was not written by export-ctranslate2 (no "
-                          f"{EXPORT_MARKER} in it): --force replaces only an empty directory or "
-                          "one that export-ctranslate2 wrote; give another output directory, or "
-                          "remove this one yourself")
+        check_output_apart(outdir, os.path.dirname(os.path.abspath(paths[-1])),
+                           "the checkpoint folder")
+    check_replaceable_dir(outdir, EXPORT_MARKER, "export-ctranslate2", force)
 
 
 def export(args):
@@ -422,7 +397,7 @@ def export(args):
 
     # Written next to OUTDIR and renamed into place, so a failed export leaves no half model.
     out = os.path.normpath(os.path.abspath(args.outdir))
-    check_output(args.outdir, args.force, args.checkpoint, paths)  # again: the conversion took a while
+    check_output(args.outdir, args.force, args.checkpoint, paths)  # again, after the conversion
     parent = os.path.dirname(out)
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
@@ -503,7 +478,7 @@ def main(argv=None):
         return 1
     try:
         export(args)
-    except ExportError as e:
+    except (ExportError, OutputError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
     return 0
