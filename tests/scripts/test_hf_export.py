@@ -339,7 +339,10 @@ def cmd_reimport(args):
     out = os.path.join(args.work, "reimport-" + name)
     shutil.rmtree(out, ignore_errors=True)
     run([args.ckpt, "export-hf", run_dir, out])
-    imported = os.path.join(out, "imported.safetensors")
+    # Beside the export: import-hf never writes into the directory it reads.
+    imported = out + ".safetensors"
+    if os.path.exists(imported):
+        os.remove(imported)
     summary = json.loads(run([args.ckpt, "import-hf", out, "-o", imported]).stdout)
     print(f"{name}: imported {summary['model_type']} with {summary['tokenizer']} tokenizer, "
           f"{summary['parameters']} parameters")
