@@ -33,6 +33,14 @@ the caller puts the tag before the pieces (["<2de>", "▁Hello", ...]); export.j
 
 A model setting that CTranslate2 cannot express, or that this exporter does not know, is
 refused with a message naming it (exit code 1); nothing is written then.
+
+OUTDIR gets a marker file, .nmt-export-ctranslate2. An existing OUTDIR is refused; with --force
+it is replaced when it is an empty folder or holds that marker (an earlier export), and refused
+otherwise (a symbolic link included). An OUTDIR that is or holds a checkpoint file read, or is,
+holds or lies inside the checkpoints/ folder read from a run directory, is refused even with
+--force, compared by real path (symbolic links resolved); a folder of its own in the run
+directory (runs/demo/ct2) is fine. nmt-ckpt export-hf decides the same way
+(scripts/output_guard.py, src/util/output_guard.h).
 """
 import argparse
 import json
@@ -50,6 +58,8 @@ from nmt_checkpoint import (EMA_PREFIX, LAYOUT, SafetensorsFile, Weights,  # noq
                             has_ema, resolve_checkpoints, source_prefixes, split_hf_vocab,
                             vocabulary, vocabulary_tensor)
 from nmt_checkpoint import CheckpointError as ExportError  # noqa: E402
+from output_guard import (OutputError, check_output_apart,  # noqa: E402
+                          check_replaceable_dir)
 
 PROG = "export-ctranslate2"
 # Bias on the output logits of tokens nmt-translate never emits: far below any real logit,
@@ -57,6 +67,9 @@ PROG = "export-ctranslate2"
 BANNED_TOKEN_BIAS = -1e4
 # Layer norm epsilon of the model (torch::nn::LayerNorm's default).
 LAYER_NORM_EPSILON = 1e-5
+# The file every export puts into OUTDIR: --force replaces only a folder that holds it (or an
+# empty one).
+EXPORT_MARKER = ".nmt-export-ctranslate2"
 
 
 # --- the model's config ------------------------------------------------------------------
@@ -310,8 +323,25 @@ translate_batch(..., target_prefix=[[code of the target language]]); export.json
 """
 
 
+# --- where the export goes ----------------------------------------------------------------
+
+def check_output(outdir, force, given, paths):
+    """Raises OutputError unless `outdir` may be written (scripts/output_guard.py): never what
+    the export reads (the checkpoint files `paths`, and the folder they were listed from when
+    `given` is a directory), and an existing folder only with --force and only when it is
+    empty or an earlier export."""
+    for path in paths:
+        check_output_apart(outdir, path, "the checkpoint")
+    if os.path.isdir(given):
+        check_output_apart(outdir, os.path.dirname(os.path.abspath(paths[-1])),
+                           "the checkpoint folder")
+    check_replaceable_dir(outdir, EXPORT_MARKER, "export-ctranslate2", force)
+
+
 def export(args):
     paths = resolve_checkpoints(args.checkpoint, args.average, PROG)
+    # Said before minutes of conversion.
+    check_output(args.outdir, args.force, args.checkpoint, paths)
     files = [SafetensorsFile(p) for p in paths]
     newest = files[-1]
     origin = newest.path
@@ -366,9 +396,8 @@ def export(args):
     spec.optimize(quantization=quantization)
 
     # Written next to OUTDIR and renamed into place, so a failed export leaves no half model.
-    out = os.path.abspath(args.outdir)
-    if os.path.exists(out) and not args.force:
-        raise ExportError(f"{args.outdir} exists; use --force to replace it")
+    out = os.path.normpath(os.path.abspath(args.outdir))
+    check_output(args.outdir, args.force, args.checkpoint, paths)  # again, after the conversion
     parent = os.path.dirname(out)
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
@@ -395,6 +424,9 @@ def export(args):
         elif prefixes:
             # A multilingual model: the source tokens start with the target language's tag.
             info["source_prefix"] = prefixes
+        with open(os.path.join(staging, EXPORT_MARKER), "w", encoding="utf-8") as f:
+            f.write("written by scripts/export-ctranslate2.py, whose --force replaces only a "
+                    "directory that holds this file\n")
         with open(os.path.join(staging, "export.json"), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
             f.write("\n")
@@ -432,7 +464,9 @@ def main(argv=None):
                         help="average the newest K checkpoints of the run directory")
     parser.add_argument("--weights", choices=["ema", "raw"], default=None,
                         help="EMA or trained weights (default: ema when present, else raw)")
-    parser.add_argument("--force", action="store_true", help="replace OUTDIR if it exists")
+    parser.add_argument("--force", action="store_true",
+                        help="replace OUTDIR when it is empty or an earlier export (it holds "
+                             f"{EXPORT_MARKER}); never the checkpoints read")
     args = parser.parse_args(argv)
     if args.average < 0:
         parser.error(f"--average: expected an integer >= 0, found {args.average}")
@@ -444,7 +478,7 @@ def main(argv=None):
         return 1
     try:
         export(args)
-    except ExportError as e:
+    except (ExportError, OutputError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
     return 0

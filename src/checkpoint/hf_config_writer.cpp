@@ -118,7 +118,7 @@ HfModelConfig hf_config_for(const model::ModelOptions& m, const HfVocabularyIds&
   return out;
 }
 
-Json hf_config_json(const HfModelConfig& c) {
+Json hf_config_json(const HfModelConfig& c, std::string_view dtype) {
   const model::ModelOptions& m = c.model;
   const bool marian = c.type == HfModelType::kMarian;
   // The fixed parts of each type, which config.json cannot change (parse_hf_config sets them).
@@ -164,7 +164,7 @@ Json hf_config_json(const HfModelConfig& c) {
   // MarianConfig's default forced_eos_token_id is 0 (OPUS-MT's eos), a word of ours.
   j["forced_eos_token_id"] = nullptr;
   j["use_cache"] = true;
-  j["dtype"] = "float32";
+  j["dtype"] = dtype;
   return j;
 }
 

@@ -22,6 +22,7 @@
 // them exportable.
 
 #include <cstdint>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -45,9 +46,10 @@ struct HfVocabularyIds {
 /// model.* keys with their values and the settings that would make the model exportable.
 HfModelConfig hf_config_for(const model::ModelOptions& model, const HfVocabularyIds& vocab);
 
-/// The config.json of `config`: parse_hf_config(hf_config_json(c)) gives c back for any c that
-/// hf_config_for or parse_hf_config made. Throws CheckpointError for a config whose norm,
-/// positions or logits bias its model type does not have.
-nlohmann::ordered_json hf_config_json(const HfModelConfig& config);
+/// The config.json of `config`, whose weights are stored as `dtype` ("float32", "float16",
+/// "bfloat16": the dtype transformers loads them in): parse_hf_config(hf_config_json(c, ...))
+/// gives c back for any c that hf_config_for or parse_hf_config made. Throws CheckpointError for
+/// a config whose norm, positions or logits bias its model type does not have.
+nlohmann::ordered_json hf_config_json(const HfModelConfig& config, std::string_view dtype);
 
 }  // namespace nmt::checkpoint

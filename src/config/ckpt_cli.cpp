@@ -48,8 +48,9 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
       "      What we do not compute exactly is refused naming the file and key; a\n"
       "      pytorch_model.bin without safetensors is refused. JSON: output, model_type,\n"
       "      tokenizer, parameters, vocabulary sizes, languages, and model_yaml (the model:\n"
-      "      section a fine-tuning config must repeat). An existing OUT is refused unless\n"
-      "      --force.\n";
+      "      section a fine-tuning config must repeat). An existing OUT is refused; --force\n"
+      "      replaces it only when it is a checkpoint import-hf wrote (metadata\n"
+      "      imported_from). OUT may not be, hold or lie inside HF_DIR (by real path).\n";
   const std::string export_hf_doc =
       "  nmt-ckpt export-hf IN OUT [--average K] [--weights auto|ema|raw] [--force]\n"
       "      Writes OUT, a Hugging Face transformers model directory (config.json,\n"
@@ -57,7 +58,11 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
       "      AutoModelForSeq2SeqLM and AutoTokenizer load. IN is a checkpoint file or a run\n"
       "      directory, picked as nmt-translate picks it. Post-norm models with positions\n"
       "      marian export as MarianMT, pre-norm ones with positions m2m100 (tied, no output\n"
-      "      bias) as M2M100; any other is refused, naming the keys to change.\n";
+      "      bias) as M2M100; any other is refused, naming the keys to change. The weights\n"
+      "      keep their dtype (config.json's dtype). An existing OUT is refused; --force\n"
+      "      replaces it only when it is empty or an earlier export (it holds .nmt-export-hf).\n"
+      "      OUT may not be or hold the checkpoints read, nor be, hold or lie inside the run's\n"
+      "      checkpoints/ folder (compared by real path; runs/demo/hf is fine).\n";
   const std::string errors_doc = std::string(kExitCodesDoc) + "\n";
   app.footer("Commands:\n" + info_doc + diff_doc + average_doc + layout_doc + import_doc +
              export_hf_doc + errors_doc);
@@ -104,7 +109,8 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
   import_hf->add_option("-o,--output", command.output, "checkpoint file to write (atomically)")
       ->required()
       ->type_name("OUT");
-  import_hf->add_flag("--force", command.force, "replace OUT if it exists");
+  import_hf->add_flag("--force", command.force,
+                      "replace OUT if it is a checkpoint that import-hf wrote");
   import_hf->footer(import_doc + errors_doc);
   CLI::App* export_hf = app.add_subcommand(
       "export-hf", "write a Hugging Face transformers model directory of a checkpoint");
@@ -123,7 +129,7 @@ CkptCommand parse_ckpt_command(int argc, const char* const* argv) {
       ->check(CLI::IsMember({"auto", "ema", "raw"}))
       ->capture_default_str()
       ->type_name("auto|ema|raw");
-  export_hf->add_flag("--force", command.force, "replace OUT if it exists");
+  export_hf->add_flag("--force", command.force, "replace OUT if it is empty or an earlier export");
   export_hf->footer(export_hf_doc + errors_doc);
 
   try {

@@ -2,8 +2,8 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +21,7 @@
 #include "decode/stored_model.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/output_guard.h"
 
 namespace nmt::hf {
 namespace {
@@ -85,16 +86,48 @@ class StagingDir {
 
 /// `given` as a folder that can be replaced: absolute, normalized ("out/", "out/." and "out"
 /// are one folder; staged beside it, not inside). A folder that holds the working directory
-/// ("." or "..", or "/") is refused: replacing it would delete what the command runs in.
+/// ("." or "..", or "/", or a link to one of them) is refused: replacing it would delete what
+/// the command runs in.
 std::filesystem::path export_folder(const std::filesystem::path& given) {
   std::filesystem::path folder = std::filesystem::absolute(given).lexically_normal();
   if (!folder.has_filename()) folder = folder.parent_path();  // "out/" normalizes to "out/"
-  const std::filesystem::path cwd = std::filesystem::current_path().lexically_normal();
-  const auto [end, at] = std::mismatch(folder.begin(), folder.end(), cwd.begin(), cwd.end());
-  NMT_CHECK(end != folder.end() && folder.has_relative_path(), ConfigError,
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  NMT_CHECK(!path_within(cwd, folder) && folder.has_relative_path(), ConfigError,
             "{}: the output directory holds the working directory ({}); give a folder of its own",
             given.string(), cwd.string());
   return folder;
+}
+
+/// Refuses an output that is or holds a checkpoint file read, or (for a run directory given)
+/// is, holds or lies inside the folder they were listed from: replacing it would delete the
+/// run's checkpoints. A folder of its own in the run directory (runs/demo/hf) is not read.
+void check_apart_from_input(const std::filesystem::path& output, const std::string& given,
+                            const std::vector<std::filesystem::path>& checkpoints) {
+  for (const std::filesystem::path& file : checkpoints)
+    check_output_apart(output, file, "the checkpoint");
+  if (std::filesystem::is_directory(given))
+    check_output_apart(output, checkpoints.back().parent_path(), "the checkpoint folder");
+}
+
+/// config.json's dtype: the floating-point dtype of the tensors written (transformers loads
+/// the model in it), or float32 when they differ (each converts to it exactly) or have none.
+std::string written_dtype(const checkpoint::NamedTensors& tensors) {
+  std::optional<at::ScalarType> dtype;
+  for (const auto& [name, tensor] : tensors) {
+    if (!at::isFloatingType(tensor.scalar_type())) continue;
+    if (dtype && *dtype != tensor.scalar_type()) return "float32";
+    dtype = tensor.scalar_type();
+  }
+  switch (dtype.value_or(at::kFloat)) {
+    case at::kHalf:
+      return "float16";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kDouble:
+      return "float64";
+    default:
+      return "float32";
+  }
 }
 
 }  // namespace
@@ -103,11 +136,13 @@ HfExportResult export_hf(const HfExportOptions& options) {
   NMT_CHECK(options.average >= 0, ConfigError, "--average: expected an integer >= 0, found {}",
             options.average);
   const std::filesystem::path output = export_folder(options.output);
-  NMT_CHECK(options.force || !std::filesystem::exists(output), ConfigError,
-            "{} exists: give another output directory, or --force to replace it",
+  NMT_CHECK(options.force || !std::filesystem::exists(std::filesystem::symlink_status(output)),
+            ConfigError, "{} exists: give another output directory, or --force to replace it",
             options.output.string());
   HfExportResult result;
   result.checkpoints = checkpoint::model_checkpoints(options.checkpoint, options.average);
+  check_apart_from_input(output, options.checkpoint, result.checkpoints);
+  check_replaceable_dir(output, kExportMarker, "export-hf", options.force);
   // The newest file holds the vocabulary and the config (which averaging drops).
   const checkpoint::CheckpointData newest = checkpoint::load_checkpoint(result.checkpoints.back());
   const std::string name = result.checkpoints.back().string();
@@ -152,19 +187,25 @@ HfExportResult export_hf(const HfExportOptions& options) {
   weights.metadata = {{"format", "pt"}};  // what transformers' save_pretrained writes
   checkpoint::save_checkpoint(staging.path() / "model.safetensors", weights);
   result.files.push_back("model.safetensors");
-  auto write_json = [&](const std::string& file, const Json& json) {
+  auto write_text = [&](const std::string& file, const std::string& text) {
     std::ofstream out(staging.path() / file);
-    out << json.dump(2) << "\n";
+    out << text;
     out.close();
     NMT_CHECK(out.good(), CheckpointError, "{}: cannot write the file",
               (staging.path() / file).string());
     result.files.push_back(file);
   };
-  write_json("config.json", checkpoint::hf_config_json(hf));
+  auto write_json = [&](const std::string& file, const Json& json) {
+    write_text(file, json.dump(2) + "\n");
+  };
+  write_json("config.json", checkpoint::hf_config_json(hf, written_dtype(weights.tensors)));
   write_json("generation_config.json", generation_config(hf));
   for (std::string& file :
        data::write_hf_tokenizer(vocab, staging.path(), model_options.max_positions))
     result.files.push_back(std::move(file));
+  write_text(kExportMarker,
+             "written by nmt-ckpt export-hf, whose --force replaces only a directory that holds "
+             "this file\n");
   staging.commit();
   return result;
 }

@@ -18,6 +18,7 @@
 #include "data/vocab.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/output_guard.h"
 
 namespace nmt::hf {
 namespace {
@@ -25,6 +26,32 @@ namespace {
 /// Metadata keys only an imported checkpoint has.
 constexpr const char* kImportedFrom = "imported_from";  ///< the directory, as given
 constexpr const char* kHfModelType = "hf_model_type";   ///< config.json's model_type
+
+/// The checkpoint file import-hf may write: never in HF_DIR (nor HF_DIR itself, nor a folder
+/// that holds it), by real path; an existing file only with --force, and only a checkpoint that
+/// import-hf wrote (its metadata has imported_from): a run's checkpoint, a link or any other
+/// file stays. Said before minutes of reading a large model.
+void check_output(const HfImportOptions& options) {
+  const std::filesystem::path& output = options.output;
+  check_output_apart(output, options.hf_dir, "HF_DIR");
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::symlink_status(output, ec);
+  if (!std::filesystem::exists(status)) return;
+  NMT_CHECK(options.force, ConfigError,
+            "{} exists: give another output file, or --force to replace it", output.string());
+  bool imported = false;
+  if (std::filesystem::is_regular_file(status)) {
+    try {
+      imported = checkpoint::read_checkpoint_metadata(output).count(kImportedFrom) > 0;
+    } catch (const CheckpointError&) {
+      // Not a checkpoint: not ours to replace.
+    }
+  }
+  NMT_CHECK(imported, ConfigError,
+            "{} exists and is not a checkpoint that import-hf wrote (no metadata key \"{}\"): "
+            "--force replaces only those; give another output file, or remove this one yourself",
+            output.string(), kImportedFrom);
+}
 
 /// config.json and the tokenizer must agree on the ids the model was trained with: a
 /// directory whose files come from two models would otherwise import and translate badly.
@@ -84,10 +111,7 @@ ImportSummary import_hf_model(const HfImportOptions& options) {
   using checkpoint::TensorGroup;
   const std::filesystem::path& hf_dir = options.hf_dir;
   const std::filesystem::path& output = options.output;
-  // A checkpoint already there may be a run's: replaced only when asked (as export-hf's
-  // directory), and said before minutes of reading a large model.
-  NMT_CHECK(options.force || !std::filesystem::exists(output), ConfigError,
-            "{} exists: give another output file, or --force to replace it", output.string());
+  check_output(options);
   // Everything is read and checked before anything is written.
   checkpoint::HfModel model = checkpoint::read_hf_model(hf_dir);
   data::HfTokenizer tokenizer = data::load_hf_tokenizer(hf_dir, model.config.src_vocab_size);

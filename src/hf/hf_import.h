@@ -41,13 +41,14 @@ struct ImportSummary {
 struct HfImportOptions {
   std::filesystem::path hf_dir;  ///< the transformers model directory
   std::filesystem::path output;  ///< the checkpoint file to write
-  bool force = false;            ///< replace `output` when it exists
+  bool force = false;            ///< replace `output` when import_hf_model wrote it
 };
 
 /// Reads the directory `options.hf_dir` and writes `options.output` (atomically; its folder is
-/// created). Throws ConfigError when the output exists and `force` is not set, and
-/// CheckpointError or DataError naming the file and key of what cannot be imported; either
-/// before anything is written.
+/// created). Throws ConfigError when the output is in (or is, or holds) hf_dir by real path,
+/// or exists and `force` is not set, or is not a checkpoint that import-hf wrote (metadata
+/// imported_from); CheckpointError or DataError naming the file and key of what cannot be
+/// imported; each before anything is written.
 ImportSummary import_hf_model(const HfImportOptions& options);
 
 /// The summary as one JSON object (nmt-ckpt import-hf's standard output).

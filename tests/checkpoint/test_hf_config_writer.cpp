@@ -81,7 +81,7 @@ TEST_CASE("parse_hf_config reads back what hf_config_json writes", "[hf]") {
     m.dropout = 0.3;
     const HfModelConfig c = hf_config_for(m, kJoint);
     CHECK(c.type == HfModelType::kMarian);
-    check_same(parse_hf_config(hf_config_json(c), "written"), c);
+    check_same(parse_hf_config(hf_config_json(c, "float32"), "written"), c);
   }
   SECTION("marian with separate vocabularies, untied or decoder-tied, gelu, unscaled") {
     for (model::TiedEmbeddings tie :
@@ -92,7 +92,7 @@ TEST_CASE("parse_hf_config reads back what hf_config_json writes", "[hf]") {
       m.scale_embeddings = false;
       m.decoder_start = model::DecoderStart::kPad;
       const HfModelConfig c = hf_config_for(m, {8000, 6000, 0, 3, 2});
-      const nlohmann::ordered_json j = hf_config_json(c);
+      const nlohmann::ordered_json j = hf_config_json(c, "float32");
       CHECK(j.at("share_encoder_decoder_embeddings") == false);
       CHECK(j.at("decoder_vocab_size") == 6000);
       CHECK(j.at("decoder_start_token_id") == 0);
@@ -106,7 +106,7 @@ TEST_CASE("parse_hf_config reads back what hf_config_json writes", "[hf]") {
       m.decoder_start = start;
       const HfModelConfig c = hf_config_for(m, kJoint);
       CHECK(c.type == HfModelType::kM2m100);
-      check_same(parse_hf_config(hf_config_json(c), "written"), c);
+      check_same(parse_hf_config(hf_config_json(c, "float32"), "written"), c);
     }
   }
   SECTION("an imported OPUS-MT config, written again") {
@@ -118,7 +118,7 @@ TEST_CASE("parse_hf_config reads back what hf_config_json writes", "[hf]") {
       "model_type": "marian", "pad_token_id": 58100, "scale_embedding": true,
       "share_encoder_decoder_embeddings": true, "vocab_size": 58101})");
     const HfModelConfig c = parse_hf_config(opus, "config.json");
-    check_same(parse_hf_config(hf_config_json(c), "written"), c);
+    check_same(parse_hf_config(hf_config_json(c, "float32"), "written"), c);
   }
 }
 
@@ -126,7 +126,7 @@ TEST_CASE("a Marian export has a logits bias even when our model has none", "[hf
   model::ModelOptions m = post_norm_marian();
   m.output_bias = false;
   CHECK(hf_config_for(m, kJoint).model.output_bias);
-  CHECK(hf_config_json(hf_config_for(m, kJoint)).at("forced_eos_token_id").is_null());
+  CHECK(hf_config_json(hf_config_for(m, kJoint), "float32").at("forced_eos_token_id").is_null());
 }
 
 TEST_CASE("a model no transformers architecture reproduces is refused, naming its keys", "[hf]") {
@@ -158,5 +158,5 @@ TEST_CASE("a model no transformers architecture reproduces is refused, naming it
 TEST_CASE("a config its model type cannot express is not written", "[hf]") {
   HfModelConfig c = hf_config_for(pre_norm_m2m100(), kJoint);
   c.model.output_bias = true;
-  CHECK_THROWS_AS(hf_config_json(c), nmt::CheckpointError);
+  CHECK_THROWS_AS(hf_config_json(c, "float32"), nmt::CheckpointError);
 }

@@ -253,3 +253,21 @@ TEST_CASE("an imported NLLB tokenizer is written back as its model and tokenizer
   CHECK_THROWS_WITH(load_hf_tokenizer(out.path()),
                     Contains("tokenizer.json") && Contains("missing"));
 }
+
+TEST_CASE("two pieces written as one vocab.json token are refused, naming both ids", "[data]") {
+  // The tag <2de> is written as >>de<<; a model with the piece >>de<< too has two ids for it.
+  TempDir dir;
+  const auto corpus = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "clash.txt", 2000);
+  const std::string prefix = (dir.path() / "clash").string();
+  const auto status = sentencepiece::SentencePieceTrainer::Train(
+      "--input=" + corpus.string() + " --model_prefix=" + prefix +
+      " --vocab_size=400 --character_coverage=1.0 --num_threads=1 --minloglevel=2"
+      " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --control_symbols=<2de>"
+      " --user_defined_symbols=>>de<<");
+  REQUIRE(status.ok());
+  const Vocab vocab = Vocab::load(prefix + ".model");
+  const TempDir out;
+  CHECK_THROWS_AS(write_hf_tokenizer({vocab, vocab, true, false}, out.path(), 256), nmt::DataError);
+  CHECK_THROWS_WITH(write_hf_tokenizer({vocab, vocab, true, false}, out.path(), 256),
+                    Contains("the token \">>de<<\" has two ids (4 and 5)"));
+}

@@ -199,6 +199,51 @@ TEST_CASE("nmt-ckpt average and import-hf keep an existing OUT unless --force", 
         a.string() + "," + b.string());
 }
 
+TEST_CASE("nmt-ckpt import-hf never writes into HF_DIR, even with --force", "[e2e]") {
+  // -o HF_DIR/model.safetensors --force replaced the model it was importing (#44).
+  TempDir dir;
+  const auto weights = dir.write("hf/model.safetensors", "the model's weights");
+  dir.write("hf/config.json", "{}");
+  std::filesystem::create_directory_symlink(dir.path() / "hf", dir.path() / "link");
+  for (const std::filesystem::path& out :
+       {weights, dir.path() / "hf/nmt.safetensors", dir.path() / "hf/sub/nmt.safetensors",
+        dir.path() / "hf", dir.path() / "link/model.safetensors"}) {
+    INFO(out.string());
+    const auto r =
+        ckpt("import-hf " + (dir.path() / "hf").string() + " -o " + out.string() + " --force");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains(out.string() + ": the output") && Contains("HF_DIR") &&
+                          Contains("which the command reads"));
+  }
+  CHECK(nmt::test::read_file(weights) == "the model's weights");
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "hf/sub"));
+}
+
+TEST_CASE("nmt-ckpt import-hf --force replaces only a checkpoint that import-hf wrote", "[e2e]") {
+  // --force replaced any file: a run's checkpoint, or one that is not a checkpoint at all.
+  TempDir dir;
+  const auto hf = (dir.path() / "no-model").string();
+  const auto run_checkpoint =
+      save(dir, "checkpoint-00000100.safetensors", state(0, {{"step", "100"}}));
+  const auto other = dir.write("notes.txt", "mine");
+  for (const std::filesystem::path& out : {run_checkpoint, other}) {
+    INFO(out.string());
+    const auto before = nmt::test::read_file(out);
+    const auto r = ckpt("import-hf " + hf + " -o " + out.string() + " --force");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains(out.string() + " exists and is not a checkpoint that import-hf "
+                                              "wrote") &&
+                          Contains("imported_from"));
+    CHECK(nmt::test::read_file(out) == before);
+  }
+  // An earlier import's file is replaced: the command goes on to read HF_DIR (here: none).
+  const auto imported =
+      save(dir, "imported.safetensors", state(0, {{"imported_from", "models/opus-mt-en-de"}}));
+  const auto r = ckpt("import-hf " + hf + " -o " + imported.string() + " --force");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("no-model") && !Contains("exists"));
+}
+
 TEST_CASE("nmt-ckpt errors are one line naming the file and what is wrong", "[e2e]") {
   TempDir dir;
   const auto a = save(dir, "a.safetensors", state(0));

@@ -6,6 +6,7 @@
     test_export_ctranslate2.py --work DIR --translate BIN multilingual
     test_export_ctranslate2.py --work DIR refuses
     test_export_ctranslate2.py --work DIR weights
+    test_export_ctranslate2.py --work DIR force
     test_export_ctranslate2.py --work DIR --ckpt BIN layout
 
 `train` (a CTest fixture) trains the tiny models once into DIR/<variant>; the other
@@ -424,6 +425,77 @@ def cmd_legacy(args):
     return 0
 
 
+def cmd_force(args):
+    """--force replaces only an empty folder or an earlier export (its marker file), and OUTDIR
+    may not be, hold or lie inside the checkpoints read, even with --force (#44: it deleted a
+    run given as its own OUTDIR)."""
+    skip_unless_ctranslate2()
+    work = os.path.join(args.work, "force")
+    shutil.rmtree(work, ignore_errors=True)
+    run_dir = os.path.join(work, "run")
+    os.makedirs(os.path.join(run_dir, "checkpoints"))
+    checkpoint = os.path.join(run_dir, "checkpoints", "checkpoint-00000010.safetensors")
+    shutil.copyfile(LEGACY, checkpoint)
+    log = os.path.join(run_dir, "train.log")
+    with open(log, "w", encoding="utf-8") as f:
+        f.write("the run's log\n")
+    os.symlink(work, os.path.join(work, "link"))
+    marker = export_module().EXPORT_MARKER
+    ok = True
+
+    def refused(out, expected):
+        r = subprocess.run([sys.executable, EXPORT, run_dir, out, "--force"], capture_output=True,
+                           text=True)
+        message = r.stderr.strip()
+        print(f"{out}: {message}")
+        if r.returncode != 1 or expected not in message:
+            print(f"FAILED: expected exit code 1 and a message with {expected!r}, found exit "
+                  f"code {r.returncode}")
+            return False
+        if not os.path.isfile(checkpoint) or not os.path.isfile(log):
+            print(f"FAILED: the run's files are gone after export to {out}")
+            return False
+        return True
+
+    for out in (run_dir, work, os.path.join(run_dir, "checkpoints"),
+                os.path.join(run_dir, "checkpoints", "ct2"), os.path.join(work, "link", "run")):
+        ok &= refused(out, "which the command reads")
+        if not os.path.isfile(checkpoint):  # the old exporter replaced the run: put it back
+            shutil.rmtree(run_dir, ignore_errors=True)
+            os.makedirs(os.path.join(run_dir, "checkpoints"))
+            shutil.copyfile(LEGACY, checkpoint)
+            with open(log, "w", encoding="utf-8") as f:
+                f.write("the run's log\n")
+    mine = os.path.join(work, "mine")
+    os.makedirs(mine)
+    with open(os.path.join(mine, "notes.txt"), "w", encoding="utf-8") as f:
+        f.write("mine\n")
+    ok &= refused(mine, "was not written by export-ctranslate2")
+    if not os.path.isfile(os.path.join(mine, "notes.txt")):
+        print(f"FAILED: {mine}/notes.txt is gone")
+        ok = False
+
+    out = os.path.join(work, "ct2")
+    export(run_dir, out)
+    if not os.path.isfile(os.path.join(out, marker)):
+        print(f"FAILED: no {marker} in {out}")
+        ok = False
+    with open(os.path.join(out, "stale.txt"), "w", encoding="utf-8") as f:
+        f.write("from the first export\n")
+    export(run_dir, out)
+    if os.path.exists(os.path.join(out, "stale.txt")):
+        print("FAILED: --force kept a file of the export it replaced")
+        ok = False
+    empty = os.path.join(work, "empty")
+    os.makedirs(empty)
+    export(run_dir, empty)
+    # A folder of its own in the run directory (docs/serving.md's runs/demo/ct2).
+    export(run_dir, os.path.join(run_dir, "ct2"))
+    print("--force replaced an earlier export and an empty folder, nothing else" if ok
+          else "FAILED")
+    return 0 if ok else 1
+
+
 def export_module():
     """scripts/export-ctranslate2.py as a module (its file name is not an identifier)."""
     import importlib.util
@@ -483,6 +555,7 @@ def main():
     sub.add_parser("weights")
     sub.add_parser("layout")
     sub.add_parser("legacy")
+    sub.add_parser("force")
     args = parser.parse_args()
     for name in getattr(args, "variants", []):
         if name not in VARIANTS and name != MULTILINGUAL:
@@ -490,7 +563,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     return {"train": cmd_train, "matches": cmd_matches, "multilingual": cmd_multilingual,
             "refuses": cmd_refuses, "weights": cmd_weights, "layout": cmd_layout,
-            "legacy": cmd_legacy}[args.command](args)
+            "legacy": cmd_legacy, "force": cmd_force}[args.command](args)
 
 
 if __name__ == "__main__":

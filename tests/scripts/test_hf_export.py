@@ -312,9 +312,10 @@ def cmd_weights(args):
              ([], files[-1:], "ema."),  # auto: the moving average when there is one
              (["--average", "2", "--weights", "raw"], files[-2:], "model.")]
     failures = []
+    out = os.path.join(args.work, "export-weights")
+    shutil.rmtree(out, ignore_errors=True)  # one of an older build holds no marker
     for flags, inputs, group in cases:
-        out = os.path.join(args.work, "export-weights")
-        run([args.ckpt, "export-hf", run_dir, out, "--force"] + flags)
+        run([args.ckpt, "export-hf", run_dir, out, "--force"] + flags)  # replaces the last
         exported = load_file(os.path.join(out, "model.safetensors"))[theirs]
         expected = np.mean([load_file(f)[group + ours].astype(np.float64) for f in inputs],
                            axis=0).astype(np.float32)
@@ -338,7 +339,10 @@ def cmd_reimport(args):
     out = os.path.join(args.work, "reimport-" + name)
     shutil.rmtree(out, ignore_errors=True)
     run([args.ckpt, "export-hf", run_dir, out])
-    imported = os.path.join(out, "imported.safetensors")
+    # Beside the export: import-hf never writes into the directory it reads.
+    imported = out + ".safetensors"
+    if os.path.exists(imported):
+        os.remove(imported)
     summary = json.loads(run([args.ckpt, "import-hf", out, "-o", imported]).stdout)
     print(f"{name}: imported {summary['model_type']} with {summary['tokenizer']} tokenizer, "
           f"{summary['parameters']} parameters")
