@@ -179,7 +179,8 @@ HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::str
   m.max_positions = c.integer("max_position_embeddings", 1024);
   if (m.max_positions < 1) c.refuse("max_position_embeddings", "expected a positive count");
   m.scale_embeddings = c.boolean("scale_embedding", defaults.scale_embedding);
-  m.output_bias = marian;  // MarianMTModel's final_logits_bias
+  m.output_bias = marian;         // MarianMTModel's final_logits_bias
+  m.freeze_output_bias = marian;  // a buffer there: never trained
 
   out.src_vocab_size = c.integer("vocab_size", defaults.vocab_size);
   out.tgt_vocab_size =

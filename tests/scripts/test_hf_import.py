@@ -254,6 +254,13 @@ def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, wor
     if subprocess.run([ckpt, "diff", checkpoint, step_file(straight, 3)],
                       capture_output=True).returncode == 0:
         sys.exit("three updates at lr 0.001 left the parameters unchanged")
+    # MarianMT's final_logits_bias is a buffer in transformers: fine-tuning keeps it fixed.
+    import torch
+    from safetensors.torch import load_file
+    bias = [load_file(f).get("model.output_bias") for f in (checkpoint, step_file(straight, 3))]
+    if bias[0] is not None and not torch.equal(bias[0], bias[1]):
+        sys.exit("fine-tuning changed the output bias (final_logits_bias), which transformers "
+                 "keeps fixed")
     with open(os.path.join(straight, "metrics.jsonl"), encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]
     events = [n for _, _, names in os.walk(straight) for n in names if "tfevents" in n]
