@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/file_kind.h"
 
 namespace nmt::checkpoint {
 namespace {
@@ -178,7 +179,8 @@ HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::str
   m.max_positions = c.integer("max_position_embeddings", 1024);
   if (m.max_positions < 1) c.refuse("max_position_embeddings", "expected a positive count");
   m.scale_embeddings = c.boolean("scale_embedding", defaults.scale_embedding);
-  m.output_bias = marian;  // MarianMTModel's final_logits_bias
+  m.output_bias = marian;         // MarianMTModel's final_logits_bias
+  m.freeze_output_bias = marian;  // a buffer there: never trained
 
   out.src_vocab_size = c.integer("vocab_size", defaults.vocab_size);
   out.tgt_vocab_size =
@@ -206,6 +208,9 @@ HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::str
   out.bos_id = c.has("bos_token_id") ? c.integer("bos_token_id", std::nullopt)
                                      : defaults.bos_id.value_or(-1);
   out.decoder_start_id = c.integer("decoder_start_token_id", defaults.decoder_start_id);
+  out.tokenizer_class = c.string("tokenizer_class", "");
+  out.encoder_layerdrop = c.real("encoder_layerdrop", 0.0);
+  out.decoder_layerdrop = c.real("decoder_layerdrop", 0.0);
   const int64_t smaller_vocab = std::min(out.src_vocab_size, out.tgt_vocab_size);
   if (out.pad_id < 0 || out.pad_id >= smaller_vocab)
     c.refuse("pad_token_id", "expected an id below the vocabulary sizes");
@@ -227,6 +232,9 @@ HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::str
 
 HfModelConfig read_hf_config(const std::filesystem::path& dir) {
   const std::filesystem::path file = dir / "config.json";
+  const std::string kind = not_regular_file(file);
+  NMT_CHECK(kind.empty(), CheckpointError, "{}: not a regular file ({}): refused rather than read",
+            file.string(), kind);
   std::ifstream in(file);
   NMT_CHECK(in.good(), CheckpointError,
             "{}: cannot read it (a transformers model directory "

@@ -9,7 +9,8 @@
 // A value whose computation we do not reproduce exactly (another activation, an embedding
 // LayerNorm, a norm placement the type does not have, untied embeddings we cannot express,
 // ...) is refused with one CheckpointError naming the file, the key and its value. Keys that
-// only shape training in transformers (encoder_layerdrop, init_std) or generation are ignored.
+// only shape training in transformers (init_std) or generation are ignored; encoder_layerdrop
+// and decoder_layerdrop are read for import-hf to warn about (fine-tuning drops no layers).
 
 #include <cstdint>
 #include <filesystem>
@@ -38,12 +39,17 @@ struct HfModelConfig {
   int64_t eos_id = 0;            ///< eos_token_id
   int64_t bos_id = -1;           ///< bos_token_id; -1 when the config has none
   int64_t decoder_start_id = 0;  ///< decoder_start_token_id (model.decoder_start names its role)
+  /// tokenizer_class: AutoTokenizer's choice where tokenizer_config.json names none; "" if absent.
+  std::string tokenizer_class;
+  double encoder_layerdrop = 0.0;  ///< encoder_layerdrop: training-only, not reproduced
+  double decoder_layerdrop = 0.0;  ///< decoder_layerdrop: training-only, not reproduced
 };
 
 /// Reads a parsed config.json; `origin` names it in errors. Throws CheckpointError.
 HfModelConfig parse_hf_config(const nlohmann::ordered_json& config, const std::string& origin);
 
-/// Reads dir/config.json. Throws CheckpointError naming the file.
+/// Reads dir/config.json (refused unread when it is not a regular file, e.g. a FIFO). Throws
+/// CheckpointError naming the file.
 HfModelConfig read_hf_config(const std::filesystem::path& dir);
 
 }  // namespace nmt::checkpoint

@@ -1,15 +1,11 @@
 #include "checkpoint/hf_weights.h"
 
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include "checkpoint/checkpoint_file.h"
+#include "checkpoint/hf_weight_files.h"
 #include "util/error.h"
 #include "util/shape.h"
 
@@ -137,7 +133,14 @@ NamedTensors from_hf_tensors(const NamedTensors& hf, const HfModelConfig& config
   NamedTensors out;
   for (const HfTensorSource& source : hf_tensor_sources(config)) {
     if (source.zeros_when_missing && find(by_name, source.parts[0][0]) == nullptr) {
-      out.emplace_back(source.name, at::zeros({config.tgt_vocab_size}));
+      // In the weights' dtype, as transformers makes the buffer in the model's.
+      at::ScalarType dtype = at::kFloat;
+      for (const auto& [name, tensor] : hf)
+        if (tensor.is_floating_point()) {
+          dtype = tensor.scalar_type();
+          break;
+        }
+      out.emplace_back(source.name, at::zeros({config.tgt_vocab_size}, at::dtype(dtype)));
       continue;
     }
     std::vector<at::Tensor> blocks;
@@ -196,43 +199,14 @@ NamedTensors to_hf_tensors(const NamedTensors& ours, const HfModelConfig& config
   return out;
 }
 
+NamedTensors read_hf_weights(const std::filesystem::path& dir, const HfModelConfig& config) {
+  return from_hf_tensors(read_hf_weight_files(dir), config, dir.string());
+}
+
 HfModel read_hf_model(const std::filesystem::path& dir) {
   HfModel model;
   model.config = read_hf_config(dir);
-  const std::filesystem::path single = dir / "model.safetensors";
-  const std::filesystem::path index = dir / "model.safetensors.index.json";
-  NamedTensors hf;
-  if (std::filesystem::exists(single)) {
-    hf = load_safetensors(single).tensors;
-  } else if (std::filesystem::exists(index)) {
-    // Sharded (save_pretrained above max_shard_size): {"weight_map": {tensor: shard file}}.
-    std::ifstream in(index);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::set<std::string> shards;
-    try {
-      const auto json = nlohmann::json::parse(text.str());
-      for (const auto& [name, file] : json.at("weight_map").items())
-        shards.insert(file.get<std::string>());
-    } catch (const nlohmann::json::exception& e) {
-      NMT_THROW(CheckpointError, "{}: expected {{\"weight_map\": {{tensor: file}}}}: {}",
-                index.string(), e.what());
-    }
-    for (const std::string& shard : shards) {
-      NMT_CHECK(std::filesystem::path(shard).filename() == shard, CheckpointError,
-                "{}: shard {} is not a file name in the directory", index.string(), shard);
-      CheckpointData part = load_safetensors(dir / shard);
-      for (auto& item : part.tensors) hf.push_back(std::move(item));
-    }
-  } else {
-    NMT_CHECK(!std::filesystem::exists(dir / "pytorch_model.bin"), CheckpointError,
-              "{}: only pytorch_model.bin, a pickle, which nmt-train does not load; write "
-              "safetensors with transformers: model.save_pretrained(dir, safe_serialization=True)",
-              dir.string());
-    NMT_THROW(CheckpointError, "{}: no model.safetensors (nor model.safetensors.index.json)",
-              dir.string());
-  }
-  model.tensors = from_hf_tensors(hf, model.config, dir.string());
+  model.tensors = read_hf_weights(dir, model.config);
   return model;
 }
 

@@ -8,9 +8,8 @@
 // The sinusoidal position tables transformers may store (embed_positions) are a function of
 // the config and are not read.
 //
-// Reading a directory: model.safetensors, or the shards model.safetensors.index.json lists.
-// A directory with only pytorch_model.bin (a pickle, which we never load) is refused with
-// one line saying how to write safetensors.
+// Reading a directory's files (model.safetensors, or the shards of
+// model.safetensors.index.json): checkpoint/hf_weight_files.h.
 
 #include <filesystem>
 #include <string>
@@ -55,6 +54,11 @@ struct HfModel {
   HfModelConfig config;  ///< from config.json
   NamedTensors tensors;  ///< our model parameters, names within the model group
 };
+
+/// Our model parameters from dir's safetensors weights, for the model `config` describes
+/// (import-hf reads config.json and checks it and the tokenizer before these). Throws
+/// CheckpointError naming the file.
+NamedTensors read_hf_weights(const std::filesystem::path& dir, const HfModelConfig& config);
 
 /// Reads dir/config.json and its safetensors weights. Throws CheckpointError naming the file.
 HfModel read_hf_model(const std::filesystem::path& dir);

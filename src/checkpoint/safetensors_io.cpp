@@ -1,6 +1,7 @@
 #include "checkpoint/safetensors_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -84,11 +85,25 @@ void read_at(int fd, const std::filesystem::path& file, void* out, size_t size, 
 }
 
 int open_for_reading(const std::filesystem::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking, so that a FIFO is refused here rather than waited on (an open for reading
+  // blocks until a writer comes); a regular file reads the same either way.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     NMT_THROW(CheckpointError, "{}: cannot open: {}", file.string(), std::strerror(errno));
   }
-  return fd;
+  FdCloser closer(fd);
+  struct stat info {};
+  NMT_CHECK(::fstat(fd, &info) == 0, CheckpointError, "{}: cannot stat: {}", file.string(),
+            std::strerror(errno));
+  NMT_CHECK(S_ISREG(info.st_mode), CheckpointError,
+            "{}: not a regular file ({}): refused rather than read", file.string(),
+            S_ISFIFO(info.st_mode)  ? "a FIFO"
+            : S_ISDIR(info.st_mode) ? "a directory"
+                                    : "a device or socket");
+  const int flags = ::fcntl(fd, F_GETFL);
+  NMT_CHECK(flags >= 0 && ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0, CheckpointError,
+            "{}: cannot make blocking: {}", file.string(), std::strerror(errno));
+  return closer.release();
 }
 
 std::string_view safetensors_dtype_name(const at::Tensor& tensor) {

@@ -85,6 +85,8 @@ Schema bind(RunConfig& c) {
   s.boolean("model.scale_embeddings", &m.scale_embeddings, "multiply embeddings by sqrt(d_model)");
   s.boolean("model.output_bias", &m.output_bias,
             "a trained bias added to the logits (MarianMT's final_logits_bias)");
+  s.boolean("model.freeze_output_bias", &m.freeze_output_bias,
+            "keep output_bias fixed in training, as transformers does (import-hf sets it)");
   s.choice("model.decoder_start", &m.decoder_start,
            {{"bos", model::DecoderStart::kBos},
             {"eos", model::DecoderStart::kEos},

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "data/hf_tokenizer_class.h"
 #include "data/hf_tokenizer_files.h"
 #include "data/hf_tokenizer_json.h"
 #include "util/error.h"
@@ -19,7 +20,6 @@ using HfJson = hf_json::Json;
 /// The keys read here, named once for the reader and its messages (the files:
 /// hf_tokenizer_files.h).
 using namespace hf_tokenizer_file;
-constexpr const char* kClassKey = "tokenizer_class";
 
 /// M2M100Tokenizer's language codes (tokenizer_config.json "language_codes"), which it puts
 /// right after vocab.json's ids in this order (transformers' FAIRSEQ_LANGUAGE_CODES).
@@ -142,22 +142,6 @@ TokenTable make_table(HfTokenizerKind kind, std::vector<std::string> tokens,
   return t;
 }
 
-HfTokenizerKind kind_of(const HfJson& config, const std::filesystem::path& dir,
-                        const std::filesystem::path& file) {
-  NMT_CHECK(config.contains(kClassKey) && config.at(kClassKey).is_string(), DataError,
-            "{}: key \"{}\" is missing: cannot tell which tokenizer this is (MarianTokenizer, "
-            "M2M100Tokenizer or NllbTokenizer expected)",
-            file.string(), kClassKey);
-  const std::string name = config.at(kClassKey).get<std::string>();
-  if (name == "MarianTokenizer") return HfTokenizerKind::kMarian;
-  if (name == "M2M100Tokenizer") return HfTokenizerKind::kM2M100;
-  if (name == "NllbTokenizer" || name == "NllbTokenizerFast") return HfTokenizerKind::kNllb;
-  throw DataError(fmt::format("{}: key \"{}\" is \"{}\": {} holds no tokenizer nmt-train reads "
-                              "(MarianTokenizer, M2M100Tokenizer or NllbTokenizer)",
-                              file.string(), kClassKey, name, dir.string()),
-                  {__FILE__, __LINE__});
-}
-
 /// NLLB's ids over its model: fairseq's four specials, then every piece but the model's own
 /// <unk>, <s>, </s> (ids 0-2) one up.
 std::vector<std::string> nllb_tokens(const std::string& spm_bytes,
@@ -174,29 +158,35 @@ std::vector<std::string> nllb_tokens(const std::string& spm_bytes,
 
 }  // namespace
 
-HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vocab_size) {
+HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, const HfTokenizerModel& model) {
   const std::filesystem::path config_file = dir / kTokenizerConfig;
-  const HfJson config = hf_json::read_json(config_file);
+  // AutoTokenizer reads a directory without tokenizer_config.json with the defaults of the
+  // class config.json's model_type names; without a model_type there is nothing to go by.
+  const bool config_absent = !model.model_type.empty() &&
+                             !std::filesystem::exists(std::filesystem::symlink_status(config_file));
+  const HfJson config = config_absent ? HfJson::object() : hf_json::read_json(config_file);
   NMT_CHECK(config.is_object(), DataError, "{}: expected an object, found {}", config_file.string(),
             config.type_name());
   HfTokenizer out;
-  out.kind = kind_of(config, dir, config_file);
+  out.kind = hf_tokenizer_class(config, model, dir, config_file);
   std::map<int32_t, AddedToken> added = hf_json::added_tokens(config, config_file);
   std::filesystem::path added_file = config_file;
-  auto side = [&](std::vector<std::string> tokens, const std::filesystem::path& model,
-                  const std::string& spm_bytes) {
+  // Each side padded to its own table's rows (Marian's separate vocabularies differ in size).
+  auto side = [&](std::vector<std::string> tokens, const std::filesystem::path& spm_file,
+                  const std::string& spm_bytes, int64_t rows, const char* what,
+                  const char* rows_key) {
     std::set<int32_t> special;
     add_tokens(added, &tokens, &special, added_file);
-    NMT_CHECK(model_vocab_size == 0 || static_cast<int64_t>(tokens.size()) <= model_vocab_size,
-              DataError, "{}: the tokenizer has {} ids, more than the model's vocab_size {}",
-              dir.string(), tokens.size(), model_vocab_size);
-    while (static_cast<int64_t>(tokens.size()) < model_vocab_size) {
+    NMT_CHECK(rows == 0 || static_cast<int64_t>(tokens.size()) <= rows, DataError,
+              "{}: the tokenizer's {} side has {} ids, more than the model's {} (config.json's {})",
+              dir.string(), what, tokens.size(), rows, rows_key);
+    while (static_cast<int64_t>(tokens.size()) < rows) {
       special.insert(static_cast<int32_t>(tokens.size()));
       tokens.push_back(fmt::format("<nmt-unused-{}>", tokens.size()));
     }
     const TokenTable table =
         make_table(out.kind, std::move(tokens), std::move(special), config, config_file);
-    return Vocab::from_hf(table, spm_bytes, model.string());
+    return Vocab::from_hf(table, spm_bytes, spm_file.string());
   };
   switch (out.kind) {
     case HfTokenizerKind::kMarian: {
@@ -204,9 +194,11 @@ HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vo
           hf_json::optional_boolean(config, "separate_vocabs", false, config_file);
       const std::vector<std::string> source_tokens = hf_json::tokens_by_id(dir / kVocabJson);
       out.vocab.src =
-          side(source_tokens, dir / kMarianSource, hf_json::read_file(dir / kMarianSource));
+          side(source_tokens, dir / kMarianSource, hf_json::read_file(dir / kMarianSource),
+               model.src_rows, "source", "vocab_size");
       out.vocab.tgt = side(separate ? hf_json::tokens_by_id(dir / kTargetVocabJson) : source_tokens,
-                           dir / kMarianTarget, hf_json::read_file(dir / kMarianTarget));
+                           dir / kMarianTarget, hf_json::read_file(dir / kMarianTarget),
+                           model.tgt_rows, "target", "decoder_vocab_size");
       break;
     }
     case HfTokenizerKind::kM2M100: {
@@ -217,7 +209,8 @@ HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vo
       const std::vector<std::string_view> codes = m2m100_language_codes(config, config_file);
       for (size_t i = 0; i < codes.size(); ++i)
         added[first_code + static_cast<int32_t>(i)] = {fmt::format("__{}__", codes[i]), true};
-      out.vocab.src = side(std::move(tokens), dir / kBpeModel, spm);
+      out.vocab.src =
+          side(std::move(tokens), dir / kBpeModel, spm, model.src_rows, "source", "vocab_size");
       out.vocab.tgt = out.vocab.src;
       break;
     }
@@ -252,7 +245,8 @@ HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vo
                                           (dir / kBpeModel).string());
       added = hf_json::added_tokens_of_json(json, dir / kTokenizerJson);
       added_file = dir / kTokenizerJson;
-      out.vocab.src = side(std::move(tokens), dir / kBpeModel, spm);
+      out.vocab.src =
+          side(std::move(tokens), dir / kBpeModel, spm, model.src_rows, "source", "vocab_size");
       out.vocab.tgt = out.vocab.src;
       break;
     }

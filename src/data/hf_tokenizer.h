@@ -24,6 +24,7 @@
 
 #include <filesystem>
 
+#include "data/hf_tokenizer_class.h"
 #include "data/token_table.h"
 #include "data/vocab.h"
 
@@ -36,12 +37,14 @@ struct HfTokenizer {
   Vocabularies vocab;
 };
 
-/// Reads the tokenizer files of a Hugging Face model directory. `model_vocab_size` (the
-/// model's config.json vocab_size; 0: the tokenizer's) may exceed the tokenizer's ids (NLLB-200:
-/// 256206 rows for 256204 tokens): the rows above get placeholder special tokens, which text
-/// never produces and decode drops. Throws DataError naming the file and key when one is
-/// missing, unreadable, of another type or tokenizer class, or inconsistent (a special token
-/// absent from the ids, ids with gaps or past int32, more ids than `model_vocab_size`).
-HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, int64_t model_vocab_size = 0);
+/// Reads the tokenizer files of a Hugging Face model directory, of the class AutoTokenizer
+/// would load (data/hf_tokenizer_class.h; `model` is what config.json says). A side may have
+/// fewer ids than its table's rows (`model.src_rows`, `model.tgt_rows`; 0: the tokenizer's):
+/// NLLB-200 has 256206 rows for 256204 tokens, and the rows above get placeholder special
+/// tokens, which text never produces and decode drops. Throws DataError naming the file and key
+/// when one is missing, unreadable or not a regular file, of another type or tokenizer class,
+/// or inconsistent (a special token absent from the ids, ids with gaps or past int32, more ids
+/// than the side's rows).
+HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, const HfTokenizerModel& model = {});
 
 }  // namespace nmt::data

@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "util/error.h"
+#include "util/file_kind.h"
 
 namespace nmt::data::hf_json {
 namespace {
@@ -31,6 +32,10 @@ bool special_flag(const Json& token, const std::string& key_path,
 }  // namespace
 
 std::string read_file(const std::filesystem::path& file) {
+  // Checked before opening: an ifstream on a FIFO waits for a writer.
+  const std::string kind = not_regular_file(file);
+  NMT_CHECK(kind.empty(), DataError, "{}: not a regular file ({}): refused rather than read",
+            file.string(), kind);
   std::ifstream in(file, std::ios::binary);
   NMT_CHECK(in.good(), DataError, "{}: cannot read the file (a Hugging Face tokenizer needs it)",
             file.string());

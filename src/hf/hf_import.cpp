@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -11,11 +12,13 @@
 #include "checkpoint/checkpoint_tools.h"
 #include "checkpoint/hf_weights.h"
 #include "checkpoint/run_metadata.h"
+#include "checkpoint/safetensors_io.h"
 #include "checkpoint/tensor_groups.h"
 #include "config/run_config.h"
 #include "data/hf_tokenizer.h"
 #include "data/lang_tags.h"
 #include "data/vocab.h"
+#include "hf/hf_import_checks.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/output_guard.h"
@@ -53,35 +56,6 @@ void check_output(const HfImportOptions& options) {
             output.string(), kImportedFrom);
 }
 
-/// config.json and the tokenizer must agree on the ids the model was trained with: a
-/// directory whose files come from two models would otherwise import and translate badly.
-void check_ids(const checkpoint::HfModelConfig& config, const data::Vocabularies& vocab,
-               const std::filesystem::path& dir) {
-  const std::string file = (dir / "config.json").string();
-  const auto check = [&](const char* key, int64_t model_id, int64_t tokenizer_id,
-                         const char* token) {
-    NMT_CHECK(model_id == tokenizer_id, CheckpointError,
-              "{}: {} is {}, but the tokenizer in {} has {} at id {}: the config and the "
-              "tokenizer files are not of one model",
-              file, key, model_id, dir.string(), token, tokenizer_id);
-  };
-  check("pad_token_id", config.pad_id, vocab.src.pad_id(), "its pad token");
-  check("pad_token_id", config.pad_id, vocab.tgt.pad_id(), "its target pad token");
-  check("eos_token_id", config.eos_id, vocab.tgt.eos_id(), "its eos token");
-  const int64_t start = model::decoder_start_id(config.model.decoder_start, vocab.tgt.bos_id(),
-                                                vocab.tgt.eos_id(), vocab.tgt.pad_id());
-  check("decoder_start_token_id", config.decoder_start_id, start, "the decoder start token");
-  const auto check_size = [&](const char* key, int64_t rows, const data::Vocab& side,
-                              const char* what) {
-    NMT_CHECK(rows == side.size(), CheckpointError,
-              "{}: {} is {}, but the tokenizer in {} has {} {} ids", file, key, rows, dir.string(),
-              side.size(), what);
-  };
-  check_size("vocab_size", config.src_vocab_size, vocab.src, "source");
-  check_size(config.type == checkpoint::HfModelType::kMarian ? "decoder_vocab_size" : "vocab_size",
-             config.tgt_vocab_size, vocab.tgt, "target");
-}
-
 /// The run config a fine-tuning config starts from: the directory's architecture, its
 /// vocabulary's shape, and the directory as where the parameters came from.
 config::RunConfig stored_config(const checkpoint::HfModelConfig& model,
@@ -90,6 +64,8 @@ config::RunConfig stored_config(const checkpoint::HfModelConfig& model,
   c.model = model.model;
   c.data.joint_vocab = vocab.joint;
   c.data.vocab_size = std::clamp<int64_t>(vocab.src.size(), 16, int64_t{1} << 20);
+  // Sentences of max_len tokens and two more (bos/eos) must fit the positions, as training checks.
+  c.data.max_len = std::min(c.data.max_len, model.model.max_positions - 2);
   c.train.init_from = std::filesystem::absolute(dir).lexically_normal().string();
   return c;
 }
@@ -105,6 +81,28 @@ std::string model_section(const std::string& yaml) {
   return yaml.substr(begin, end == std::string::npos ? std::string::npos : end + 1 - begin);
 }
 
+/// The dtypes of the weights as stored (import-hf keeps them): by safetensors name, counted.
+struct WeightDtypes {
+  std::map<std::string, int64_t> counts;  ///< "F16" -> tensors
+  std::string summary;                    ///< the one dtype, or "mixed"
+  std::string described;                  ///< for the log: "F16", "mixed (120 F16, 1 F32)"
+};
+
+WeightDtypes weight_dtypes(const checkpoint::NamedTensors& tensors) {
+  WeightDtypes out;
+  for (const auto& [name, tensor] : tensors)
+    ++out.counts[std::string(checkpoint::safetensors_dtype_name(tensor))];
+  out.summary = out.counts.size() == 1 ? out.counts.begin()->first : "mixed";
+  out.described = out.summary;
+  if (out.counts.size() > 1) {
+    std::vector<std::string> parts;
+    for (const auto& [dtype, count] : out.counts)
+      parts.push_back(fmt::format("{} {}", count, dtype));
+    out.described += fmt::format(" ({})", fmt::join(parts, ", "));
+  }
+  return out;
+}
+
 }  // namespace
 
 ImportSummary import_hf_model(const HfImportOptions& options) {
@@ -112,11 +110,20 @@ ImportSummary import_hf_model(const HfImportOptions& options) {
   const std::filesystem::path& hf_dir = options.hf_dir;
   const std::filesystem::path& output = options.output;
   check_output(options);
-  // Everything is read and checked before anything is written.
-  checkpoint::HfModel model = checkpoint::read_hf_model(hf_dir);
-  data::HfTokenizer tokenizer = data::load_hf_tokenizer(hf_dir, model.config.src_vocab_size);
+  // Everything is read and checked before anything is written; config.json and the tokenizer
+  // before the weights, which may take minutes to read.
+  checkpoint::HfModel model;
+  model.config = checkpoint::read_hf_config(hf_dir);
+  check_config_bounds(model.config, hf_dir);
+  const data::HfTokenizerModel tokenizer_model{
+      std::string(checkpoint::hf_model_type_name(model.config.type)), model.config.tokenizer_class,
+      model.config.src_vocab_size, model.config.tgt_vocab_size};
+  data::HfTokenizer tokenizer = data::load_hf_tokenizer(hf_dir, tokenizer_model);
   const data::Vocabularies& vocab = tokenizer.vocab;
   check_ids(model.config, vocab, hf_dir);
+  warn_unreproduced(model.config, hf_dir);
+  model.tensors = checkpoint::read_hf_weights(hf_dir, model.config);
+  const WeightDtypes dtypes = weight_dtypes(model.tensors);
 
   const config::RunConfig config = stored_config(model.config, vocab, hf_dir);
   checkpoint::RunMetadata meta;
@@ -150,6 +157,8 @@ ImportSummary import_hf_model(const HfImportOptions& options) {
   summary.model_type = type;
   summary.tokenizer = std::string(data::hf_tokenizer_name(tokenizer.kind));
   summary.parameters = checkpoint::model_parameter_count(data);
+  summary.dtype = dtypes.summary;
+  summary.dtypes = dtypes.counts;
   summary.src_vocab_size = vocab.src.size();
   summary.tgt_vocab_size = vocab.tgt.size();
   summary.joint_vocab = vocab.joint;
@@ -157,12 +166,12 @@ ImportSummary import_hf_model(const HfImportOptions& options) {
   summary.model_yaml = model_section(meta.config);
   log::info(
       "ckpt",
-      "imported {} ({} model, {} tokenizer{}) into {}: {} parameters, vocabulary "
-      "{}{}",
+      "imported {} ({} model, {} tokenizer{}) into {}: {} parameters stored as {} "
+      "(fine-tuning trains them in F32), vocabulary {}{}",
       hf_dir.string(), type, summary.tokenizer,
       summary.languages.empty() ? std::string()
                                 : fmt::format(", {} language codes", summary.languages.size()),
-      output.string(), summary.parameters, summary.src_vocab_size,
+      output.string(), summary.parameters, dtypes.described, summary.src_vocab_size,
       summary.joint_vocab ? std::string(" (joint)") : fmt::format("+{}", summary.tgt_vocab_size));
   return summary;
 }
@@ -173,6 +182,8 @@ std::string import_summary_json(const ImportSummary& summary) {
   j["model_type"] = summary.model_type;
   j["tokenizer"] = summary.tokenizer;
   j["parameters"] = summary.parameters;
+  j["dtype"] = summary.dtype;
+  j["dtypes"] = summary.dtypes;
   j["src_vocab_size"] = summary.src_vocab_size;
   j["tgt_vocab_size"] = summary.tgt_vocab_size;
   j["joint_vocab"] = summary.joint_vocab;

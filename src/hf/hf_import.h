@@ -7,7 +7,9 @@
 // (checkpoint/hf_config.h, data/hf_tokenizer.h), and nothing is written.
 //
 // The checkpoint holds:
-//   model.*        the weights as the directory stores them (dtypes kept; checkpoint/hf_weights.h)
+//   model.*        the weights as the directory stores them (dtypes kept, F16 and BF16 too:
+//                  the summary says which; fine-tuning and nmt-translate copy them into F32
+//                  parameters; checkpoint/hf_weights.h)
 //   vocabulary.*   the tokenizer's two sides, each a SentencePiece model with the tokenizer's ids
 //                  (Vocab::serialized(); one tensor when both sides are alike)
 //   metadata       step 0; "config": a run config whose model section is the directory's
@@ -19,6 +21,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,15 +29,17 @@ namespace nmt::hf {
 
 /// What import_hf_model wrote, for nmt-ckpt's JSON answer.
 struct ImportSummary {
-  std::filesystem::path output;        ///< the checkpoint file
-  std::string model_type;              ///< "marian" or "m2m_100"
-  std::string tokenizer;               ///< "marian", "m2m100" or "nllb"
-  int64_t parameters = 0;              ///< elements over the model's tensors
-  int64_t src_vocab_size = 0;          ///< ids of the source side
-  int64_t tgt_vocab_size = 0;          ///< ids of the target side
-  bool joint_vocab = true;             ///< one vocabulary tensor for both sides
-  std::vector<std::string> languages;  ///< languages with a code; empty: not multilingual
-  std::string model_yaml;              ///< the model section of the stored config, as YAML
+  std::filesystem::path output;  ///< the checkpoint file
+  std::string model_type;        ///< "marian" or "m2m_100"
+  std::string tokenizer;         ///< "marian", "m2m100" or "nllb"
+  int64_t parameters = 0;        ///< elements over the model's tensors
+  std::string dtype;             ///< the weights' dtype as stored ("F32", "F16", "BF16", "mixed")
+  std::map<std::string, int64_t> dtypes;  ///< tensors of each dtype stored
+  int64_t src_vocab_size = 0;             ///< ids of the source side
+  int64_t tgt_vocab_size = 0;             ///< ids of the target side
+  bool joint_vocab = true;                ///< one vocabulary tensor for both sides
+  std::vector<std::string> languages;     ///< languages with a code; empty: not multilingual
+  std::string model_yaml;                 ///< the model section of the stored config, as YAML
 };
 
 /// What import_hf_model reads and writes.

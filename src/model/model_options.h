@@ -38,6 +38,9 @@ struct ModelOptions {
   TiedEmbeddings tie_embeddings = TiedEmbeddings::kAll;  ///< embedding weight sharing
   bool scale_embeddings = true;          ///< multiply embeddings by sqrt(d_model)
   bool output_bias = false;  ///< a trained bias [tgt_vocab] added to the logits (Marian's)
+  /// Keeps output_bias fixed in training (transformers' final_logits_bias is a buffer, never
+  /// trained); import-hf sets it for MarianMT.
+  bool freeze_output_bias = false;
   DecoderStart decoder_start = DecoderStart::kBos;  ///< token fed first to the decoder
 };
 

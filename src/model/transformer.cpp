@@ -70,9 +70,10 @@ TransformerImpl::TransformerImpl(const ModelOptions& options, int64_t src_vocab_
                              std::pow(static_cast<double>(options.d_model), -0.5));
   }
   if (options.output_bias) {
-    // A parameter, as Marian trains it (transformers keeps it as a fixed buffer,
-    // final_logits_bias): fine-tuning an imported model goes on training it.
-    output_bias_ = register_parameter("output_bias", at::zeros({tgt_vocab_size}));
+    // A parameter, as Marian trains it, saved and loaded with the others; frozen, it takes no
+    // gradient (transformers keeps final_logits_bias as a fixed buffer).
+    output_bias_ = register_parameter("output_bias", at::zeros({tgt_vocab_size}),
+                                      /*requires_grad=*/!options.freeze_output_bias);
   }
 }
 

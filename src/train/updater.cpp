@@ -94,9 +94,13 @@ Updater::Updater(UpdaterSetup setup) : s_(std::make_unique<State>()) {
   s_->model = model::Transformer(u.model, u.src_vocab_size, u.tgt_vocab_size, u.pad_id);
   s_->model->to(u.device);
   at::manual_seed(static_cast<uint64_t>(u.train.seed) * 1000003u + static_cast<uint64_t>(u.rank) + 1);
-  NamedTensors named;
+  NamedTensors named, trained;
   for (const auto& item : s_->model->named_parameters()) named.emplace_back(item.key(), item.value());
-  s_->optimizer = make_optimizer(named, u.train);
+  // A frozen parameter (model.freeze_output_bias) is averaged and saved, never stepped: AdamW's
+  // weight decay would move it even with a zero gradient.
+  for (const auto& entry : named)
+    if (entry.second.requires_grad()) trained.push_back(entry);
+  s_->optimizer = make_optimizer(trained, u.train);
   for (const auto& [name, tensor] : named) s_->params.push_back(tensor);
   s_->scaler = std::make_unique<amp::DynamicLossScaler>(u.amp, u.device,
                                                          u.amp.mode == amp::AmpMode::kFp16);
@@ -177,6 +181,7 @@ UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
   std::vector<at::Tensor> grads;
   grads.reserve(s.params.size());
   for (at::Tensor& p : s.params) {
+    if (!p.requires_grad()) continue;  // frozen: no gradient, no step
     // A parameter no batch reached (e.g. all ranks empty) gets a zero gradient.
     if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
     grads.push_back(p.grad());

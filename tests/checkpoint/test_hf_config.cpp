@@ -157,3 +157,38 @@ TEST_CASE("config values of the wrong JSON type are named with what was expected
   j.erase("model_type");
   CHECK_THROWS_WITH(parse_hf_config(j, "config.json"), "config.json: no key \"model_type\"");
 }
+
+TEST_CASE("config.json as the 2020-2022 conversions wrote it still reads", "[hf]") {
+  // OPUS-MT's keys of the day (labels, generation settings, add_bias_logits false beside the
+  // stored final_logits_bias), and M2M100-418M's (layerdrop 0.05, beams, early stopping).
+  Json marian = opus_mt_config();
+  const Json old_keys = Json::parse(R"({
+        "_name_or_path": "/tmp/Helsinki-NLP/opus-mt-en-de", "_num_labels": 3,
+        "classif_dropout": 0.0, "classifier_dropout": 0.0, "extra_pos_embeddings": 58101,
+        "gradient_checkpointing": false, "id2label": {"0": "LABEL_0", "1": "LABEL_1"},
+        "label2id": {"LABEL_0": 0, "LABEL_1": 1}, "max_length": 512, "num_beams": 4,
+        "output_past": true, "tokenizer_class": "MarianTokenizer"})");
+  for (const auto& [key, value] : old_keys.items()) marian[key] = value;
+  const HfModelConfig c = parse_hf_config(marian, "config.json");
+  CHECK(c.model.output_bias);
+  CHECK(c.model.d_model == 512);
+  CHECK(c.tokenizer_class == "MarianTokenizer");
+  const Json m2m = Json::parse(R"({
+    "_name_or_path": "hf_models/m2m100_418M", "activation_dropout": 0.0,
+    "activation_function": "relu", "architectures": ["M2M100ForConditionalGeneration"],
+    "attention_dropout": 0.1, "bos_token_id": 0, "d_model": 1024, "decoder_attention_heads": 16,
+    "decoder_ffn_dim": 4096, "decoder_layerdrop": 0.05, "decoder_layers": 12,
+    "decoder_start_token_id": 2, "dropout": 0.1, "early_stopping": true,
+    "encoder_attention_heads": 16, "encoder_ffn_dim": 4096, "encoder_layerdrop": 0.05,
+    "encoder_layers": 12, "eos_token_id": 2, "gradient_checkpointing": false, "init_std": 0.02,
+    "is_encoder_decoder": true, "max_length": 200, "max_position_embeddings": 1024,
+    "model_type": "m2m_100", "num_beams": 5, "num_hidden_layers": 12, "pad_token_id": 1,
+    "scale_embedding": true, "transformers_version": "4.4.0.dev0", "use_cache": true,
+    "vocab_size": 128112})");
+  const HfModelConfig m = parse_hf_config(m2m, "config.json");
+  CHECK(m.type == HfModelType::kM2m100);
+  CHECK(m.model.encoder_layers == 12);
+  CHECK(m.encoder_layerdrop == 0.05);  // read for import-hf's warning
+  CHECK(m.decoder_layerdrop == 0.05);
+  CHECK(m.tokenizer_class.empty());
+}

@@ -17,6 +17,7 @@
 #include "data/language_codes.h"
 #include "data/prepare.h"
 #include "data_fixture.h"
+#include "hf_tokenizer_fixture.h"
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
@@ -24,34 +25,10 @@ using nmt::data::HfTokenizerKind;
 using nmt::data::load_hf_tokenizer;
 using nmt::data::Vocab;
 using Json = nlohmann::ordered_json;
+using nmt::test::pieces_of;
+using nmt::test::train_model;
 
 namespace {
-
-/// A SentencePiece model with SentencePiece's default specials (<unk> 0, <s> 1, </s> 2), as
-/// Hugging Face's models have, trained on the first lines of a shipped file.
-std::string train_model(const nmt::test::TempDir& dir, const std::string& shipped,
-                        const std::string& name, const std::string& type) {
-  const auto corpus = nmt::test::head_of(dir, shipped, name + ".txt", 2000);
-  const std::string prefix = (dir.path() / name).string();
-  const auto status = sentencepiece::SentencePieceTrainer::Train(
-      "--input=" + corpus.string() + " --model_prefix=" + prefix +
-      " --vocab_size=300 --character_coverage=1.0 --num_threads=1 --minloglevel=2"
-      " --model_type=" +
-      type);
-  if (!status.ok()) throw std::runtime_error("training SentencePiece: " + status.ToString());
-  std::ifstream in(prefix + ".model", std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-/// The ordinary pieces of a model, in id order.
-std::vector<std::string> pieces_of(const std::string& model) {
-  sentencepiece::SentencePieceProcessor sp;
-  REQUIRE(sp.LoadFromSerializedProto(model).ok());
-  std::vector<std::string> pieces;
-  for (int i = 0; i < sp.GetPieceSize(); ++i)
-    if (!sp.IsUnknown(i) && !sp.IsControl(i)) pieces.push_back(sp.IdToPiece(i));
-  return pieces;
-}
 
 Json added(const std::vector<std::pair<int, std::string>>& tokens) {
   Json out = Json::object();
@@ -165,12 +142,13 @@ TEST_CASE("an NLLB directory has fairseq's ids: the model's one up, specials 0-3
   CHECK(vocab.is_control(*vocab.piece_id("<mask>")));
   CHECK(vocab.is_control(*vocab.piece_id("deu_Latn")));
   // A model with more rows than tokens (NLLB-200: two): placeholders, special, dropped.
-  const Vocab padded = load_hf_tokenizer(nllb.dir.path(), vocab.size() + 2).vocab.src;
+  const auto rows = [](int64_t n) { return nmt::data::HfTokenizerModel{"", "", n, n}; };
+  const Vocab padded = load_hf_tokenizer(nllb.dir.path(), rows(vocab.size() + 2)).vocab.src;
   CHECK(padded.size() == vocab.size() + 2);
   CHECK(padded.is_control(static_cast<int32_t>(vocab.size() + 1)));
   CHECK(padded.decode({100, static_cast<int32_t>(vocab.size())}) == vocab.decode({100}));
-  CHECK_THROWS_WITH(load_hf_tokenizer(nllb.dir.path(), vocab.size() - 1),
-                    Contains("more than the model's vocab_size"));
+  CHECK_THROWS_WITH(load_hf_tokenizer(nllb.dir.path(), rows(vocab.size() - 1)),
+                    Contains("more than the model's") && Contains("config.json's vocab_size"));
 }
 
 TEST_CASE("a Marian directory encodes each side with its own model, ids from one vocab.json",

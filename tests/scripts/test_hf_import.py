@@ -40,6 +40,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_hf_tokenizer as tokenizers  # noqa: E402  (the tokenizer builders, shared)
+import hf_import_dirs as dirs  # noqa: E402  (directories as users get them)
 from hf_import_checks import (MAX_LEN_B, ct2_translations, refusals,  # noqa: E402
                               round_trip, run)
 
@@ -54,6 +55,8 @@ VARIANTS = {
     "m2m100": ("m2m100", "m2m100", ("en", "de")),
     "nllb": ("nllb", "m2m100", ("en", "de")),
 }
+# Directories as users get them (hf_import_dirs.py), each made from one of the above.
+VARIANTS.update({name: VARIANTS[base] for name, base in dirs.DIR_VARIANTS.items()})
 
 
 def build_marian_bilingual(spm, transformers, work, en, de):
@@ -88,7 +91,13 @@ def make_model(kind, tok, out_dir):
     torch.manual_seed(1234)
     pad, eos = tok.pad_token_id, tok.eos_token_id
     if kind == "marian":
-        config = transformers.MarianConfig(decoder_vocab_size=vocab, pad_token_id=pad,
+        # A MarianTokenizer with separate_vocabs: the decoder's table is the target's.
+        target = (getattr(tok, "target_encoder", None)
+                  if getattr(tok, "separate_vocabs", False) else None)
+        if target is not None:
+            common["share_encoder_decoder_embeddings"] = False
+        config = transformers.MarianConfig(decoder_vocab_size=len(target) if target else vocab,
+                                           pad_token_id=pad,
                                            eos_token_id=eos, decoder_start_token_id=pad,
                                            forced_eos_token_id=None, activation_function="swish",
                                            **common)
@@ -185,11 +194,9 @@ def has_key(record, word):
     return isinstance(record, list) and any(has_key(v, word) for v in record)
 
 
-def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, work):
-    """Fine-tuning from the import with what runs of ours have (moving average, validation
-    with BLEU, TensorBoard): an update at lr 0 keeps the imported parameters; 3 updates straight
-    and 2 + a resume to 3 give bitwise the same checkpoint; the run translates, and exported
-    generates as nmt-translate does."""
+def fine_tune_config(checkpoint, summary, tgt_lang, work):
+    """The YAML of a fine-tuning run from the import (its model section from import-hf's answer;
+    a moving average, validation with BLEU, TensorBoard), written into work."""
     data = os.path.join(REPO, "data")
     yaml = [summary["model_yaml"].rstrip("\n"), "data:",
             f"  joint_vocab: {str(summary['joint_vocab']).lower()}",
@@ -213,6 +220,15 @@ def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, wor
     config = os.path.join(work, "finetune.yaml")
     with open(config, "w", encoding="utf-8") as f:
         f.write("\n".join(yaml) + "\n")
+    return config
+
+
+def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, work):
+    """Fine-tuning from the import with what runs of ours have (moving average, validation
+    with BLEU, TensorBoard): an update at lr 0 keeps the imported parameters; 3 updates straight
+    and 2 + a resume to 3 give bitwise the same checkpoint; the run translates, and exported
+    generates as nmt-translate does."""
+    config = fine_tune_config(checkpoint, summary, tgt_lang, work)
     train, ckpt = os.path.join(bin_dir, "nmt-train"), os.path.join(bin_dir, "nmt-ckpt")
 
     def step_file(run_dir, step):
@@ -238,6 +254,13 @@ def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, wor
     if subprocess.run([ckpt, "diff", checkpoint, step_file(straight, 3)],
                       capture_output=True).returncode == 0:
         sys.exit("three updates at lr 0.001 left the parameters unchanged")
+    # MarianMT's final_logits_bias is a buffer in transformers: fine-tuning keeps it fixed.
+    import torch
+    from safetensors.torch import load_file
+    bias = [load_file(f).get("model.output_bias") for f in (checkpoint, step_file(straight, 3))]
+    if bias[0] is not None and not torch.equal(bias[0], bias[1]):
+        sys.exit("fine-tuning changed the output bias (final_logits_bias), which transformers "
+                 "keeps fixed")
     with open(os.path.join(straight, "metrics.jsonl"), encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]
     events = [n for _, _, names in os.walk(straight) for n in names if "tfevents" in n]
@@ -290,7 +313,9 @@ def main():
     os.makedirs(work)
     en = tokenizers.read_lines("ddtp.en-de.train.en.gz", 3000)
     de = tokenizers.read_lines("ddtp.en-de.train.de.gz", 3000)
-    build = build_marian_bilingual if a.variant == "marian" else tokenizers.BUILD[kind]
+    build = (dirs.build_marian_separate if a.variant == "marian_separate" else
+             build_marian_bilingual if VARIANTS[a.variant] == VARIANTS["marian"] else
+             tokenizers.BUILD[kind])
     built = build(spm, transformers, work, en[:2000], de[:2000])
     model_dir = os.path.join(work, "hf")
     built.save_pretrained(model_dir)
@@ -298,13 +323,17 @@ def main():
         shutil.copy(os.path.join(work, "spm", "sentencepiece.bpe.model"), model_dir)
     tok = transformers.AutoTokenizer.from_pretrained(model_dir)
     model, config = make_model(kind, tok, model_dir)
+    if a.variant in dirs.DIR_VARIANTS:
+        tok, model, config = dirs.make_dir_variant(a.variant, model_dir)
 
     if a.refusals:
         refusals(a.bin, model_dir, work)
+        dirs.dir_refusals(a.bin, model_dir, work)
         return
     checkpoint = os.path.join(work, "imported.safetensors")
-    summary = json.loads(run([os.path.join(a.bin, "nmt-ckpt"), "import-hf", model_dir, "-o",
-                              checkpoint]).stdout)
+    imported = run([os.path.join(a.bin, "nmt-ckpt"), "import-hf", model_dir, "-o", checkpoint])
+    summary = json.loads(imported.stdout)
+    dirs.check_summary(a.variant, summary, imported.stderr)
     print(f"transformers {transformers.__version__}, {type(tok).__name__}: imported "
           f"{summary['parameters']} parameters, vocabulary {summary['src_vocab_size']}, "
           f"{len(summary['languages'])} languages")
@@ -312,6 +341,10 @@ def main():
     # Corpus lines of up to 100 source tokens (the model's 256 positions hold them).
     lines += [line for line in en[2000:] + de[2000:]
               if line.strip() and len(tok(line)["input_ids"]) <= 100][:LINES - len(lines)]
+    if a.fine_tune and summary["dtype"] != "F32":
+        config = fine_tune_config(checkpoint, summary, tgt_lang, work)
+        dirs.master_weights(a.bin, config, checkpoint, work, run)
+        return
     if a.fine_tune:
         fine_tune(a.bin, checkpoint, summary, kind, lines[:50], src_lang, tgt_lang, work)
         return

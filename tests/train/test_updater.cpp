@@ -150,3 +150,32 @@ TEST_CASE("update_freq 2 over two halves of a batch equals update_freq 1 over th
   // ... while half the batch is another update: the comparison can tell.
   CHECK_FALSE(all_close(gradients(half), gradients(single), 1e-4, 1e-6));
 }
+
+TEST_CASE("a frozen output bias is never stepped, and the other parameters are", "[train]") {
+  // transformers keeps MarianMT's final_logits_bias fixed (a buffer); before
+  // model.freeze_output_bias, fine-tuning an import trained it. AdamW, whose weight decay would
+  // move even a parameter without gradient.
+  UpdaterSetup setup = tiny_setup();
+  setup.model.output_bias = true;
+  setup.model.freeze_output_bias = true;
+  setup.train.optimizer = nmt::train::Optimizer::kAdamW;
+  setup.train.weight_decay = 0.1;
+  Updater u(setup);
+  at::Tensor bias;
+  for (const auto& item : u.model()->named_parameters())
+    if (item.key() == "output_bias") bias = item.value();
+  REQUIRE(bias.defined());
+  {
+    at::NoGradGuard no_grad;
+    bias.fill_(0.25);
+  }
+  const std::vector<at::Tensor> before = parameters(u);
+  int calls = 0;
+  IntervalStats interval = IntervalStats::zero(c10::Device(c10::kCPU));
+  u.update(1, source({batch_of(4)}, &calls), interval, true);
+  CHECK(at::equal(bias, at::full({kVocab}, 0.25)));
+  const std::vector<at::Tensor> after = parameters(u);
+  int64_t moved = 0;
+  for (size_t i = 0; i < after.size(); ++i) moved += !at::equal(after[i], before[i]);
+  CHECK(moved == static_cast<int64_t>(after.size()) - 1);
+}
