@@ -202,7 +202,8 @@ Schema bind(RunConfig& c) {
   s.integer("train.patience", &t.patience, 0, kIntMax,
             "stop after this many validations without improvement of best_metric; 0: never");
   s.integer("train.threads", &t.threads, 0, 4096,
-            "intra-op CPU threads per worker; 0: cores / local workers");
+            "intra-op CPU threads per worker; 0: the CPUs this process may use, shared by the "
+            "local workers unless an outside launcher bound each to its own");
   s.boolean("train.cache_host_memory", &t.cache_host_memory,
             "keep freed CPU tensor memory of 1 MiB and more for reuse (up to a quarter of RAM) "
             "instead of returning it to the system, which page-faults it in again every step");

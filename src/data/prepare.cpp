@@ -11,7 +11,6 @@
 #include "data/lang_tags.h"
 #include "util/cpu_count.h"
 #include "util/error.h"
-#include "util/interruption.h"
 #include "util/json_text.h"
 #include "util/log.h"
 #include "util/phase_record.h"
@@ -60,9 +59,6 @@ void log_counts(const std::string& name, const TokenCacheResult& r) {
 
 PreparedData prepare_data(const DataOptions& options, const std::filesystem::path& run_dir,
                           const PrepareOptions& prepare) {
-  // Ctrl-C or SIGTERM (a time limit) while encoding stops it with its temporary files removed,
-  // then ends the process as the signal would have (util/interruption.h).
-  const InterruptionScope interruptible;
   PreparedData data;
   const auto vocab_start = Clock::now();
   data.vocab = prepare_vocabularies(options, run_dir,

@@ -41,8 +41,9 @@ struct PrepareOptions {
 };
 
 /// Trains or loads the vocabularies and builds or opens the token caches under run_dir, and
-/// logs what was read and filtered, per reason. A SIGINT or SIGTERM meanwhile stops the
-/// encoding with its temporary files removed, then ends the process as the signal would have.
+/// logs what was read and filtered, per reason. A SIGINT or SIGTERM while a cache is encoded
+/// stops the encoding with its temporary files removed, then ends the process as the signal
+/// would have (build_or_open_token_cache).
 PreparedData prepare_data(const DataOptions& options, const std::filesystem::path& run_dir,
                           const PrepareOptions& prepare);
 

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <regex>
@@ -142,22 +142,30 @@ std::vector<std::filesystem::path> remove_dead_cache_temps(const std::filesystem
                                                            bool sole_builder) {
   constexpr std::string_view kMarker = ".tmp-";
   const std::string host = host_name().value_or("localhost");
+  const auto now = std::filesystem::file_time_type::clock::now();
   std::vector<std::filesystem::path> dead, removed;  // listed first: removing changes it
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
     const size_t marker = name.find(kMarker);
     if (marker == std::string::npos || !is_token_cache_of(name.substr(0, marker), corpus)) continue;
-    if (!sole_builder) {
-      // "<host>-<pid>" or "<host>-<pid>.<part>" (host names hold '-' and '.', parts '-'):
-      // only this host's pids can be probed.
-      static const std::regex kOwner(R"(^(.*)-([0-9]{1,9})(\.[a-z-]+)?$)");
-      std::smatch owner;
-      const std::string rest = name.substr(marker + kMarker.size());
-      if (!std::regex_match(rest, owner, kOwner) || owner[1].str() != host) continue;
-      const long value = std::stol(owner[2].str());
-      if (value == ::getpid() || ::kill(static_cast<pid_t>(value), 0) == 0 || errno == EPERM)
+    // "<host>-<pid>" or "<host>-<pid>.<part>" (host names hold '-' and '.', parts '-').
+    static const std::regex kOwner(R"(^(.*)-([0-9]{1,9})(\.[a-z-]+)?$)");
+    std::smatch owner;
+    const std::string rest = name.substr(marker + kMarker.size());
+    if (std::regex_match(rest, owner, kOwner) && owner[1].str() == host) {
+      // This host's: its pid tells (this process's own are an earlier attempt's: it is called
+      // before this process writes any).
+      const long pid = std::stol(owner[2].str());
+      if (pid != ::getpid() && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM))
         continue;  // alive (EPERM: another user's)
+    } else {
+      // Another host's (or an unnamed writer's): only the lock holder may judge, and only by
+      // age, since on a file system whose locks are each host's own (Lustre's localflock, NFS
+      // with local_lock) another host may hold "the" lock too and be writing it now.
+      std::error_code time_error;
+      const auto written = std::filesystem::last_write_time(entry.path(), time_error);
+      if (!sole_builder || time_error || now - written < kStaleCacheTempAge) continue;
     }
     dead.push_back(entry.path());
   }
@@ -193,6 +201,10 @@ TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
     return result;
   }
   std::filesystem::create_directories(request.dir);
+  // Ctrl-C or SIGTERM (a time limit) from here on stops the wait or the encoding where it can
+  // clean up (the writer's destructor removes its temporary files), then ends the process as
+  // the signal would have (util/interruption.h).
+  const InterruptionScope interruptible;
   // One builder per cache on the file system that holds it: the launchers of nodes that share
   // it, or the ranks of a node under torchrun or Slurm, would otherwise encode it at once.
   // The others wait, then open what it wrote.
@@ -209,9 +221,9 @@ TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
     result.cache = std::move(*built);
     return result;
   }
-  // What an earlier builder left when it was killed (a time limit, an OOM kill, Ctrl-C
-  // before this was handled): up to twice the cache's size. Holding the lock, this process is
-  // the only builder of this corpus, so every temp of its caches is dead.
+  // What an earlier builder left when it was killed (a time limit, an OOM kill): up to twice
+  // the cache's size. This host's dead pids' go; holding the lock, so do other hosts' that
+  // nobody has written for kStaleCacheTempAge.
   for (const auto& path : remove_dead_cache_temps(request.dir, request.name, lock.held()))
     log::info("data", "removed {}, left by a build that did not finish", path.string());
   log::info("data", "encoding {} / {} into {}", request.src.string(), request.tgt.string(),
@@ -222,15 +234,14 @@ TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
   log::PhaseProgress progress("data", "encoding " + request.name, "pairs");
   const int id_bytes = std::max(vocab.src.size(), vocab.tgt.size()) <= 65536 ? 2 : 4;
   TokenCacheWriter writer(file, key, id_bytes);
-  const FilterCounts counts = encode_corpus(
-      {request.src, request.tgt, request.src_prefix, request.tgt_prefix, request.threads,
-       request.chunk_pairs},
-      vocab, options, writer,
-      [&progress, &request](int64_t read, double fraction) {
-        // Stopped here, the writer's destructor removes the temporary files.
-        check_interruption("encoding " + request.name);
-        progress.update(double(read), fraction);
-      });
+  const FilterCounts counts =
+      encode_corpus({request.src, request.tgt, request.src_prefix, request.tgt_prefix,
+                     request.threads, request.chunk_pairs},
+                    vocab, options, writer, [&progress, &request](int64_t read, double fraction) {
+                      // Stopped here, the writer's destructor removes the temporary files.
+                      check_interruption("encoding " + request.name);
+                      progress.update(double(read), fraction);
+                    });
   NMT_CHECK(writer.pairs() > 0, DataError,
             "{} / {}: no sentence pair left after filtering ({} read, {} empty, {} invalid "
             "UTF-8, {} longer than data.max_len, {} over data.max_len_ratio)",

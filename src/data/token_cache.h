@@ -9,6 +9,7 @@
 // corpus, and the launcher builds it once per node for its ranks, which map it (MAP_SHARED:
 // one copy in the page cache however many ranks read it).
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -100,9 +101,13 @@ std::string token_cache_file_name(std::string_view corpus, uint64_t key);
 /// name extends it ("web.v2.<key>.tok" is not "web"'s).
 bool is_token_cache_of(std::string_view file_name, std::string_view corpus);
 
-/// Removes the temporary files that builds of `corpus`'s caches left in dir: every one when
-/// `sole_builder` (this process holds the corpus's build lock, so no other process writes one
-/// on this file system), else only those of this host whose process is gone. Returns them.
+/// A temporary file of another host's cache build unchanged for this long is a dead build's.
+inline constexpr std::chrono::hours kStaleCacheTempAge{1};
+
+/// Removes the temporary files that builds of `corpus`'s caches left in dir: those of this
+/// host whose process is gone (or is this one: call it before this process writes any) and, when `sole_builder` (this process holds the corpus's build
+/// lock), those of other hosts (or of unnamed writers) unchanged for kStaleCacheTempAge (a
+/// file system whose flocks are each host's own gives every host "the" lock). Returns them.
 std::vector<std::filesystem::path> remove_dead_cache_temps(const std::filesystem::path& dir,
                                                            std::string_view corpus,
                                                            bool sole_builder);
@@ -111,8 +116,8 @@ std::vector<std::filesystem::path> remove_dead_cache_temps(const std::filesystem
 /// into a new one (written to a temporary file and renamed, so it is never seen half written;
 /// caches of the same name with another key are removed). One process builds a cache at a
 /// time (a lock file "<dir>/<name>.lock"): the others wait and open it. A SIGINT or SIGTERM
-/// noted by an InterruptionScope (util/interruption.h) stops the encoding with an Error, its
-/// temporary files removed.
+/// while it waits or encodes stops it with its temporary files removed, then ends the process
+/// as the signal would have (an InterruptionScope, util/interruption.h).
 TokenCacheResult build_or_open_token_cache(const TokenCacheRequest& request,
                                            const Vocabularies& vocab, const DataOptions& options);
 

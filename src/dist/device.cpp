@@ -194,6 +194,7 @@ DeviceInfo probe_devices() {
   DeviceInfo info;
   info.torch_version = TORCH_VERSION;
   info.cpu_cores = usable_cpus();  // the process's share of the machine (util/cpu_count.h)
+  info.cpus_bound_apart = cpus_bound_apart();
   info.cpu = detect_cpu_features();
 #ifdef NMT_WITH_CUDA
   info.cuda_compiled = true;

@@ -23,6 +23,9 @@ struct DeviceInfo {
   std::vector<int> cuda_capabilities;       ///< compute capability per device, major * 10 + minor
   std::string no_cuda_reason;               ///< why cuda_devices is 0, for the user
   int cpu_cores = 0;  ///< CPUs this process may use (affinity, cgroup quota: util/cpu_count.h)
+  /// This process's affinity mask is narrower than its cgroup's CPUs: a launcher bound it to
+  /// CPUs of its own (util/cpu_count.h cpus_bound_apart).
+  bool cpus_bound_apart = false;
   CpuFeatures cpu;                          ///< the CPU's bf16 units (amp.mode auto's input)
 };
 

@@ -30,6 +30,11 @@ struct LaunchOptions {
   /// Where workers write rank<R>.log; when set, a failed worker's report ends with its log's
   /// last line (a rank killed outright has often printed nothing to the console).
   std::filesystem::path log_dir;
+  /// Open file descriptors every worker keeps across exec (their close-on-exec flag cleared in
+  /// the child), e.g. the run directory's lock: a flock lasts while any process holds its open
+  /// file, so the run stays locked until the last worker has exited, also when the launcher
+  /// dies first.
+  std::vector<int> inherited_fds;
 };
 
 /// Starts nproc_per_node workers with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,

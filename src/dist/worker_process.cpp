@@ -100,8 +100,9 @@ void spawn(Worker& w, const LaunchOptions& o, int port, int restart_count, int d
     // once, and stop signals reach a worker's children too.
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != launcher) ::_exit(128 + SIGTERM);       // the launcher died before prctl
-    if (inherited_fd >= 0) ::fcntl(inherited_fd, F_SETFD, 0);  // rank 0 keeps it across exec
+    if (::getppid() != launcher) ::_exit(128 + SIGTERM);           // the launcher died before prctl
+    if (inherited_fd >= 0) ::fcntl(inherited_fd, F_SETFD, 0);      // rank 0 keeps it across exec
+    for (const int fd : o.inherited_fds) ::fcntl(fd, F_SETFD, 0);  // async-signal-safe
     ::dup2(dev_null, STDIN_FILENO);
     ::dup2(out_write.get(), STDOUT_FILENO);
     ::dup2(err_write.get(), STDERR_FILENO);

@@ -24,12 +24,18 @@
 namespace nmt::job {
 namespace {
 
-/// Intra-op threads (train.threads, else the cores shared by this node's workers), and the
-/// caching host allocator when train.cache_host_memory asks for it. Returns the threads.
-int set_up_threads(const config::RunConfig& cfg, const dist::DeviceInfo& devices, int64_t local) {
-  const int threads = cfg.train.threads > 0
-                          ? static_cast<int>(cfg.train.threads)
-                          : std::max(1, devices.cpu_cores / static_cast<int>(local));
+/// Intra-op threads (train.threads, else the CPUs shared by this node's workers, or this
+/// worker's own when an outside launcher bound it to CPUs of its own), and the caching host
+/// allocator when train.cache_host_memory asks for it. Returns the threads.
+int set_up_threads(const config::RunConfig& cfg, const dist::DeviceInfo& devices, int64_t local,
+                   const dist::WorkerEnv& worker) {
+  // Our launcher's workers inherit its mask (shared); Slurm's --cpu-bind or a taskset per rank
+  // gives each its own, which dividing again would leave a share of idle.
+  const bool own_cpus = devices.cpus_bound_apart && !worker.launched_by_us &&
+                        worker.launcher != dist::Launcher::kNone;
+  const int threads = cfg.train.threads > 0 ? static_cast<int>(cfg.train.threads)
+                      : own_cpus            ? std::max(1, devices.cpu_cores)
+                                 : std::max(1, devices.cpu_cores / static_cast<int>(local));
   at::set_num_threads(threads);
   if (cfg.train.cache_host_memory) {
     dist::HostAllocatorOptions cache;
@@ -51,7 +57,8 @@ c10::Device set_up_device(const config::RunConfig& cfg, const dist::DeviceInfo& 
   log::info("train", "device {}, {} intra-op thread(s)", device.str(), threads);
   if (cfg.amp.mode == amp::AmpMode::kFp16 && !device.is_cuda()) {
     // Measured on the tiny config, 2 threads: fp16 2.70 s a step, fp32 0.145 s, bf16 0.111 s.
-    log::warn("train", "amp.mode fp16 on CPU: LibTorch has few fast half-precision CPU kernels, "
+    log::warn("train",
+              "amp.mode fp16 on CPU: LibTorch has few fast half-precision CPU kernels, "
               "so a step takes many times longer than in fp32 or bf16 (18x on the tiny config); "
               "use bf16 on CPU");
   }
@@ -97,8 +104,8 @@ data::PreparedData prepare_rank_data(const config::RunConfig& cfg, const dist::W
                                      const std::optional<LoadedCheckpoint>& init, int threads) {
   if (communicator && worker.rank != 0) communicator->barrier();
   if (init && worker.rank == 0) install_init_vocabulary(*init, cfg);
-  data::PreparedData data = data::prepare_data(
-      cfg.data, cfg.run_dir, {threads, static_cast<uint64_t>(cfg.train.seed)});
+  data::PreparedData data =
+      data::prepare_data(cfg.data, cfg.run_dir, {threads, static_cast<uint64_t>(cfg.train.seed)});
   if (communicator && worker.rank == 0) communicator->barrier();
   return data;
 }
@@ -377,7 +384,7 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   const dist::WorkerEnv worker =
       joined ? with_host_ranks(worker_env, joined->host_ranks()) : worker_env;
   const int64_t local = local_workers(c, devices, worker);
-  const int threads = set_up_threads(c, devices, local);
+  const int threads = set_up_threads(c, devices, local, worker);
   const c10::Device device = set_up_device(c, devices, worker, threads);
   std::shared_ptr<dist::Communicator> communicator =
       connect(c, device, devices, worker, local, std::move(joined));
@@ -389,7 +396,8 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   rank.data = prepare_rank_data(c, worker, communicator.get(), rank.init, threads);
   rank.setup = make_run_setup(c, worker, device, std::move(communicator));
   if (device.is_cuda())
-    rank.setup.ranks_on_device = dist::ranks_on_device(worker.local_rank, local, devices.cuda_devices);
+    rank.setup.ranks_on_device =
+        dist::ranks_on_device(worker.local_rank, local, devices.cuda_devices);
   // One planner for the timing and the training: epoch 1 planned once (a new one only if
   // the max_tokens fit changes the budget).
   rank.setup.planner = train::train_planner(rank.setup, rank.data);

@@ -42,7 +42,8 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
   if (devices.cuda_devices == 0)
     log::info("plan", "{}: {} CPU worker(s), Gloo", devices.no_cuda_reason, workers);
   else
-    log::info("plan", "{}", dist::describe_gpu_workers(c.dist.backend, workers, devices.cuda_devices));
+    log::info("plan", "{}",
+              dist::describe_gpu_workers(c.dist.backend, workers, devices.cuda_devices));
   if (worker.launcher != dist::Launcher::kNone) {
     log::info("plan", "started by {} as rank {} of {} (local rank {}, pid {})",
               dist::launcher_name(worker.launcher), worker.rank, worker.world_size,
@@ -54,7 +55,8 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
   std::string corpora;
   for (const data::CorpusOptions& corpus : data::training_corpora(c.data)) {
     corpora += (corpora.empty() ? "" : ", ") + fmt::format("{} / {}", corpus.src, corpus.tgt);
-    if (!c.data.train.empty()) corpora += fmt::format(" ({}, weight {})", corpus.name, corpus.weight);
+    if (!c.data.train.empty())
+      corpora += fmt::format(" ({}, weight {})", corpus.name, corpus.weight);
   }
   log::info("plan", "data: {}; {} padded tokens per batch per rank, update_freq {}", corpora,
             train::describe_max_tokens(c.data), c.data.update_freq);
@@ -67,7 +69,7 @@ void log_plan(const config::RunConfig& c, const dist::DeviceInfo& devices,
 /// would not use (and delete again).
 int launch(const config::TrainCommand& command, const config::RunConfig& cfg,
            const config::RunConfig& as_run, int64_t workers, int argc, char** argv,
-           const dist::DeviceInfo& devices) {
+           const dist::DeviceInfo& devices, const RunDirLock* run_dir_lock) {
   // Before any worker starts, so that a restart after a failure early in the first attempt
   // does not resume the replaced run's checkpoints (node 0's launcher: rank 0's folder).
   if (command.node_rank == 0 && command.benchmark_steps == 0)
@@ -87,10 +89,12 @@ int launch(const config::TrainCommand& command, const config::RunConfig& cfg,
   options.max_restarts = command.max_restarts;
   options.stop_grace = std::chrono::seconds(cfg.dist.stop_grace_s);
   if (cfg.log.to_file) options.log_dir = std::filesystem::path(cfg.run_dir) / "logs";
+  // The workers share the lock: the run stays locked until the last of them has exited.
+  if (run_dir_lock && run_dir_lock->fd() >= 0) options.inherited_fds.push_back(run_dir_lock->fd());
   options.argv.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
   for (int i = 1; i < argc; ++i) options.argv.emplace_back(argv[i]);
-  log::info("launch", "{} worker(s) on node {} of {}{}", options.nproc_per_node,
-            options.node_rank, options.nnodes,
+  log::info("launch", "{} worker(s) on node {} of {}{}", options.nproc_per_node, options.node_rank,
+            options.nnodes,
             options.max_restarts ? fmt::format(", up to {} restart(s)", options.max_restarts) : "");
   return dist::launch_workers(options);
 }
@@ -126,19 +130,21 @@ int benchmark(const config::TrainCommand& command, const Rank& rank, train::RunS
 /// Trains this process's rank.
 int train_rank(Rank& rank, train::RunSummary& summary) {
   train::Trainer trainer(rank.setup, rank.data);
-  if (rank.resume) trainer.restore(rank.resume->data, rank.resume->path);
-  else if (rank.init) trainer.initialize_from(load_init_weights(*rank.init), rank.init->path);
+  if (rank.resume)
+    trainer.restore(rank.resume->data, rank.resume->path);
+  else if (rank.init)
+    trainer.initialize_from(load_init_weights(*rank.init), rank.init->path);
   rank.resume.reset();  // free the loaded tensors before training
   rank.init.reset();
   train::install_stop_handlers();
   summary = trainer.run();
-  log::info("train", "done: {} steps, epoch {}{}{}; checkpoint {}", summary.final_step,
-            summary.epoch,
-            summary.last_train_loss ? fmt::format(", last train loss {:.4f}", *summary.last_train_loss)
-                                    : std::string(),
-            summary.last_valid_loss ? fmt::format(", valid loss {:.4f}", *summary.last_valid_loss)
-                                    : std::string(),
-            summary.last_checkpoint);
+  log::info(
+      "train", "done: {} steps, epoch {}{}{}; checkpoint {}", summary.final_step, summary.epoch,
+      summary.last_train_loss ? fmt::format(", last train loss {:.4f}", *summary.last_train_loss)
+                              : std::string(),
+      summary.last_valid_loss ? fmt::format(", valid loss {:.4f}", *summary.last_valid_loss)
+                              : std::string(),
+      summary.last_checkpoint);
   return 0;
 }
 
@@ -163,8 +169,8 @@ int run_rank(const config::TrainCommand& command, const config::RunConfig& cfg,
   }
   Rank rank = set_up_rank(command, cfg, resume, devices, worker, std::move(claim));
   train::RunSummary summary;
-  const int code = kind == RunKind::kBenchmark ? benchmark(command, rank, summary)
-                                               : train_rank(rank, summary);
+  const int code =
+      kind == RunKind::kBenchmark ? benchmark(command, rank, summary) : train_rank(rank, summary);
   if (rank.setup.rank != 0) return code;
   // The fields every kind of run has are the job's (run_summary.h); the rest came from the
   // trainer or the benchmark above.
@@ -224,8 +230,9 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   }
   if (cfg.log.to_file) {
     log::add_file_sink(std::filesystem::path(cfg.run_dir) / "logs" /
-                       (kind == RunKind::kLaunch ? fmt::format("launcher-node{}.log", command.node_rank)
-                                                 : fmt::format("rank{}.log", worker.rank)));
+                       (kind == RunKind::kLaunch
+                            ? fmt::format("launcher-node{}.log", command.node_rank)
+                            : fmt::format("rank{}.log", worker.rank)));
   }
   // The plan (and its config hash, the one checkpoints store) shows amp.mode resolved on this
   // machine, unless it awaits timing. The run's own decision is rank 0's, made again in
@@ -242,11 +249,13 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
             amp.needs_timing ? "timed at start" : amp::mode_name(amp.mode),
             amp.automatic ? "amp.mode auto: " : "", amp.reason);
   switch (kind) {
-    case RunKind::kDryRun: return dry_run(planned, amp, devices, worker);
+    case RunKind::kDryRun:
+      return dry_run(planned, amp, devices, worker);
     case RunKind::kLaunch:
-      return launch(command, cfg, as_run, workers, argc, argv, devices);
+      return launch(command, cfg, as_run, workers, argc, argv, devices, claim.lock.get());
     case RunKind::kBenchmark:
-    case RunKind::kTrain: break;
+    case RunKind::kTrain:
+      break;
   }
   return run_rank(command, cfg, devices, worker, kind, std::move(claim));
 }

@@ -81,11 +81,13 @@ data::IteratorState Trainer::continue_data_position(const checkpoint::RunMetadat
   if (meta.world_size == setup_.world_size && saved_freq == freq) return saved;
   const int64_t saved_batch = meta.world_size * saved_freq, batch = setup_.world_size * freq;
   if (saved_batch == batch) {
-    log::info("train", "{}: saved by {} rank(s) x update_freq {}, resumed as {} x {}: the same {} "
-              "batches per update, so the same updates continue", file.string(), meta.world_size,
-              saved_freq, setup_.world_size, freq, batch);
+    log::info("train",
+              "{}: saved by {} rank(s) x update_freq {}, resumed as {} x {}: the same {} "
+              "batches per update, so the same updates continue",
+              file.string(), meta.world_size, saved_freq, setup_.world_size, freq, batch);
   } else {
-    log::info("train", "{}: saved by {} rank(s) x update_freq {}, resumed as {} x {}: the global "
+    log::info("train",
+              "{}: saved by {} rank(s) x update_freq {}, resumed as {} x {}: the global "
               "batch changes from {} to {} batches per update; the rest of epoch {} is planned "
               "from the pairs it has not trained on, and the update count and schedule continue",
               file.string(), meta.world_size, saved_freq, setup_.world_size, freq, saved_batch,
@@ -96,12 +98,13 @@ data::IteratorState Trainer::continue_data_position(const checkpoint::RunMetadat
 
 RunSummary Trainer::run() {
   // Before Progress opens metrics.jsonl: a replaced run's later records go with its
-  // checkpoints rather than being dropped.
-  if (setup_.rank == 0) set_aside_later_checkpoints();
+  // checkpoints rather than being dropped. Not by a run with nothing to do, which changes
+  // nothing (a limit already reached is known without the stop agreement's collective).
+  if (setup_.rank == 0 && !already_done(limit_reached())) set_aside_later_checkpoints();
   Progress progress(setup_.train, setup_.rank, setup_.run_dir / kMetricsFileName, step_,
                     elapsed_before_);
-  int64_t epoch = iterator_.epoch;          // of the last update
-  std::optional<double> last_train_loss;    // of the last logged interval
+  int64_t epoch = iterator_.epoch;        // of the last update
+  std::optional<double> last_train_loss;  // of the last logged interval
   std::optional<StopReason> stop = should_stop(progress);
   // A finished run started again changes nothing: no update, validation or checkpoint.
   if (const std::optional<std::string> done = already_done(stop)) {
@@ -174,7 +177,8 @@ RunSummary Trainer::run() {
   if (last_saved != step_ && step_ > 0) save(epoch, validation, progress);
   RunSummary summary = finish(*stop, epoch, last_train_loss);
   if (summary.stop_reason == StopReason::kSignal)
-    log::info("train", "stopped by signal at step {}; checkpoint {}", step_, last_checkpoint_.string());
+    log::info("train", "stopped by signal at step {}; checkpoint {}", step_,
+              last_checkpoint_.string());
   return summary;
 }
 
@@ -200,10 +204,16 @@ void Trainer::set_aside_later_checkpoints() const {
     set_aside_records_after(setup_.run_dir, step_, *folder);
 }
 
-std::optional<StopReason> Trainer::should_stop(const Progress& progress) {
+std::optional<StopReason> Trainer::limit_reached() const {
   const TrainOptions& t = setup_.train;
   if (t.max_steps > 0 && step_ >= t.max_steps) return StopReason::kMaxSteps;
   if (t.max_epochs > 0 && iterator_.epoch > t.max_epochs) return StopReason::kMaxEpochs;
+  return std::nullopt;
+}
+
+std::optional<StopReason> Trainer::should_stop(const Progress& progress) {
+  const TrainOptions& t = setup_.train;
+  if (const std::optional<StopReason> limit = limit_reached()) return limit;
   bool out_of_time = t.max_minutes > 0 && progress.run_seconds() >= 60.0 * t.max_minutes;
   if (!setup_.communicator) {
     if (stop_requested()) return StopReason::kSignal;
@@ -248,8 +258,8 @@ double Trainer::log_interval(Progress& progress, IntervalStats& interval, int64_
   run_tokens_ += interval.src_tokens + interval.tgt_tokens;
   train_seconds_ += t.seconds;
   const at::Tensor& norm = updater_->last_grad_norm();
-  return progress.interval(step_, epoch, t, scaler.stats(), norm.defined() ? norm.item<double>() : 0.0,
-                           updater_->peak_memory_mb());
+  return progress.interval(step_, epoch, t, scaler.stats(),
+                           norm.defined() ? norm.item<double>() : 0.0, updater_->peak_memory_mb());
 }
 
 ValidationResult Trainer::validate(Progress& progress, int64_t epoch) {
@@ -303,8 +313,8 @@ void Trainer::save(int64_t epoch, const std::optional<ValidationResult>& validat
     meta.best_selection = validator_->record().best_selection;
     meta.validations_without_improvement = validator_->record().without_improvement;
   }
-  last_checkpoint_ =
-      checkpoints_->save(step_, make_checkpoint(*updater_, std::move(rng_states), data_.vocab, meta));
+  last_checkpoint_ = checkpoints_->save(
+      step_, make_checkpoint(*updater_, std::move(rng_states), data_.vocab, meta));
   log::info("checkpoint", "saved {} ({:.1f} MiB in {:.2f} s)", last_checkpoint_.string(),
             double(std::filesystem::file_size(last_checkpoint_)) / (1 << 20), seconds_since(start));
 }

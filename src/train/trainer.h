@@ -67,6 +67,8 @@ class Trainer {
   /// Why a run that `stop`s before its first update has nothing to do (at max_steps, past
   /// max_epochs, out of patience), or nullopt.
   std::optional<std::string> already_done(std::optional<StopReason> stop) const;
+  /// train.max_steps or train.max_epochs reached, or nullopt.
+  std::optional<StopReason> limit_reached() const;
   /// Rank 0: moves the checkpoints of steps after this run's start out of its way, and their
   /// records in metrics.jsonl and tensorboard/ with them.
   void set_aside_later_checkpoints() const;

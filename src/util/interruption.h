@@ -14,7 +14,8 @@
 
 namespace nmt {
 
-/// SIGINT and SIGTERM noted while alive. Scopes nest; the outermost installs the handlers.
+/// SIGINT and SIGTERM noted while alive (one that the process ignores stays ignored). Scopes
+/// nest; the outermost installs the handlers. Made and destroyed on one thread.
 class InterruptionScope {
  public:
   InterruptionScope();

@@ -36,6 +36,9 @@ class RunDirLock {
 
   /// False on a file system without flock: nothing is held.
   bool held() const { return lock_.held(); }
+  /// The lock file's descriptor (-1 when nothing is held), for processes that are to share
+  /// the lock (the built-in launcher's workers keep it across exec).
+  int fd() const { return lock_.held() ? lock_.fd() : -1; }
 
  private:
   explicit RunDirLock(FileLock lock) : lock_(std::move(lock)) {}

@@ -5,17 +5,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <thread>
-#include <fstream>
 
 #include "data/batch_tensors.h"
 #include "data/corpus_encoder.h"
 #include "data/token_cache.h"
-#include "data/token_cache_writer.h"
 #include "data/token_cache_format.h"
+#include "data/token_cache_writer.h"
 #include "data_fixture.h"
 #include "skip.h"
 #include "util/error.h"
@@ -188,7 +189,8 @@ TEST_CASE("the cache is byte-identical whatever the encoding threads and chunk s
   // With source tags too (the prefix is written before each source sentence's ids).
   request = {"tagged-one", options.train_src, options.train_tgt, dir.path() / "t1", 1, {5, 6}};
   const auto tagged_one = build_or_open_token_cache(request, corpus.prepared.vocab, options);
-  request = {"tagged-one", options.train_src, options.train_tgt, dir.path() / "t3", 3, {5, 6}, {}, 5};
+  request = {
+      "tagged-one", options.train_src, options.train_tgt, dir.path() / "t3", 3, {5, 6}, {}, 5};
   const auto tagged_many = build_or_open_token_cache(request, corpus.prepared.vocab, options);
   CHECK(tagged_one.cache.src_id(0, 1) == 6);
   CHECK(file_bytes(tagged_many.cache.path()) == file_bytes(tagged_one.cache.path()));
@@ -200,7 +202,8 @@ TEST_CASE("a failed encoding leaves no cache and no temporary file behind", "[da
   nmt::data::DataOptions options = corpus.options;
   const auto src = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "t.en", 300);
   const auto tgt = nmt::test::head_of(dir, "ddtp.en-de.train.de.gz", "t.de", 299);
-  const nmt::data::TokenCacheRequest request{"train", src, tgt, dir.path() / "cache", 2, {}, {}, 16};
+  const nmt::data::TokenCacheRequest request{"train", src, tgt, dir.path() / "cache",
+                                             2,       {},  {},  16};
   CHECK_THROWS_WITH(build_or_open_token_cache(request, corpus.prepared.vocab, options),
                     Contains("parallel files differ in line count"));
   CHECK(temp_files_in(dir.path() / "cache") == 0);
@@ -286,8 +289,8 @@ TEST_CASE("a cache another process is building is waited for and opened, not bui
   std::optional<nmt::FileLock> other = nmt::FileLock::try_lock(request.dir / "train.lock");
   REQUIRE(other->held());
   nmt::data::TokenCacheResult waited;
-  std::thread waiter([&] { waited = build_or_open_token_cache(request, corpus.prepared.vocab,
-                                                              corpus.options); });
+  std::thread waiter(
+      [&] { waited = build_or_open_token_cache(request, corpus.prepared.vocab, corpus.options); });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const nmt::data::TokenCacheRequest elsewhere{"train", src, tgt, dir.path() / "elsewhere", 1};
   const auto built = build_or_open_token_cache(elsewhere, corpus.prepared.vocab, corpus.options);
@@ -311,25 +314,37 @@ TEST_CASE("temporary files of a build that did not finish are removed by the nex
   std::filesystem::create_directories(cache);
   const std::string key = "0123456789abcdef";
   const std::string host = nmt::host_name().value_or("localhost");
-  const std::string mine = std::to_string(::getpid());
-  const auto touch = [&cache](const std::string& name) { std::ofstream(cache / name) << "x"; };
-  touch("train." + key + ".tok.tmp-other-host.example-4242.src-ids");  // another node's
-  touch("train." + key + ".tok.tmp-" + host + "-999999999");             // this host, dead
-  touch("train." + key + ".tok.tmp-" + host + "-" + mine + ".tgt-offsets");  // alive: this test
-  touch("train." + key + ".tok.tmp-31337");                              // before hosts were named
-  touch("train.v2." + key + ".tok.tmp-" + host + "-999999999");          // another corpus's
+  const std::string alive = std::to_string(::getppid());  // ctest, or the shell
+  const auto touch = [&cache](const std::string& name, bool old = false) {
+    std::ofstream(cache / name) << "x";
+    if (old)
+      std::filesystem::last_write_time(cache / name, std::filesystem::file_time_type::clock::now() -
+                                                         2 * nmt::data::kStaleCacheTempAge);
+  };
+  touch("train." + key + ".tok.tmp-other-host.example-4242.src-ids", true);  // another node's, old
+  touch("train." + key + ".tok.tmp-busy-host-77.src-ids");    // another node's, being written
+  touch("train." + key + ".tok.tmp-" + host + "-999999999");  // this host, dead
+  touch("train." + key + ".tok.tmp-" + host + "-" + alive + ".tgt-offsets");  // a live builder
+  touch("train." + key + ".tok.tmp-31337", true);                // before hosts were named
+  touch("train.v2." + key + ".tok.tmp-" + host + "-999999999");  // another corpus's
   // Without the build lock, only this host's dead builders can be told.
   const auto unlocked = nmt::data::remove_dead_cache_temps(cache, "train", false);
   REQUIRE(unlocked.size() == 1);
   CHECK(unlocked[0].filename() == "train." + key + ".tok.tmp-" + host + "-999999999");
-  // A build holds the lock: every temp of its corpus is dead, the other corpus's stays.
+  // A build holds the lock: other hosts' old temps of its corpus go too; another host's fresh
+  // one (a file system whose locks are per host) and the other corpus's stay.
   const nmt::data::TokenCacheRequest request{"train", src, tgt, cache, 1};
   REQUIRE(build_or_open_token_cache(request, corpus.prepared.vocab, corpus.options).built);
   std::vector<std::string> left;
   for (const auto& entry : std::filesystem::directory_iterator(cache))
     if (entry.path().filename().string().find(".tmp-") != std::string::npos)
       left.push_back(entry.path().filename().string());
-  CHECK(left == std::vector<std::string>{"train.v2." + key + ".tok.tmp-" + host + "-999999999"});
+  std::sort(left.begin(), left.end());
+  std::vector<std::string> kept{"train." + key + ".tok.tmp-" + host + "-" + alive + ".tgt-offsets",
+                                "train." + key + ".tok.tmp-busy-host-77.src-ids",
+                                "train.v2." + key + ".tok.tmp-" + host + "-999999999"};
+  std::sort(kept.begin(), kept.end());
+  CHECK(left == kept);
 }
 
 TEST_CASE("SIGINT while encoding removes the temporary files, then ends the process by it",
@@ -383,8 +398,8 @@ TEST_CASE("the encoder keeps at most max_bytes_in_flight of text in flight", "[d
   options.max_bytes_in_flight = 8192;
   options.peak_bytes_in_flight = &peak;
   nmt::data::TokenCacheWriter writer(dir.path() / "bounded.tok", 1, 2);
-  const auto counts = nmt::data::encode_corpus(options, corpus.prepared.vocab, corpus.options,
-                                               writer);
+  const auto counts =
+      nmt::data::encode_corpus(options, corpus.prepared.vocab, corpus.options, writer);
   writer.finish(counts);
   CHECK(peak > 0);
   CHECK(peak <= 8192);
@@ -392,7 +407,7 @@ TEST_CASE("the encoder keeps at most max_bytes_in_flight of text in flight", "[d
   nmt::data::CorpusEncoderOptions plain{src, tgt, {}, {}, 1, 16384};
   plain.max_bytes_in_flight = size_t{1} << 30;
   nmt::data::TokenCacheWriter plain_writer(dir.path() / "plain.tok", 1, 2);
-  plain_writer.finish(nmt::data::encode_corpus(plain, corpus.prepared.vocab, corpus.options,
-                                               plain_writer));
+  plain_writer.finish(
+      nmt::data::encode_corpus(plain, corpus.prepared.vocab, corpus.options, plain_writer));
   CHECK(file_bytes(dir.path() / "bounded.tok") == file_bytes(dir.path() / "plain.tok"));
 }

@@ -267,7 +267,8 @@ TEST_CASE("several weighted corpora: each drawn by its weight, each with its own
   int caches = 0;
   for (const auto& entry : std::filesystem::directory_iterator(run.path() / "cache")) {
     const std::string name = entry.path().filename().string();
-    caches += name.rfind("train-curated.", 0) == 0 || name.rfind("train-crawled.", 0) == 0;
+    const bool cache = name.size() > 4 && name.compare(name.size() - 4, 4, ".tok") == 0;
+    caches += cache && (name.rfind("train-curated.", 0) == 0 || name.rfind("train-crawled.", 0) == 0);
   }
   CHECK(caches == 2);
 }

@@ -36,3 +36,32 @@ TEST_CASE("cpu_count: a thread pinned to one CPU may use one", "[cpu_count]") {
   one_cpu.join();
   CHECK(pinned == 1);
 }
+
+TEST_CASE("cpu_count: a cpuset list counts its CPUs, and a narrower mask is bound apart",
+          "[cpu_count]") {
+  // usable_cpus() is the worker's own under Slurm's --cpu-bind: dividing it among the node's
+  // workers again left 8 / 4 = 2 threads on 8 CPUs. cpus_bound_apart tells the two apart.
+  CHECK(nmt::cpu_list_count("0-3,8,10-11\n") == 7);
+  CHECK(nmt::cpu_list_count("5") == 1);
+  CHECK(nmt::cpu_list_count("3-1") == 0);
+  CHECK(nmt::cpu_list_count("a-b") == 0);
+  bool whole = true, pinned = false;
+  std::thread one_cpu([&] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    REQUIRE(::sched_getaffinity(0, sizeof(set), &set) == 0);
+    whole = nmt::cpus_bound_apart();
+    if (CPU_COUNT(&set) < 2) return;  // one CPU: nothing narrower to pin to
+    int first = 0;
+    while (!CPU_ISSET(first, &set)) ++first;
+    CPU_ZERO(&set);
+    CPU_SET(first, &set);
+    REQUIRE(::sched_setaffinity(0, sizeof(set), &set) == 0);
+    pinned = nmt::cpus_bound_apart();
+  });
+  one_cpu.join();
+  // A process that is bound apart already (a CI runner pinned to some of its cgroup's CPUs)
+  // shows nothing more when pinned to one.
+  if (whole) WARN("this process is bound to CPUs of its own already");
+  if (!whole && std::thread::hardware_concurrency() >= 2) CHECK(pinned);
+}
