@@ -80,8 +80,9 @@ EXPORT_MARKER = ".nmt-export-ctranslate2"
 _MODEL_KEYS = {
     "encoder_layers": None, "decoder_layers": None, "d_model": None, "heads": None,
     "ffn_dim": None, "max_positions": None,
-    # Training-only: dropout is off when translating.
+    # Training-only: dropout is off when translating, and a frozen bias is a bias.
     "dropout": None, "attention_dropout": None, "activation_dropout": None,
+    "freeze_output_bias": {True, False},
     "activation": {"relu", "gelu", "silu"},
     "norm": {"pre", "post"},
     "positions": {"sinusoidal", "learned", "marian", "m2m100"},
@@ -92,7 +93,7 @@ _MODEL_KEYS = {
     "output_bias": {True, False},
     "decoder_start": {"bos", "eos", "pad"},
 }
-_ADDED_KEY_DEFAULTS = {"output_bias": False, "decoder_start": "bos"}
+_ADDED_KEY_DEFAULTS = {"output_bias": False, "decoder_start": "bos", "freeze_output_bias": False}
 _INTEGER_KEYS = ("encoder_layers", "decoder_layers", "d_model", "heads", "ffn_dim",
                  "max_positions")
 
