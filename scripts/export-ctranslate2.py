@@ -441,7 +441,10 @@ def export(args):
             elif prefixes:
                 f.write(MULTILINGUAL_README.format(
                     languages=", ".join(prefixes), example=next(iter(prefixes.values()))))
-        if os.path.exists(out):
+        if os.path.lexists(out):
+            # Checked again just before the delete: what sits at OUTDIR after minutes of export
+            # may not be what was checked at the start.
+            check_replaceable_dir(out, EXPORT_MARKER, "export-ctranslate2", True)
             shutil.rmtree(out)
         os.rename(staging, out)
     except BaseException:

@@ -1,7 +1,6 @@
 #include "data/token_cache.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include "data/file_hash.h"
 #include "data/token_cache_format.h"
 #include "data/token_cache_writer.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/file_lock.h"
 #include "util/hash.h"
@@ -148,7 +148,10 @@ std::vector<std::filesystem::path> remove_dead_cache_temps(const std::filesystem
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
     const size_t marker = name.find(kMarker);
-    if (marker == std::string::npos || !is_token_cache_of(name.substr(0, marker), corpus)) continue;
+    // Only files our writer names: never a folder or a link, whatever its name.
+    if (marker == std::string::npos || !is_token_cache_of(name.substr(0, marker), corpus) ||
+        !entry.is_regular_file() || entry.is_symlink())
+      continue;
     // "<host>-<pid>" or "<host>-<pid>.<part>" (host names hold '-' and '.', parts '-').
     static const std::regex kOwner(R"(^(.*)-([0-9]{1,9})(\.[a-z-]+)?$)");
     std::smatch owner;
@@ -156,9 +159,7 @@ std::vector<std::filesystem::path> remove_dead_cache_temps(const std::filesystem
     if (std::regex_match(rest, owner, kOwner) && owner[1].str() == host) {
       // This host's: its pid tells (this process's own are an earlier attempt's: it is called
       // before this process writes any).
-      const long pid = std::stol(owner[2].str());
-      if (pid != ::getpid() && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM))
-        continue;  // alive (EPERM: another user's)
+      if (other_process_alive(std::stoll(owner[2].str()))) continue;
     } else {
       // Another host's (or an unnamed writer's): only the lock holder may judge, and only by
       // age, since on a file system whose locks are each host's own (Lustre's localflock, NFS

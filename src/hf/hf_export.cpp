@@ -71,8 +71,11 @@ class StagingDir {
 
   const std::filesystem::path& path() const { return path_; }
 
-  /// Replaces `output` (when force allowed it to exist) with the staged folder.
-  void commit() {
+  /// Replaces `output` (when force allowed it to exist) with the staged folder. Checked again
+  /// just before the delete: the export took minutes, and what sits at `output` now may not be
+  /// what was checked at the start.
+  void commit(std::string_view marker) {
+    check_replaceable_dir(output_, marker, "export-hf", /*force=*/true);
     std::filesystem::remove_all(output_);
     std::filesystem::rename(path_, output_);
     committed_ = true;
@@ -206,7 +209,7 @@ HfExportResult export_hf(const HfExportOptions& options) {
   write_text(kExportMarker,
              "written by nmt-ckpt export-hf, whose --force replaces only a directory that holds "
              "this file\n");
-  staging.commit();
+  staging.commit(kExportMarker);
   return result;
 }
 

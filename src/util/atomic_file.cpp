@@ -46,6 +46,12 @@ std::optional<int64_t> temp_file_pid(std::string_view file_name) {
   return value;
 }
 
+bool other_process_alive(int64_t pid) {
+  // kill(pid, 0) probes without signalling: EPERM is a live process of another user.
+  return pid != ::getpid() && pid > 0 && pid <= INT32_MAX &&
+         (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
 std::vector<std::filesystem::path> remove_dead_temps(
     const std::filesystem::path& folder, const std::function<bool(std::string_view)>& is_ours) {
   std::vector<std::filesystem::path> candidates, removed;  // listed first: removing changes it
@@ -54,10 +60,7 @@ std::vector<std::filesystem::path> remove_dead_temps(
     const std::string name = entry.path().filename().string();
     const auto pid = temp_file_pid(name);
     if (!pid || !is_ours(std::string_view(name).substr(0, name.rfind(kTempMarker)))) continue;
-    // kill(pid, 0) probes without signalling: EPERM is a live process of another user.
-    const bool alive = *pid != ::getpid() && *pid > 0 && *pid <= INT32_MAX &&
-                       (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno == EPERM);
-    if (!alive) candidates.push_back(entry.path());
+    if (!other_process_alive(*pid)) candidates.push_back(entry.path());
   }
   for (const auto& path : candidates) {
     std::error_code remove_error;

@@ -22,6 +22,9 @@ std::filesystem::path temp_path_for(const std::filesystem::path& target);
 bool is_temp_file_name(std::string_view file_name);
 /// The pid of a "<base>.tmp-<pid>" name (nullopt for other names).
 std::optional<int64_t> temp_file_pid(std::string_view file_name);
+/// True when a process of this pid, other than this one, runs on this host (kill(pid, 0): EPERM
+/// is another user's live process): the test of whether a temp file's writer is gone.
+bool other_process_alive(int64_t pid);
 /// Removes the files of folder named "<base>.tmp-<pid>" whose base passes is_ours and whose
 /// writer is gone: no process of that pid runs on this host, or it is this process (call it
 /// before this process writes such a file). A temp of a live process, or one is_ours rejects,
