@@ -51,11 +51,11 @@ void HangMonitor::run() {
       continue;
     }
     reported_ = true;
-    ++reports_;
     const double stalled = seconds_since(last_mark_);
     lock.unlock();  // the report asks the store, which may take seconds
     emit_(fmt::format("no progress for {:.0f} s: a collective may hang{}", stalled, report_()));
     lock.lock();
+    ++reports_;  // counted once emitted: a reader of reports() sees the line written
   }
 }
 

@@ -36,7 +36,7 @@ class HangMonitor {
 
   /// Progress was made: the stall clock restarts.
   void mark();
-  /// Reports emitted so far.
+  /// Reports emitted so far (counted after `emit` returns).
   int reports() const;
 
  private:

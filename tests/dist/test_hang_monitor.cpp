@@ -87,3 +87,16 @@ TEST_CASE("steady progress marks keep the monitor quiet, and it reports once the
   CHECK(wait_for_reports(monitor, 1));
   CHECK(emitted == 1);
 }
+
+TEST_CASE("a report is counted once its line is written, also when writing it is slow", "[dist]") {
+  // The report asks the store and the log may block: reports() must not run ahead of what
+  // was emitted (CI once read reports() == 1 with nothing emitted yet).
+  std::atomic<int> emitted{0};
+  HangMonitor monitor(20ms, [] { return std::string(); }, [&emitted](const std::string&) {
+    std::this_thread::sleep_for(300ms);
+    ++emitted;
+  });
+  monitor.mark();
+  REQUIRE(wait_for_reports(monitor, 1));
+  CHECK(emitted == 1);
+}
