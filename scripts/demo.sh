@@ -45,8 +45,8 @@ for n in 3 17 42; do
     "$(sed -n "${n}p" data/ddtp.en-de.test.de)" "$(sed -n "${n}p" "$run_dir/test.hyp.de")"
 done
 
-# This run's figures next to the README's, from the JSON the binaries wrote (summary.json,
-# test.scores.json), with the CPU they came from: the README's were measured on a CPU with
+# This run's figures next to docs/performance.md's, from the JSON the binaries wrote (summary.json,
+# test.scores.json), with the CPU they came from: those were measured on a CPU with
 # AVX-512 and with AVX2 emulated, and a CPU without AVX-512 trains fewer updates in 10 minutes.
 "$python" - "$run_dir" <<'PY'
 import json, os, re, sys
@@ -56,7 +56,7 @@ scores = {s["name"]: float(s["score"]) for s in json.load(open(os.path.join(run,
 flags = open("/proc/cpuinfo").read()
 model = re.search(r"^model name\s*:\s*(.*)$", flags, re.M)
 vector = "AVX-512" if " avx512f" in flags else "AVX2 (no AVX-512)" if " avx2" in flags else "no AVX2"
-# Two Xeons of one model name ran the demo 1.4x apart (README): say which bf16 units it has.
+# Two Xeons of one model name ran the demo 1.4x apart (docs/performance.md): say which bf16 units it has.
 if " avx512f" in flags:
     vector += " with " + ("AVX512-BF16" if " avx512_bf16" in flags else "no AVX512-BF16") + \
         (" and AMX" if " amx_bf16" in flags else ", no AMX")
@@ -66,7 +66,8 @@ print(f"  {summary['final_step']:,} updates ({summary['final_step'] - resumed:,}
       f"{summary['train_s'] / 60:.1f} min training + {summary['validation_s'] / 60:.1f} min "
       f"validation), {summary['tokens_per_s']:,.0f} tokens/s (validation excluded), test BLEU "
       f"{scores['BLEU']:.1f} / chrF {scores['chrF2']:.1f}")
-print("README:   Intel Xeon, AVX-512, AVX512-BF16, no AMX, 2 cores: 2,000 updates, 12,448 tokens/s, test BLEU 20.0 / chrF 49.2\n"
+print("measured (docs/performance.md, demo.yaml before positions: m2m100):\n"
+      "          Intel Xeon, AVX-512, AVX512-BF16, no AMX, 2 cores: 2,000 updates, 12,448 tokens/s, test BLEU 20.0 / chrF 49.2\n"
       "          Intel Xeon, AVX-512, AVX512-BF16 and AMX, 2 cores: 1,450 updates, 8,880 tokens/s, test BLEU 17.4 / chrF 47.1\n"
       "          the AMX Xeon, AVX2 emulated: 975 updates, 5,980 tokens/s, test BLEU 12.5 / chrF 38.8")
 PY

@@ -3,7 +3,7 @@
 // on a CPU that has bf16 instructions, from timing the model itself; with the reason, which
 // the plan lines of the log and summary.json give.
 //
-// The rule (measurements in docs/performance.md, "amp.mode auto"):
+// The rule (measurements in docs/performance.md, "Precision: amp.mode auto"):
 //   GPU:  bf16 where every visible GPU has compute capability >= 8.0 (Ampere and newer: bf16
 //         tensor cores, and no loss scaling needed); fp32 below (fp16 would need loss scaling
 //         and its overflow risk, which a default should not take silently).

@@ -109,7 +109,7 @@ at::Tensor MultiheadAttentionImpl::attend_heads(const at::Tensor& q, const KeyVa
       mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt;
   // LibTorch's CPU flash-attention kernel is slow in half precision for the short sequences of
   // translation, its backward above all: up to about 200 keys the plain math path (matmul,
-  // softmax, matmul) is faster, up to 2x at 32 to 64 keys (docs/performance.md). In float32,
+  // softmax, matmul) is faster, up to 2x at 32 to 64 keys (docs/performance-log.md). In float32,
   // on GPUs and for long sequences, SDPA picks its kernel as usual.
   const bool math_path = q.is_cpu() && at::isReducedFloatingType(q.scalar_type()) &&
                          kv.key.size(2) <= kMathAttentionMaxKeys;

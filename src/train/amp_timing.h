@@ -5,7 +5,7 @@
 // each batch in both precisions in turn, so that load on the machine hits both alike; the mean
 // step over the same batches counts. Real batches, not one synthetic shape: on a 2-core AMX
 // Xeon tiny's bf16 step was 1.10x faster than fp32's on one fixed shape but 0.74x as fast on
-// the corpus's batches, whose shapes change from batch to batch (docs/performance.md). The
+// the corpus's batches, whose shapes change from batch to batch (docs/performance-log.md). The
 // first batches of each precision are untimed (first-call allocations, kernel creation).
 // Every rank times at once, so ranks that share a machine share it as in training; rank 0's
 // means decide for all (job/amp_agreement.h hands rank 0's decision to every rank). The Updaters seed the random generator from train.seed as the
