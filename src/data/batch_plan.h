@@ -74,11 +74,10 @@ struct PlanStats {
 };
 
 /// The steps of one epoch, stored flat: every batch is a run of one array of pair ids (the
-/// length order the batches were cut from), so a plan costs 4 bytes a pair and 40 a batch.
-/// A vector per batch took about 90 bytes a batch by our count, and a second copy of the ids
-/// while cutting; at 20M pairs (469K batches, 2 ranks) flat plans lowered each rank's peak
-/// RSS by 30 MiB and its memory in training by 20 MiB. By our count the peak is now the
-/// length order's (24 bytes a pair), before any batch is cut.
+/// length order the batches were cut from), so a plan costs 4 bytes a pair and 40 a batch,
+/// and cutting needs no second copy of the ids. By our count planning peaks at the length
+/// order (24 bytes a pair), before any batch is cut (figures at 20M pairs:
+/// docs/performance-log.md).
 struct EpochPlan {
   /// A batch as stored: pairs[begin, begin + size) and its padded shape (as in Batch).
   struct Span {

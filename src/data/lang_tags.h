@@ -11,7 +11,7 @@
 // encoded sources (token cache, translator), so a corpus line or an input line that contains
 // the text `<BT>` or `<2de>` is encoded as those characters: an untagged corpus cannot carry
 // the back-translation signal, nor can input text switch a multilingual model's target.
-// Vocabularies trained before this declared the tags as user-defined symbols, which
+// A vocabulary may declare the tags as user-defined symbols (nmt-train's first ones do), which
 // SentencePiece matches inside text; Vocab (vocab.h) loads those with their tags as control
 // symbols, which keeps every id and the encoding of any text without the tag strings.
 
@@ -46,8 +46,7 @@ std::string pair_label(const CorpusOptions& corpus);
 /// The user-defined symbols the vocabulary of these data options must hold, in the order
 /// they are given to SentencePiece: with data.lang_tags: target the tag of every language of
 /// run_languages() (so any direction between them can be asked for), then `<BT>` when a
-/// corpus has tag: bt. Empty when nothing is tagged (the vocabulary is then the one trained
-/// before tags existed).
+/// corpus has tag: bt. Empty when nothing is tagged (the vocabulary then holds no tag).
 std::vector<std::string> required_tags(const DataOptions& options);
 
 /// The tags put first in the source sentences of `corpus`, in order: its target language's

@@ -6,9 +6,9 @@
 // score, field 3: its type, a one-byte varint), so retyping a piece rewrites one byte and
 // every length around it stays as it was.
 //
-// vocab.cpp uses it to load a model trained with the tags as user-defined symbols (nmt-train
-// before tags became control symbols) with those tags as control symbols: same ids, same
-// encoding of any text without the tag strings, and text can no longer produce them.
+// vocab.cpp uses it to load a model trained with the tags as user-defined symbols (as
+// nmt-train's first vocabularies have them) with those tags as control symbols: same ids, same
+// encoding of any text without the tag strings, and text cannot produce them.
 
 #include <cstdint>
 #include <functional>

@@ -2,7 +2,8 @@
 // A caching allocator for CPU tensors. A training step allocates and frees the same large
 // tensors every time (activations, logits, gradients); the system allocator hands blocks that
 // large to mmap and back to the kernel on every free, so each step page-faults its whole
-// working set in again (measured: about a third of a tiny CPU step's time went to the kernel).
+// working set in again (without this cache, about a third of a tiny CPU step's time goes to the
+// kernel: docs/performance-log.md).
 // Kept for reuse instead, they cost nothing after the first step, as on the GPU, where
 // LibTorch's CUDA caching allocator does the same.
 

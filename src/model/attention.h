@@ -50,7 +50,7 @@ struct MultiheadAttentionOptions {
 class MultiheadAttentionImpl : public torch::nn::Module {
  public:
   /// Builds the projections: Xavier-uniform weights, each [d, d] block of a fused projection
-  /// drawn as a separate [d, d] layer (same bounds and draws as before the fusion), zero biases.
+  /// drawn as a separate [d, d] layer would be (same bounds, same draws in the same order), zero biases.
   explicit MultiheadAttentionImpl(const MultiheadAttentionOptions& options);
 
   /// Self-attention: attends from x [B, T, d] to itself. causal: position t sees keys 0..t

@@ -88,7 +88,7 @@ class AdamOptimizer final : public ParameterOptimizer {
 
 /// Plain SGD (LibTorch's fused SGD, no momentum): p -= lr * (g + weight_decay * p). It keeps no
 /// state, so it saves none and ignores what a checkpoint holds (an Adam run's moments, or the
-/// zero moments that SGD runs saved before this class existed).
+/// zero moments that some SGD checkpoints hold).
 class SgdOptimizer final : public ParameterOptimizer {
  public:
   /// Throws like ParameterOptimizer.

@@ -3,7 +3,7 @@
 // target's folder, fsync it, rename it over the target, fsync the folder. A reader (or a crash,
 // or a full disk) therefore sees either the old file or the complete new one, never a mix. A
 // replaced file keeps its permission bits. Checkpoints, metrics files and TensorBoard events
-// all write through it, so it lives in util/ (failures are CheckpointError, as before the move).
+// all write through it, so it lives in util/ (failures are CheckpointError).
 
 #include <cstddef>
 #include <cstdint>

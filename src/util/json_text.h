@@ -2,12 +2,12 @@
 // The project's JSON text, written from nlohmann::ordered_json (nlohmann-json reads and builds
 // every JSON value here).
 //
-// Written by hand, a few dozen lines, because nlohmann's dump() cannot give the bytes that the
-// files scripts and tests read have always had: metrics.jsonl, summary.json, benchmark.json and
+// Written by hand, a few dozen lines, because nlohmann's dump() cannot give the bytes of the
+// files that scripts and tests read: metrics.jsonl, summary.json, benchmark.json and
 // the other run files separate members with ", " and ": ", write a double as the shortest text
 // that reads back as it (2.0 as 2, as Python does not), write non-finite numbers as null (JSON
 // has no NaN; dump() would too, but with its own number text) and keep arrays on one line when
-// indented. Strings are escaped by nlohmann (the same escapes as before: \" \\ \b \f \n \r \t and
+// indented. Strings are escaped by nlohmann (\" \\ \b \f \n \r \t and
 // \u00XX for other control characters, UTF-8 as is; invalid UTF-8 becomes U+FFFD).
 
 #include <optional>
