@@ -68,10 +68,9 @@ void validate_languages(const RunConfig& c, const Where& where) {
   }
 }
 
-}  // namespace
-
-void validate_run_config(const RunConfig& c, const Schema& s, const std::filesystem::path& file) {
-  auto where = [&](const char* key) { return where_set(s, file, key); };
+/// data.train or data.train_src/train_tgt, one of them, and the corpora's files exist.
+template <class Where>
+void validate_training_corpora(const RunConfig& c, const Where& where) {
   if (!c.data.train.empty()) {
     NMT_CHECK(c.data.train_src.empty() && c.data.train_tgt.empty(), ConfigError,
               "{}: data.train and data.train_src/train_tgt are both set; give the corpora in "
@@ -90,6 +89,12 @@ void validate_run_config(const RunConfig& c, const Schema& s, const std::filesys
     NMT_THROW(ConfigError, "{}: {} is required (a training text file), but it is not set", where(key),
               key);
   }
+}
+
+/// data.valid or data.valid_src/valid_tgt, not both; a set has no weight or tag, and its files
+/// exist.
+template <class Where>
+void validate_validation_sets(const RunConfig& c, const Where& where) {
   if (!c.data.valid.empty()) {
     NMT_CHECK(c.data.valid_src.empty() && c.data.valid_tgt.empty(), ConfigError,
               "{}: data.valid and data.valid_src/valid_tgt are both set; give the validation sets "
@@ -111,6 +116,14 @@ void validate_run_config(const RunConfig& c, const Schema& s, const std::filesys
       }
     }
   }
+}
+
+}  // namespace
+
+void validate_run_config(const RunConfig& c, const Schema& s, const std::filesystem::path& file) {
+  auto where = [&](const char* key) { return where_set(s, file, key); };
+  validate_training_corpora(c, where);
+  validate_validation_sets(c, where);
   validate_languages(c, where);
   if (c.data.valid_src.empty() != c.data.valid_tgt.empty()) {
     const char* set = c.data.valid_src.empty() ? "data.valid_tgt" : "data.valid_src";

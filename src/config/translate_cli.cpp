@@ -18,20 +18,23 @@ std::vector<std::string> amp_names() {
   return names;
 }
 
-}  // namespace
+/// The options kept as given while CLI11 parses, then checked together and made into the
+/// command's choices; and the options whose presence matters.
+struct TranslateFlags {
+  CLI::Option* beam = nullptr;
+  CLI::Option* nbest = nullptr;
+  CLI::Option* sampling = nullptr;
+  std::string sampling_spec;
+  uint64_t seed = 0;
+  std::string device = "auto";
+  std::string amp = "off";
+  std::string weights = "auto";
+  bool no_cache = false;
+};
 
-TranslateCommand parse_translate_command(int argc, const char* const* argv) {
-  TranslateCommand command;
+/// What to translate with, what and where to.
+void add_file_options(CLI::App& app, TranslateCommand& command) {
   decode::TranslateOptions& o = command.options;
-  decode::SearchOptions& s = o.search;
-  CLI::App app{
-      "nmt-translate: translates text, one sentence per line, with a checkpoint of nmt-train.\n"
-      "The model, its config and its SentencePiece vocabulary all come from the checkpoint.\n"
-      "Every input line gives one output line (--nbest N: N lines), in input order; an empty\n"
-      "line gives an empty line. Errors are reported as one line, with exit code 1 (2 for a\n"
-      "wrong command line).",
-      "nmt-translate"};
-  app.set_version_flag("--version", std::string(NMT_VERSION));
   app.add_option("-c,--checkpoint", o.checkpoint,
                  "checkpoint file, or a run directory: its checkpoints/ folder, taking the "
                  "best by train.best_metric (the lowest \"selection\" metadata), else the newest")
@@ -49,10 +52,14 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   app.add_option("-o,--output", command.output, "where to write the translations (- for stdout)")
       ->capture_default_str()
       ->type_name("FILE");
-  CLI::Option* beam = app.add_option("--beam", s.beam, "beam size; 1 is greedy search")
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}))
-      ->capture_default_str()
-      ->type_name("N");
+}
+
+/// How outputs are searched for or drawn.
+void add_search_options(CLI::App& app, decode::SearchOptions& s, TranslateFlags& flags) {
+  flags.beam = app.add_option("--beam", s.beam, "beam size; 1 is greedy search")
+                   ->check(CLI::Range(int64_t{1}, int64_t{1024}))
+                   ->capture_default_str()
+                   ->type_name("N");
   app.add_option("--length-penalty", s.length_penalty,
                  "alpha of the length penalty ((5 + |Y|) / 6)^alpha (Wu et al. 2016) that "
                  "hypotheses' scores are divided by; 0: none")
@@ -66,42 +73,43 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->type_name("B");
-  CLI::Option* nbest = app.add_option("--nbest", s.nbest,
-                                      "write the N best hypotheses of each line (N <= beam), best "
-                                      "first, as \"text<TAB>score\" "
-                                      "lines (score: log-probability / length penalty)")
-                           ->check(CLI::PositiveNumber)
-                           ->type_name("N");
-  std::string sampling;
-  CLI::Option* sampling_option =
-      app.add_option("--sampling", sampling,
+  flags.nbest = app.add_option("--nbest", s.nbest,
+                               "write the N best hypotheses of each line (N <= beam), best "
+                               "first, as \"text<TAB>score\" "
+                               "lines (score: log-probability / length penalty)")
+                    ->check(CLI::PositiveNumber)
+                    ->type_name("N");
+  flags.sampling =
+      app.add_option("--sampling", flags.sampling_spec,
                      "draw each output token at random from the model's distribution instead of "
                      "searching (for back-translation): topk:K (among the K most probable "
                      "tokens), temperature:T (log-probabilities divided by T: < 1 sharper, > 1 "
                      "flatter), or topk:K,temperature:T. One output per line; not with --nbest "
                      "or --beam > 1")
           ->type_name("SPEC");
-  uint64_t seed = 0;
-  app.add_option("--seed", seed,
+  app.add_option("--seed", flags.seed,
                  "seed of --sampling: input line i draws its random numbers from (seed, i) alone; "
                  "the same seed, input and --max-tokens give the same output on one machine, "
                  "and another --max-tokens changes a line only where padding moves a draw by "
                  "float rounding (rare)")
-      ->needs(sampling_option)
+      ->needs(flags.sampling)
       ->capture_default_str()
       ->type_name("N");
+}
+
+/// Batching, device, weights, languages and logging.
+void add_run_options(CLI::App& app, TranslateCommand& command, TranslateFlags& flags) {
+  decode::TranslateOptions& o = command.options;
   app.add_option("--max-tokens", o.max_tokens,
                  "padded source tokens per batch (sentences x longest sentence)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->type_name("N");
-  std::string device = "auto";
-  app.add_option("--device", device, "where to run: cuda when available unless told")
+  app.add_option("--device", flags.device, "where to run: cuda when available unless told")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str()
       ->type_name("auto|cpu|cuda");
-  std::string amp = "off";
-  app.add_option("--amp", amp, "autocast precision of the forward passes")
+  app.add_option("--amp", flags.amp, "autocast precision of the forward passes")
       ->check(CLI::IsMember(amp_names()))
       ->capture_default_str()
       ->type_name("off|fp16|bf16");
@@ -110,15 +118,13 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
                  "directory")
       ->check(CLI::NonNegativeNumber)
       ->type_name("K");
-  std::string weights = "auto";
-  app.add_option("--weights", weights,
+  app.add_option("--weights", flags.weights,
                  "ema: the moving average of the parameters that train.ema_decay keeps; raw: "
                  "the trained parameters; auto: ema when the checkpoint has it, else raw")
       ->check(CLI::IsMember({"auto", "ema", "raw"}))
       ->capture_default_str()
       ->type_name("auto|ema|raw");
-  bool no_cache = false;
-  app.add_flag("--no-cache", no_cache,
+  app.add_flag("--no-cache", flags.no_cache,
                "re-run the decoder over the whole prefix at every step instead of using its "
                "cached state (slow; for comparisons)");
   app.add_option("--tgt-lang", o.tgt_lang,
@@ -138,41 +144,72 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
       ->check(CLI::IsMember(log::level_names()))
       ->capture_default_str()
       ->type_name("LEVEL");
+}
+
+/// The search options that do not combine (throws CLI::ValidationError, CLI11's usage
+/// error); --sampling's spec parsed into `s`, which then searches with one beam.
+void check_search_options(const TranslateFlags& flags, decode::SearchOptions& s) {
+  if (flags.sampling->count() > 0) {
+    if (flags.nbest->count() > 0)
+      throw CLI::ValidationError(
+          "--nbest and --sampling do not combine: sampling draws one "
+          "translation per line");
+    if (flags.beam->count() > 0 && s.beam != 1)
+      throw CLI::ValidationError("--beam " + std::to_string(s.beam) +
+                                 " and --sampling do not combine: sampling draws instead of "
+                                 "searching (give --beam 1 or leave it out)");
+    try {
+      s.sampling = parse_sampling_spec(flags.sampling_spec);
+    } catch (const nmt::ConfigError& e) {
+      throw CLI::ValidationError(e.what());
+    }
+    s.sampling->seed = flags.seed;
+    s.beam = 1;
+  }
+  if (s.nbest > s.beam)
+    throw CLI::ValidationError("--nbest", "--nbest " + std::to_string(s.nbest) +
+                                              " exceeds --beam " + std::to_string(s.beam));
+}
+
+/// The choices given as names, into the options' enums.
+void apply_choices(const TranslateFlags& flags, decode::TranslateOptions& o) {
+  decode::SearchOptions& s = o.search;
+  s.cached = !flags.no_cache;
+  o.with_scores = flags.nbest->count() > 0;
+  o.device = flags.device == "cpu"    ? decode::DeviceChoice::kCpu
+             : flags.device == "cuda" ? decode::DeviceChoice::kCuda
+                                      : decode::DeviceChoice::kAuto;
+  o.weights = flags.weights == "ema"   ? decode::WeightsChoice::kEma
+              : flags.weights == "raw" ? decode::WeightsChoice::kRaw
+                                       : decode::WeightsChoice::kAuto;
+  for (const auto& [name, mode] : amp::kAmpModeNames)
+    if (name == flags.amp) o.amp = mode;
+}
+
+}  // namespace
+
+TranslateCommand parse_translate_command(int argc, const char* const* argv) {
+  TranslateCommand command;
+  CLI::App app{
+      "nmt-translate: translates text, one sentence per line, with a checkpoint of nmt-train.\n"
+      "The model, its config and its SentencePiece vocabulary all come from the checkpoint.\n"
+      "Every input line gives one output line (--nbest N: N lines), in input order; an empty\n"
+      "line gives an empty line. Errors are reported as one line, with exit code 1 (2 for a\n"
+      "wrong command line).",
+      "nmt-translate"};
+  app.set_version_flag("--version", std::string(NMT_VERSION));
+  TranslateFlags flags;
+  add_file_options(app, command);
+  add_search_options(app, command.options.search, flags);
+  add_run_options(app, command, flags);
   try {
     app.parse(argc, argv);
-    if (sampling_option->count() > 0) {
-      if (nbest->count() > 0)
-        throw CLI::ValidationError("--nbest and --sampling do not combine: sampling draws one "
-                                   "translation per line");
-      if (beam->count() > 0 && s.beam != 1)
-        throw CLI::ValidationError("--beam " + std::to_string(s.beam) +
-                                   " and --sampling do not combine: sampling draws instead of "
-                                   "searching (give --beam 1 or leave it out)");
-      try {
-        s.sampling = parse_sampling_spec(sampling);
-      } catch (const nmt::ConfigError& e) {
-        throw CLI::ValidationError(e.what());
-      }
-      s.sampling->seed = seed;
-      s.beam = 1;
-    }
-    if (s.nbest > s.beam)
-      throw CLI::ValidationError("--nbest", "--nbest " + std::to_string(s.nbest) +
-                                                " exceeds --beam " + std::to_string(s.beam));
+    check_search_options(flags, command.options.search);
   } catch (const CLI::ParseError& e) {
     command.exit_code = usage_exit_code(app, e);
     return command;
   }
-  s.cached = !no_cache;
-  o.with_scores = nbest->count() > 0;
-  o.device = device == "cpu"    ? decode::DeviceChoice::kCpu
-             : device == "cuda" ? decode::DeviceChoice::kCuda
-                                : decode::DeviceChoice::kAuto;
-  o.weights = weights == "ema"   ? decode::WeightsChoice::kEma
-              : weights == "raw" ? decode::WeightsChoice::kRaw
-                                 : decode::WeightsChoice::kAuto;
-  for (const auto& [name, mode] : amp::kAmpModeNames)
-    if (name == amp) o.amp = mode;
+  apply_choices(flags, command.options);
   return command;
 }
 

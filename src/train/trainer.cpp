@@ -29,6 +29,36 @@
 #include "util/timer.h"
 
 namespace nmt::train {
+namespace {
+
+/// Says how many steps the plan that the run starts in has, and where in it the run starts:
+/// at a step of a whole epoch's plan, or at the rest of an epoch after updates under another
+/// global batch.
+void log_first_plan(int64_t steps, const data::IteratorState& at) {
+  if (at.consumed.empty())
+    log::info("train", "{} steps in epoch {}{}", steps, at.epoch,
+              at.step > 0 ? fmt::format(", continuing at its step {}", at.step) : "");
+  else
+    log::info("train",
+              "{} steps left in epoch {} after its updates under another global batch ({}), "
+              "continuing at step {} of them",
+              steps, at.epoch, data::format_consumed(at.consumed), at.step);
+}
+
+/// phases.jsonl's record of this rank's first update, with the host memory it holds from then
+/// on while training.
+void record_first_update(const std::filesystem::path& run_dir, int64_t rank, int64_t step,
+                         Clock::time_point start) {
+  const dist::HostMemory memory = dist::host_memory_now();
+  record_phase(run_dir, "first update", seconds_since(start),
+               {{"rank", rank},
+                {"step", step},
+                {"host_private_mb", double(memory.private_bytes) / (1 << 20)},
+                {"host_shared_mb", double(memory.shared_bytes) / (1 << 20)}});
+}
+
+}  // namespace
+
 Trainer::Trainer(RunSetup setup, const data::PreparedData& data)
     : setup_(std::move(setup)),
       data_(data),
@@ -115,15 +145,7 @@ RunSummary Trainer::run() {
   data::BatchPrefetcher batches(data_.train, planner_, setup_.rank, iterator_,
                                 batch_ids(setup_.model, data_.vocab), setup_.data.prefetch,
                                 /*pin_memory=*/setup_.device.is_cuda());
-  if (iterator_.consumed.empty())
-    log::info("train", "{} steps in epoch {}{}", batches.first_plan_steps(), iterator_.epoch,
-              iterator_.step > 0 ? fmt::format(", continuing at its step {}", iterator_.step) : "");
-  else
-    log::info("train",
-              "{} steps left in epoch {} after its updates under another global batch ({}), "
-              "continuing at step {} of them",
-              batches.first_plan_steps(), iterator_.epoch,
-              data::format_consumed(iterator_.consumed), iterator_.step);
+  log_first_plan(batches.first_plan_steps(), iterator_);
   // Every rank plans, and each rank's memory after its first update is what it holds while
   // training: phases.jsonl gets both per rank (util/phase_record.h).
   record_phase(setup_.run_dir, "plan", seconds_since(plan_start),
@@ -136,14 +158,8 @@ RunSummary Trainer::run() {
     const auto update_start = Clock::now();
     const UpdatePosition at = updater_->update(step_ + 1, next_batch, interval, log_step);
     ++step_;
-    if (step_ == first_step_ + 1) {
-      const dist::HostMemory memory = dist::host_memory_now();
-      record_phase(setup_.run_dir, "first update", seconds_since(update_start),
-                   {{"rank", setup_.rank},
-                    {"step", step_},
-                    {"host_private_mb", double(memory.private_bytes) / (1 << 20)},
-                    {"host_shared_mb", double(memory.shared_bytes) / (1 << 20)}});
-    }
+    if (step_ == first_step_ + 1)
+      record_first_update(setup_.run_dir, setup_.rank, step_, update_start);
     iterator_ = at.next;
     epoch = at.epoch;
     progress.tick(step_);
