@@ -36,7 +36,7 @@ inline const char* mode_name(std::optional<AmpMode> mode) {
 
 struct AmpOptions {
   /// The precision; nullopt is `auto`, which job/ resolves once at start from the device
-  /// (amp/amp_choice.h) before any component sees it, so components take a value. The
+  /// (amp/amp_choice.h) before any component sees it: components take the settled mode. The
   /// default of new configs is auto (config/run_config.cpp); this one, for code that builds
   /// options directly, is fp32.
   std::optional<AmpMode> mode = AmpMode::kOff;
@@ -47,12 +47,5 @@ struct AmpOptions {
   double min_scale = 1.0 / 1024;        ///< reaching it is an error, not silent divergence
   int64_t max_consecutive_skips = 20;   ///< that many overflowing steps in a row is an error
 };
-
-/// The mode of options whose auto job/ has resolved; an unresolved auto is a bug, reported.
-inline AmpMode resolved_mode(const AmpOptions& options) {
-  NMT_CHECK(options.mode.has_value(), nmt::Error,
-            "amp.mode auto reached a component unresolved (job/ resolves it at start)");
-  return *options.mode;
-}
 
 }  // namespace nmt::amp

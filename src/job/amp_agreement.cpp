@@ -1,12 +1,39 @@
 #include "job/amp_agreement.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "dist/process_group.h"
 #include "dist/store_values.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace nmt::job {
+
+amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices) {
+  amp::AmpHardware hardware;
+  hardware.cuda = devices.cuda_devices > 0;
+  if (hardware.cuda && !devices.cuda_capabilities.empty())
+    hardware.min_cuda_capability =
+        *std::min_element(devices.cuda_capabilities.begin(), devices.cuda_capabilities.end());
+  if (!hardware.cuda) hardware.cpu = devices.cpu;
+  return hardware;
+}
+
+amp::AmpChoice choose_amp(const amp::AmpOptions& options, const dist::DeviceInfo& devices) {
+  return amp::resolve_amp_mode(options.mode,
+                               options.mode ? amp::AmpHardware{} : amp_hardware(devices));
+}
+
+amp::AmpChoice agree_amp(const amp::AmpOptions& options, const dist::DeviceInfo& devices,
+                         dist::Communicator* communicator) {
+  const amp::AmpChoice choice = agree_amp_choice(communicator, choose_amp(options, devices));
+  if (!choice.needs_timing)
+    log::info("train", "precision: {} ({}{})", amp::mode_name(choice.mode),
+              choice.automatic ? "amp.mode auto: " : "", choice.reason);
+  return choice;
+}
 
 std::string encode_amp_choice(const amp::AmpChoice& choice) {
   return fmt::format("{}\n{}\n{}\n{}", amp::mode_name(choice.mode), choice.automatic ? 1 : 0,

@@ -18,12 +18,29 @@
 #include <string>
 
 #include "amp/amp_choice.h"
+#include "amp/amp_options.h"
+#include "dist/device.h"
 
 namespace nmt::dist {
 class Communicator;
 }
 
 namespace nmt::job {
+
+/// What amp.mode auto decides from on this machine: its GPUs' compute capabilities (the
+/// lowest), else the CPU's features (devices.cpu, as probe_devices read them).
+amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices);
+
+/// The precision of `options` on this machine: a named mode as it is; auto by amp/amp_choice.h's
+/// rule for `devices` (a choice that needs timing, a CPU with bf16 instructions, says so).
+amp::AmpChoice choose_amp(const amp::AmpOptions& options, const dist::DeviceInfo& devices);
+
+/// The precision of the job, the same on every rank: rank 0 chooses (choose_amp, from rank 0's
+/// devices) and every rank takes rank 0's choice, in the first gather on `communicator` (null:
+/// this process alone). A decided mode is logged; one that awaits timing is settled by
+/// settle_amp_choice once the data is ready.
+amp::AmpChoice agree_amp(const amp::AmpOptions& options, const dist::DeviceInfo& devices,
+                         dist::Communicator* communicator);
 
 /// A choice as rank 0 hands it over: "<mode>\n<automatic 0|1>\n<needs_timing 0|1>\n<reason>".
 std::string encode_amp_choice(const amp::AmpChoice& choice);

@@ -9,15 +9,13 @@
 
 #include <ATen/Parallel.h>
 
-#include "checkpoint/checkpoint_dir.h"
-#include "checkpoint/run_metadata.h"
 #include "dist/host_allocator.h"
 #include "dist/process_group.h"
 #include "dist/rendezvous.h"
 #include "job/amp_agreement.h"
+#include "job/resume_policy.h"
 #include "job/run_dir_owner.h"
 #include "train/amp_timing.h"
-#include "train/metrics_log.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -110,32 +108,76 @@ data::PreparedData prepare_rank_data(const config::RunConfig& cfg, const dist::W
   return data;
 }
 
-/// The effective config as the RunSetup keeps it: its YAML (stored in every checkpoint) and
-/// hash (which the ranks check they agree on).
-void stamp_config(train::RunSetup& setup, const config::RunConfig& c) {
-  setup.data = c.data;
-  setup.config_yaml = config::to_yaml(c, /*with_docs=*/false);
-  setup.config_hash = config::config_hash(c);
+/// Where this rank runs, made once: the rendezvous (which counts the ranks on this host),
+/// threads, device and process group. Also returns the worker as the rendezvous completed it,
+/// the workers on this node and the threads.
+struct Placement {
+  train::RankContext context;
+  dist::WorkerEnv worker;
+  int64_t local = 1;  ///< workers on this node
+  int threads = 1;    ///< intra-op threads
+};
+
+Placement place_rank(const config::RunConfig& c, const dist::DeviceInfo& devices,
+                     const dist::WorkerEnv& worker_env) {
+  Placement p;
+  std::optional<dist::Rendezvous> joined = join(c, worker_env);
+  p.worker = joined ? with_host_ranks(worker_env, joined->host_ranks()) : worker_env;
+  p.local = local_workers(c, devices, p.worker);
+  p.threads = set_up_threads(c, devices, p.local, p.worker);
+  train::RankContext& context = p.context;
+  context.rank = p.worker.rank;
+  context.world_size = p.worker.world_size;
+  context.device = set_up_device(c, devices, p.worker, p.threads);
+  context.communicator = connect(c, context.device, devices, p.worker, p.local, std::move(joined));
+  if (context.device.is_cuda())
+    context.ranks_on_device =
+        dist::ranks_on_device(p.worker.local_rank, p.local, devices.cuda_devices);
+  return p;
 }
 
-train::RunSetup make_run_setup(const config::RunConfig& c, const dist::WorkerEnv& worker,
-                               c10::Device device,
-                               std::shared_ptr<dist::Communicator> communicator) {
+/// The settings of `c` run in `precision` with batches of `max_tokens`, without the config's
+/// text and hash.
+train::RunSettings settings_of(const config::RunConfig& c, amp::AmpMode precision,
+                               int64_t max_tokens) {
+  train::RunSettings s;
+  s.model = c.model;
+  s.data = c.data;
+  s.train = c.train;
+  s.amp = c.amp;
+  s.checkpoint = c.checkpoint;
+  s.dist = c.dist;
+  s.run_dir = c.run_dir;
+  s.max_tokens = max_tokens;
+  s.precision = precision;
+  return s;
+}
+
+/// A setup on `context` to measure with while the autos are being settled: `c` with the
+/// precision and budget settled so far. Its hash is the unsettled config's (the probes' Updaters
+/// check that the ranks agree on it); it has no YAML (nothing is saved).
+train::RunSetup measuring_setup(const train::RankContext& context, const config::RunConfig& c,
+                                amp::AmpMode precision, int64_t max_tokens) {
   train::RunSetup setup;
-  setup.model = c.model;
-  setup.train = c.train;
-  setup.amp = c.amp;
-  setup.checkpoint = c.checkpoint;
-  setup.dist = c.dist;
-  setup.run_dir = c.run_dir;
-  stamp_config(setup, c);
-  // Until resolve_max_tokens: the budget that auto stands for where nothing is measured.
-  setup.max_tokens = c.data.max_tokens.value_or(train::unmeasured_max_tokens(c.data));
-  setup.rank = worker.rank;
-  setup.world_size = worker.world_size;
-  setup.device = device;
-  setup.communicator = std::move(communicator);
+  static_cast<train::RankContext&>(setup) = context;
+  static_cast<train::RunSettings&>(setup) = settings_of(c, precision, max_tokens);
+  setup.config_hash = config::config_hash(c);
   return setup;
+}
+
+/// amp.mode settled: rank.amp (rank 0's choice) as it is or, when it awaits timing, every rank times the
+/// model in fp32 and bf16 on `measuring` (train/amp_timing.h), rank 0's times decide and every
+/// rank takes rank 0's decision (job/amp_agreement.h). Sets measuring.precision.
+void settle_precision(Rank& rank, train::RunSetup& measuring) {
+  if (rank.amp.needs_timing) {
+    rank.amp = settle_amp_choice(measuring.communicator.get(), rank.amp, [&] {
+      rank.amp_timing = train::time_amp_modes(measuring, rank.data);
+      return AmpTimes{rank.amp_timing->fp32_s, rank.amp_timing->bf16_s};
+    });
+    log::info("train", "precision: {} (amp.mode auto: {}; timed in {:.1f} s)",
+              amp::mode_name(rank.amp.mode), rank.amp.reason, rank.amp_timing->seconds);
+  }
+  measuring.precision = rank.amp.mode;
 }
 
 }  // namespace
@@ -164,204 +206,20 @@ int64_t local_workers(const config::RunConfig& c, const dist::DeviceInfo& device
   return devices.cuda_devices > 0 ? devices.cuda_devices : 1;
 }
 
-std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& config,
-                                                       const config::ResumeFrom& from) {
-  using Mode = config::ResumeFrom::Mode;
-  switch (from.mode) {
-    case Mode::kNone:
-      return std::nullopt;
-    case Mode::kPath:
-      return LoadedCheckpoint{from.path, checkpoint::load_checkpoint(from.path)};
-    case Mode::kAuto:
-      break;
-  }
-  // A checkpoint of another model (one copied in, or a config changed since) is passed over
-  // for an older one that fits.
-  const auto other_model = [&config](const checkpoint::CheckpointData& data) {
-    const checkpoint::RunMetadata meta =
-        checkpoint::RunMetadata::parse_resumable(data.metadata, data.source.string());
-    return config::model_difference(config, config::parse_stored_config(meta.config, "checkpoint"));
-  };
-  auto newest = checkpoint::CheckpointDir(std::filesystem::path(config.run_dir) / "checkpoints",
-                                          config.checkpoint)
-                    .load_newest_valid(other_model);
-  if (!newest) return std::nullopt;
-  return LoadedCheckpoint{std::move(newest->first), std::move(newest->second)};
-}
-
-namespace {
-
-/// The step a run of `from` starts at: 0 for none, the checkpoint's for a file (from its
-/// metadata, else its name); nullopt for auto, or a file that is gone and unnamed.
-std::optional<int64_t> start_step(const config::ResumeFrom& from) {
-  using Mode = config::ResumeFrom::Mode;
-  if (from.mode == Mode::kNone) return 0;
-  if (from.mode == Mode::kAuto) return std::nullopt;
-  try {
-    return checkpoint::RunMetadata::parse(checkpoint::read_checkpoint_metadata(from.path),
-                                          from.path)
-        .step;
-  } catch (const Error&) {
-    return checkpoint::step_of_checkpoint_file(from.path);  // deleted since, e.g. by retention
-  }
-}
-
-checkpoint::CheckpointDir checkpoint_dir(const config::RunConfig& config) {
-  return checkpoint::CheckpointDir(std::filesystem::path(config.run_dir) / "checkpoints",
-                                   config.checkpoint);
-}
-
-}  // namespace
-
-config::ResumeFrom resume_after_restart(const config::RunConfig& config,
-                                        const config::ResumeFrom& given) {
-  using Mode = config::ResumeFrom::Mode;
-  if (given.mode == Mode::kAuto) return given;
-  const std::optional<int64_t> started_at = start_step(given);
-  for (const auto& file : checkpoint_dir(config).list()) {  // newest first
-    if (started_at && *checkpoint::step_of_checkpoint_file(file) <= *started_at) break;
-    try {
-      checkpoint::read_checkpoint_metadata(file);
-    } catch (const Error&) {
-      continue;  // damaged: an older save of the job's
-    }
-    // Named, so that it loads as --resume PATH does: auto would check it against the YAML's
-    // model, not the run's.
-    return {Mode::kPath, file.string()};
-  }
-  return given;
-}
-
-std::optional<std::filesystem::path> set_aside_replaced_checkpoints(
-    const config::RunConfig& config, const config::ResumeFrom& from) {
-  const std::optional<int64_t> step = start_step(from);
-  if (!step) return std::nullopt;
-  const auto folder = checkpoint_dir(config).set_aside_after(*step);
-  if (folder) train::set_aside_records_after(config.run_dir, *step, *folder);
-  return folder;
-}
-
-namespace {
-
-/// `sources` read again with a checkpoint's config between the file and --set.
-config::RunConfig with_checkpoint_config(const config::ConfigSources& sources,
-                                         const std::filesystem::path& file,
-                                         const std::map<std::string, std::string>& metadata) {
-  config::ConfigSources with_checkpoint = sources;
-  with_checkpoint.checkpoint_name = file.string();
-  with_checkpoint.checkpoint_yaml =
-      checkpoint::RunMetadata::parse(metadata, with_checkpoint.checkpoint_name).config;
-  return config::load_run_config(with_checkpoint);
-}
-
-}  // namespace
-
-config::RunConfig config_to_resume(const config::ConfigSources& sources,
-                                   const config::RunConfig& config,
-                                   const config::ResumeFrom& from) {
-  using Mode = config::ResumeFrom::Mode;
-  std::vector<std::filesystem::path> candidates;
-  if (from.mode == Mode::kPath) {
-    candidates.emplace_back(from.path);
-  } else if (from.mode == Mode::kAuto) {
-    try {
-      candidates = checkpoint_dir(config).list();
-    } catch (const Error&) {
-      return config;  // an unreadable folder: the workers say so
-    }
-  }
-  for (const auto& file : candidates) {
-    try {
-      return with_checkpoint_config(sources, file, checkpoint::read_checkpoint_metadata(file));
-    } catch (const Error&) {
-      // A damaged file, or a config that no longer loads: the workers pass over it or stop,
-      // naming it.
-    }
-  }
+config::RunConfig settled_config(config::RunConfig config, amp::AmpMode precision,
+                                 int64_t max_tokens) {
+  config.amp.mode = precision;
+  config.data.max_tokens = max_tokens;
   return config;
 }
 
-bool restart_best_record_if_ranked_otherwise(LoadedCheckpoint& resume,
-                                             const config::RunConfig& config) {
-  auto& metadata = resume.data.metadata;
-  const std::string name = resume.path.string();
-  const config::RunConfig saved =
-      config::parse_stored_config(checkpoint::RunMetadata::parse(metadata, name).config, name);
-  const train::TrainOptions &was = saved.train, &now = config.train;
-  if (was.best_metric == now.best_metric && was.best_set == now.best_set) return false;
-  const bool had_best = metadata.erase(std::string(checkpoint::meta_key::kBestSelection)) > 0;
-  metadata.erase(std::string(checkpoint::meta_key::kWithoutImprovement));
-  const auto ranking = [](const train::TrainOptions& t) {
-    const char* metric = t.best_metric == train::BestMetric::kBleu   ? "bleu"
-                         : t.best_metric == train::BestMetric::kChrf ? "chrf"
-                                                                     : "loss";
-    return t.best_set.empty() ? fmt::format("{} of the first validation set", metric)
-                              : fmt::format("{} of validation set '{}'", metric, t.best_set);
-  };
-  log::warn("train",
-            "{}: its run ranked checkpoints by {} (train.best_metric, best_set), this one by {}: "
-            "the best so far and the patience count start over{} (checkpoints already saved "
-            "keep their own selection, which keep_best and nmt-translate -c RUN_DIR compare)",
-            name, ranking(was), ranking(now), had_best ? "" : " (it had none yet)");
-  return true;
-}
-
-config::RunConfig resumed_config(const config::ConfigSources& sources, config::RunConfig config,
-                                 const std::optional<LoadedCheckpoint>& resume) {
-  if (!resume) return config;
-  return with_checkpoint_config(sources, resume->path, resume->data.metadata);
-}
-
-amp::AmpHardware amp_hardware(const dist::DeviceInfo& devices) {
-  amp::AmpHardware hardware;
-  hardware.cuda = devices.cuda_devices > 0;
-  if (hardware.cuda && !devices.cuda_capabilities.empty())
-    hardware.min_cuda_capability =
-        *std::min_element(devices.cuda_capabilities.begin(), devices.cuda_capabilities.end());
-  if (!hardware.cuda) hardware.cpu = devices.cpu;
-  return hardware;
-}
-
-amp::AmpChoice resolve_amp(config::RunConfig& config, const dist::DeviceInfo& devices) {
-  amp::AmpChoice choice = amp::resolve_amp_mode(
-      config.amp.mode, config.amp.mode ? amp::AmpHardware{} : amp_hardware(devices));
-  // A choice that awaits timing leaves amp.mode auto until time_amp below settles it.
-  if (!choice.needs_timing) config.amp.mode = choice.mode;
-  return choice;
-}
-
-amp::AmpChoice agree_amp(config::RunConfig& config, const dist::DeviceInfo& devices,
-                         dist::Communicator* communicator) {
-  config::RunConfig mine = config;
-  const amp::AmpChoice choice = agree_amp_choice(communicator, resolve_amp(mine, devices));
-  if (!choice.needs_timing) {
-    config.amp.mode = choice.mode;
-    log::info("train", "precision: {} ({}{})", amp::mode_name(choice.mode),
-              choice.automatic ? "amp.mode auto: " : "", choice.reason);
-  }
-  return choice;
-}
-
-void time_amp(Rank& rank) {
-  if (!rank.amp.needs_timing) return;
-  rank.amp = settle_amp_choice(rank.setup.communicator.get(), rank.amp, [&rank] {
-    rank.amp_timing = train::time_amp_modes(rank.setup, rank.data);
-    return AmpTimes{rank.amp_timing->fp32_s, rank.amp_timing->bf16_s};
-  });
-  log::info("train", "precision: {} (amp.mode auto: {}; timed in {:.1f} s)",
-            amp::mode_name(rank.amp.mode), rank.amp.reason, rank.amp_timing->seconds);
-  rank.config.amp.mode = rank.amp.mode;
-  rank.setup.amp.mode = rank.amp.mode;
-  stamp_config(rank.setup, rank.config);
-}
-
-void resolve_max_tokens(Rank& rank, int64_t ranks_per_device) {
-  train::MaxTokensChoice choice = train::choose_max_tokens(rank.setup, rank.data, ranks_per_device);
-  rank.setup.max_tokens = choice.max_tokens;
-  rank.max_tokens_fit = std::move(choice.fit);
-  if (rank.config.data.max_tokens == choice.max_tokens) return;  // a number already
-  rank.config.data.max_tokens = choice.max_tokens;
-  stamp_config(rank.setup, rank.config);
+train::RunSettings run_settings(const config::RunConfig& settled) {
+  NMT_CHECK(settled.amp.mode && settled.data.max_tokens, Error,
+            "run_settings of a config with amp.mode or data.max_tokens unsettled");
+  train::RunSettings s = settings_of(settled, *settled.amp.mode, *settled.data.max_tokens);
+  s.config_yaml = config::to_yaml(settled, /*with_docs=*/false);
+  s.config_hash = config::config_hash(settled);
+  return s;
 }
 
 Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
@@ -376,34 +234,35 @@ Rank set_up_rank(const config::TrainCommand& command, config::RunConfig cfg,
   rank.run_dir_lock = claim.lock;
   // The checkpoint resumed from contributes its config (below --set), so read it first; not
   // by a rank 0 that was refused the run directory (it stops after the rendezvous).
-  if (claim.refusal.empty()) rank.resume = find_resume_checkpoint(cfg, resume);
-  rank.config = resumed_config(command.sources, std::move(cfg), rank.resume);
-  if (rank.resume) restart_best_record_if_ranked_otherwise(*rank.resume, rank.config);
-  const config::RunConfig& c = rank.config;
-  std::optional<dist::Rendezvous> joined = join(c, worker_env);
-  const dist::WorkerEnv worker =
-      joined ? with_host_ranks(worker_env, joined->host_ranks()) : worker_env;
-  const int64_t local = local_workers(c, devices, worker);
-  const int threads = set_up_threads(c, devices, local, worker);
-  const c10::Device device = set_up_device(c, devices, worker, threads);
-  std::shared_ptr<dist::Communicator> communicator =
-      connect(c, device, devices, worker, local, std::move(joined));
-  if (communicator) agree_on_run_dir_claim(communicator.get(), claim);
+  ResumePoint point = claim.refusal.empty()
+                          ? resume_point(command.sources, std::move(cfg), resume)
+                          : ResumePoint{std::nullopt, std::move(cfg)};
+  rank.resume = std::move(point.checkpoint);
+  const config::RunConfig& c = point.config;
+  const Placement placed = place_rank(c, devices, worker_env);
+  dist::Communicator* communicator = placed.context.communicator.get();
+  if (communicator) agree_on_run_dir_claim(communicator, claim);
   // The first collective: every rank takes rank 0's precision before anything depends on it.
-  rank.amp = agree_amp(rank.config, devices, communicator.get());
+  rank.amp = agree_amp(c.amp, devices, communicator);
   // Fine-tuning starts from another run's model and vocabulary; a resumed run has its own.
   if (!rank.resume) rank.init = load_init_checkpoint(c);
-  rank.data = prepare_rank_data(c, worker, communicator.get(), rank.init, threads);
-  rank.setup = make_run_setup(c, worker, device, std::move(communicator));
-  if (device.is_cuda())
-    rank.setup.ranks_on_device =
-        dist::ranks_on_device(worker.local_rank, local, devices.cuda_devices);
-  // One planner for the timing and the training: epoch 1 planned once (a new one only if
-  // the max_tokens fit changes the budget).
-  rank.setup.planner = train::train_planner(rank.setup, rank.data);
-  time_amp(rank);  // before the max_tokens fit, which measures in the run's precision
-  // The ranks on this rank's GPU share its free memory in the max_tokens auto fit.
-  resolve_max_tokens(rank, rank.setup.ranks_on_device);
+  rank.data = prepare_rank_data(c, placed.worker, communicator, rank.init, placed.threads);
+  // Resolve: the timing first, as the max_tokens fit measures in the run's precision; the
+  // ranks on this rank's GPU share its free memory in that fit. One planner for the timing
+  // and the training: epoch 1 planned once (a new one only if the fit changes the budget).
+  train::RunSetup measuring = measuring_setup(
+      placed.context, c, rank.amp.mode,
+      c.data.max_tokens.value_or(train::unmeasured_max_tokens(c.data)));
+  measuring.planner = train::train_planner(measuring, rank.data);
+  settle_precision(rank, measuring);
+  train::MaxTokensChoice budget = train::choose_max_tokens(c.data.max_tokens, measuring, rank.data,
+                                                           placed.context.ranks_on_device);
+  rank.max_tokens_fit = std::move(budget.fit);
+  // Then build, once.
+  rank.config = settled_config(std::move(point.config), rank.amp.mode, budget.max_tokens);
+  static_cast<train::RankContext&>(rank.setup) = placed.context;
+  static_cast<train::RunSettings&>(rank.setup) = run_settings(rank.config);
+  rank.setup.planner = measuring.planner;
   rank.setup.planner = train::train_planner(rank.setup, rank.data);
   return rank;
 }

@@ -13,7 +13,9 @@
 #include "dist/launcher.h"
 #include "job/dry_run.h"
 #include "job/fine_tune.h"
+#include "job/amp_agreement.h"
 #include "job/rank_setup.h"
+#include "job/resume_policy.h"
 #include "job/run_dir_owner.h"
 #include "train/benchmark_run.h"
 #include "train/run_summary.h"
@@ -242,8 +244,9 @@ int run_train_command(const config::TrainCommand& command, int argc, char** argv
   // launcher's workers), not by every worker that loads the config again.
   if (worker.rank == 0 && !worker.launched_by_us && command.node_rank == 0)
     for (const std::string& warning : config_warnings) log::warn("config", "{}", warning);
+  const amp::AmpChoice amp = choose_amp(as_run.amp, devices);
   config::RunConfig planned = as_run;
-  const amp::AmpChoice amp = resolve_amp(planned, devices);
+  if (!amp.needs_timing) planned.amp.mode = amp.mode;
   log_plan(planned, devices, worker);
   log::info("plan", "precision: {} ({}{})",
             amp.needs_timing ? "timed at start" : amp::mode_name(amp.mode),

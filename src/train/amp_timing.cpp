@@ -26,7 +26,7 @@ double mean(const std::vector<double>& values) {
 std::unique_ptr<Updater> probe_updater(const RunSetup& setup, const data::Vocabularies& vocab,
                                        amp::AmpMode mode) {
   RunSetup probe = setup;
-  probe.amp.mode = mode;
+  probe.precision = mode;
   auto updater = std::make_unique<Updater>(updater_setup(probe, vocab));
   updater->set_gradient_sync(false);
   return updater;

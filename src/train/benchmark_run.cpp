@@ -107,8 +107,8 @@ BenchmarkRun::BenchmarkRun(const RunSetup& setup, const data::PreparedData& data
     : setup_(setup), options_(options), updater_(updater_setup(setup, data.vocab)) {
   describe();
   // Every rank measures at once, so ranks that share a machine share it as in training.
-  measured_peak_ = measure_peak_tflops(setup.device, amp::resolved_mode(setup.amp), 1.0, &r_.peak_method);
-  hardware_ = hardware_peak(setup.device, amp::resolved_mode(setup.amp), static_cast<int>(r_.threads));
+  measured_peak_ = measure_peak_tflops(setup.device, setup.precision, 1.0, &r_.peak_method);
+  hardware_ = hardware_peak(setup.device, setup.precision, static_cast<int>(r_.threads));
   r_.hardware_peak_source = hardware_.source;
   prepare_batches(data);
 }
@@ -117,7 +117,7 @@ void BenchmarkRun::describe() {
   r_.ranks = setup_.world_size;
   r_.threads = at::get_num_threads();
   r_.device = setup_.device.str();
-  r_.amp = amp::mode_name(amp::resolved_mode(setup_.amp));
+  r_.amp = amp::mode_name(setup_.precision);
   r_.synthetic = options_.synthetic;
   r_.warmup = options_.warmup;
   r_.steps = options_.steps;

@@ -166,9 +166,9 @@ nlohmann::ordered_json MaxTokensFit::to_json() const {
   return o;
 }
 
-MaxTokensChoice choose_max_tokens(const RunSetup& setup, const data::PreparedData& data,
-                                  int64_t ranks_per_device) {
-  if (setup.data.max_tokens) return {*setup.data.max_tokens, std::nullopt};
+MaxTokensChoice choose_max_tokens(std::optional<int64_t> configured, const RunSetup& setup,
+                                  const data::PreparedData& data, int64_t ranks_per_device) {
+  if (configured) return {*configured, std::nullopt};
   MaxTokensFit fit = fit_max_tokens(setup, data, ranks_per_device);
   const data::DataOptions& d = setup.data;
   if (!fit.fallback.empty()) {

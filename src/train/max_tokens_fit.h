@@ -49,12 +49,13 @@ struct MaxTokensChoice {
   std::optional<MaxTokensFit> fit;  ///< set when it was auto
 };
 
-/// The configured number, or with auto the measured fit; logs what auto chose. With auto every
-/// rank must call it (it all-gathers). `ranks_per_device` ranks share one GPU's free memory.
-/// Throws ConfigError on every rank, naming the rank, when a rank cannot fit even one sentence
-/// of the longest length.
-MaxTokensChoice choose_max_tokens(const RunSetup& setup, const data::PreparedData& data,
-                                  int64_t ranks_per_device);
+/// `configured` (data.max_tokens), or with auto (nullopt) the fit measured on `measuring` (a
+/// setup of the run in its precision; its max_tokens is not read); logs what auto chose. With
+/// auto every rank must call it (it all-gathers). `ranks_per_device` ranks share one GPU's free
+/// memory. Throws ConfigError on every rank, naming the rank, when a rank cannot fit even one
+/// sentence of the longest length.
+MaxTokensChoice choose_max_tokens(std::optional<int64_t> configured, const RunSetup& measuring,
+                                  const data::PreparedData& data, int64_t ranks_per_device);
 
 /// The budget that auto stands for where nothing is measured (a dry run, CPU without
 /// auto_memory_mb) and while measuring: 4096, or max_len + 2 when sentences may be longer.

@@ -24,6 +24,7 @@ UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab)
   u.model = run.model;
   u.train = run.train;
   u.amp = run.amp;
+  u.precision = run.precision;
   u.dist = run.dist;
   u.src_vocab_size = vocab.src.size();
   u.tgt_vocab_size = vocab.tgt.size();

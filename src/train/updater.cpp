@@ -61,7 +61,7 @@ struct Updater::State {
 
   /// The loss of a batch on the device, under autocast.
   LossSums forward(const at::Tensor& src, const at::Tensor& tgt_in, const at::Tensor& tgt_out) {
-    amp::AutocastScope autocast(amp::resolved_mode(setup.amp), setup.device.type());
+    amp::AutocastScope autocast(setup.precision, setup.device.type());
     const at::Tensor logits = model->forward(src, tgt_in);
     return label_smoothed_cross_entropy(logits, tgt_out, setup.train.label_smoothing,
                                         setup.pad_id);
@@ -103,7 +103,7 @@ Updater::Updater(UpdaterSetup setup) : s_(std::make_unique<State>()) {
   s_->optimizer = make_optimizer(trained, u.train);
   for (const auto& [name, tensor] : named) s_->params.push_back(tensor);
   s_->scaler = std::make_unique<amp::DynamicLossScaler>(u.amp, u.device,
-                                                         u.amp.mode == amp::AmpMode::kFp16);
+                                                         u.precision == amp::AmpMode::kFp16);
   // The loss is a sum over tokens, so its weight gradients are about as many times larger
   // than a mean loss's as an update has target tokens. Under fp16 loss scaling that would
   // overflow half precision until the scale had fallen by that factor, skipping the first

@@ -45,7 +45,8 @@ class ParameterAverage;
 struct UpdaterSetup {
   model::ModelOptions model;
   TrainOptions train;
-  amp::AmpOptions amp;
+  amp::AmpOptions amp;             ///< the loss scaler's settings
+  amp::AmpMode precision = amp::AmpMode::kOff;  ///< the mode autocast and the scaler run in
   dist::DistOptions dist;          ///< bucket size and overlap of the gradient all-reduce
   int64_t src_vocab_size = 0;      ///< pieces of the source vocabulary
   int64_t tgt_vocab_size = 0;      ///< pieces of the target vocabulary

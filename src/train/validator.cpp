@@ -107,7 +107,7 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
     const auto t = data::make_batch_tensors(set.cache, batch, ids);
     const at::Tensor src = t.src.to(setup.device);
     {
-      amp::AutocastScope autocast(amp::resolved_mode(setup.amp), setup.device.type());
+      amp::AutocastScope autocast(setup.precision, setup.device.type());
       const at::Tensor logits = model->forward(src, t.tgt_in.to(setup.device));
       const LossSums sums = label_smoothed_cross_entropy(
           logits, t.tgt_out.to(setup.device), setup.train.label_smoothing, data.vocab.tgt.pad_id());
@@ -122,7 +122,7 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
     // checkpoint), and nmt-translate translates in fp32 unless told. On a GPU it keeps the
     // run's.
     const amp::AmpMode search_mode =
-        setup.device.is_cuda() ? amp::resolved_mode(setup.amp) : amp::AmpMode::kOff;
+        setup.device.is_cuda() ? setup.precision : amp::AmpMode::kOff;
     amp::AutocastScope autocast(search_mode, setup.device.type());
     decode::SearchOptions search;
     search.beam = setup.train.valid_beam;

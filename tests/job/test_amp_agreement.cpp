@@ -12,6 +12,7 @@
 #include "dist/launcher.h"
 #include "dist/process_group.h"
 #include "job/amp_agreement.h"
+#include "job/job_fixture.h"
 #include "job/rank_setup.h"
 #include "rank_threads.h"
 #include "test_support.h"
@@ -65,15 +66,15 @@ std::vector<RankResult> agree(const std::vector<nmt::dist::DeviceInfo>& machines
     nmt::config::RunConfig config;
     config.amp.mode = std::nullopt;  // auto
     RankResult& out = results[static_cast<size_t>(r)];
-    out.choice = nmt::job::agree_amp(config, machines[static_cast<size_t>(r)], &comm);
+    out.choice = nmt::job::agree_amp(config.amp, machines[static_cast<size_t>(r)], &comm);
     if (out.choice.needs_timing) {
       out.choice = nmt::job::settle_amp_choice(&comm, out.choice, [&] {
         ++out.timed;
         return times[static_cast<size_t>(r)];
       });
-      config.amp.mode = out.choice.mode;
     }
-    out.config_mode = config.amp.mode;
+    // What the rank's settled config stores.
+    out.config_mode = nmt::job::settled_config(config, out.choice.mode, 4096).amp.mode;
     // Every later gather pairs with the same gather of the other rank.
     out.after = comm.all_gather_strings("after " + std::to_string(r));
   });
@@ -137,4 +138,21 @@ TEST_CASE("amp auto: a choice survives its hand-over, and a garbled one is named
   CHECK(nmt::job::agree_amp_choice(nullptr, pending).needs_timing);
   CHECK(nmt::job::settle_amp_choice(nullptr, pending, [] { return AmpTimes{1.0, 2.0}; }).mode ==
         AmpMode::kOff);
+}
+
+TEST_CASE("amp agreement: amp auto reads the GPUs' compute capability, the lowest", "[job]") {
+  nmt::dist::DeviceInfo gpus = nmt::test::one_cpu();
+  gpus.cuda_devices = 2;
+  gpus.cuda_capabilities = {90, 75};
+  CHECK(nmt::job::amp_hardware(gpus).cuda);
+  CHECK(nmt::job::amp_hardware(gpus).min_cuda_capability == 75);
+  nmt::amp::AmpOptions options;
+  options.mode = std::nullopt;  // auto
+  CHECK(nmt::job::choose_amp(options, gpus).mode == nmt::amp::AmpMode::kOff);
+  gpus.cuda_capabilities = {90, 80};
+  CHECK(nmt::job::choose_amp(options, gpus).mode == nmt::amp::AmpMode::kBf16);
+  // A named mode is taken as it is.
+  options.mode = nmt::amp::AmpMode::kFp16;
+  CHECK(nmt::job::choose_amp(options, gpus).mode == nmt::amp::AmpMode::kFp16);
+  CHECK_FALSE(nmt::job::choose_amp(options, gpus).automatic);
 }

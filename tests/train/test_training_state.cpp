@@ -60,6 +60,7 @@ UpdaterSetup setup_of(const CheckpointData& data, const nmt::data::Vocabularies&
   u.model = config.model;
   u.train = config.train;
   u.amp = config.amp;
+  u.precision = config.amp.mode.value_or(nmt::amp::AmpMode::kOff);
   u.dist = config.dist;
   u.src_vocab_size = vocab.src.size();
   u.tgt_vocab_size = vocab.tgt.size();

@@ -225,9 +225,9 @@ TEST_CASE("validator: on a CPU the translations of a bf16 run are fp32's, the lo
   TempDir run;
   nmt::train::RunSetup setup = tiny_run_setup(run.path());
   setup.train.valid_translate = true;
-  setup.amp.mode = nmt::amp::AmpMode::kOff;
+  setup.precision = nmt::amp::AmpMode::kOff;
   const ValidationResult fp32 = Validator(setup, data).validate(model);
-  setup.amp.mode = nmt::amp::AmpMode::kBf16;
+  setup.precision = nmt::amp::AmpMode::kBf16;
   const ValidationResult bf16 = Validator(setup, data).validate(model);
   REQUIRE(fp32.first.chrf);
   REQUIRE(bf16.first.chrf);
