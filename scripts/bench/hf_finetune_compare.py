@@ -37,9 +37,7 @@ import sys
 import time
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from nmt_tools.paths import DATA  # noqa: E402
 from nmt_tools.process import run  # noqa: E402
 from nmt_tools.spm import spm_pieces, train_spm  # noqa: E402
@@ -90,7 +88,7 @@ def make_model_dir(model_dir, work):
 
 
 def write_config(path, run_dir, summary, a, checkpoint):
-    data = os.path.join(REPO, "data")
+    data = DATA
     lines = [f"run_dir: {run_dir}", summary["model_yaml"].rstrip("\n"), "data:",
              f"  train_src: {data}/ddtp.en-de.train.en.gz",
              f"  train_tgt: {data}/ddtp.en-de.train.de.gz",
@@ -268,7 +266,7 @@ def main():
     exported = os.path.join(a.work, "ours-hf")
     run([ckpt, "export-hf", run_dir, exported, "--weights", "raw", "--force"])
     tok = transformers.AutoTokenizer.from_pretrained(model_dir)
-    valid = os.path.join(REPO, "data", "ddtp.en-de.valid")
+    valid = os.path.join(DATA, "ddtp.en-de.valid")
     with open(valid + ".en", encoding="utf-8") as f:
         src_lines = f.read().split("\n")[:VALID_PAIRS]
     with open(valid + ".de", encoding="utf-8") as f:

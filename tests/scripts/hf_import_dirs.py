@@ -62,15 +62,14 @@ def build_marian_separate(transformers, work, en, de):
     <pad> at the same id in both (the model has one pad_token_id)."""
     import random
 
-    src = train_spm(en, os.path.join(work, "source"), "unigram", 300)
-    tgt = train_spm(de, os.path.join(work, "target"), "unigram", 260)
+    src = str(train_spm(en, os.path.join(work, "source"), "unigram", 300))
+    tgt = str(train_spm(de, os.path.join(work, "target"), "unigram", 260))
     paths = []
     for name, model in (("vocab.json", src), ("target_vocab.json", tgt)):
         pieces = spm_pieces(model)
         random.Random(len(name)).shuffle(pieces)
         path = os.path.join(work, name)
-        write_json(path, {t: i for i, t in enumerate(["</s>", "<unk>", "<pad>"] +
-                                                                 pieces)})
+        write_json(path, {t: i for i, t in enumerate(["</s>", "<unk>", "<pad>"] + pieces)})
         paths.append(path)
     return transformers.MarianTokenizer(source_spm=src, target_spm=tgt, vocab=paths[0],
                                         target_vocab_file=paths[1], separate_vocabs=True)

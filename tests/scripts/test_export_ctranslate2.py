@@ -25,6 +25,7 @@ from nmt_tools.checkpoint import newest_checkpoint
 from nmt_tools.paths import CONFIGS, DATA, ROOT, SCRIPTS
 from nmt_tools.process import run
 from nmt_tools.text import first_lines, read_lines
+from train_support import train_slice
 
 EXPORT = SCRIPTS / "export-ctranslate2.py"
 CT2_TRANSLATE = SCRIPTS / "bench" / "ct2-translate.py"
@@ -122,21 +123,11 @@ def bleu(lines, refs):
 TRAIN_SLICE = 18000
 
 
-def train_slice(work):
-    """Writes the first TRAIN_SLICE shipped training pairs into work; returns --set flags."""
-    flags = []
-    for side, key in (("en", "src"), ("de", "tgt")):
-        out = first_lines(DATA / f"ddtp.en-de.train.{side}.gz", TRAIN_SLICE,
-                          work / f"train-slice.{side}")
-        flags += ["--set", f"data.train_{key}={out}"]
-    return flags
-
-
 # --- tests -------------------------------------------------------------------------------
 
 def test_train_tiny_models(binaries, work: Path) -> None:
     """The fixture of the others (CTest's FIXTURES_SETUP ct2_models): every variant, trained."""
-    slice_flags = train_slice(work)
+    slice_flags = train_slice(work, TRAIN_SLICE)
     procs = []
     for name in VARIANTS:
         settings = VARIANTS[name]
@@ -220,6 +211,11 @@ def rewrite_checkpoint(source, target, edit_metadata=None, add_tensors=None):
         header[name] = {"dtype": dtype, "shape": shape,
                         "data_offsets": [len(data), len(data) + len(raw)]}
         data += raw
+    write_checkpoint(target, header, data)
+
+
+def write_checkpoint(target, header, data):
+    """A safetensors file of `header` (tensor entries and __metadata__) and the tensors' bytes."""
     blob = json.dumps(header).encode()
     blob += b" " * (-len(blob) % 8)
     with open(target, "wb") as f:
@@ -362,10 +358,7 @@ def fused_copy(source, target):
         header[name] = {"dtype": dtype, "shape": list(array.shape),
                         "data_offsets": [len(data), len(data) + len(raw)]}
         data += raw
-    blob = json.dumps(header).encode()
-    blob += b" " * (-len(blob) % 8)
-    with open(target, "wb") as f:
-        f.write(struct.pack("<Q", len(blob)) + blob + data)
+    write_checkpoint(target, header, data)
     return fused
 
 

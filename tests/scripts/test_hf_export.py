@@ -46,6 +46,7 @@ from nmt_tools.paths import CONFIGS as CONFIG_DIR
 from nmt_tools.paths import DATA, ROOT
 from nmt_tools.process import run
 from nmt_tools.text import first_lines, read_lines, write_lines
+from train_support import train_slice
 
 TEST_SRC = DATA / "ddtp.en-de.test.en"
 SENTENCES = 200
@@ -86,23 +87,13 @@ AWKWARD = ["", " ", "  leading spaces", "trailing spaces   ", "repeated    space
            "the tag <2de> and <BT> as text"]
 
 
-def train_slice(work):
-    """The first TRAIN_PAIRS shipped training pairs as plain files; their --set flags."""
-    flags = []
-    for side, key in (("en", "src"), ("de", "tgt")):
-        out = first_lines(DATA / f"ddtp.en-de.train.{side}.gz", TRAIN_PAIRS,
-                          work / f"train-slice.{side}")
-        flags += ["--set", f"data.train_{key}={out}"]
-    return flags
-
-
 # The variants exported (the others are refused).
 EXPORTED = [name for name, (_, model_type) in VARIANTS.items() if model_type]
 
 
 def test_train_tiny_models(binaries, work: Path) -> None:
     """The fixture of the others (CTest's FIXTURES_SETUP hf_export_models)."""
-    slice_flags = train_slice(work)
+    slice_flags = train_slice(work, TRAIN_PAIRS)
     for name, (settings, _) in VARIANTS.items():
         run_dir = os.path.join(work, name)
         shutil.rmtree(run_dir, ignore_errors=True)
