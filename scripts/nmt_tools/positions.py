@@ -1,6 +1,8 @@
 """The position tables of src/model/embedding.cpp, in numpy (float32 results): what
 scripts/export-ctranslate2.py writes into a CTranslate2 model and scripts/bench/
-reference_train.py adds to its embeddings (torch.from_numpy)."""
+reference_train.py adds to its embeddings (torch.from_numpy). numpy's float32 exp may round
+the last bit of a frequency otherwise than LibTorch's, so a far position of the sinusoidal
+table can differ from the C++ one by about 2e-5 (the marian table, float64, is the same)."""
 import math
 
 import numpy as np
