@@ -21,7 +21,7 @@ from nmt_tools import SKIP_EXIT_CODE  # noqa: E402
 # option, what it names, where the build puts it (relative to the build folder)
 _BINARIES = [("nmt-train", "nmt-train"), ("nmt-ckpt", "nmt-ckpt"),
              ("nmt-translate", "nmt-translate"), ("nmt-score", "nmt-score"),
-             ("hf-probe", "tests/hf_probe"), ("hf-tokenizer-probe", "tests/hf_tokenizer_probe")]
+             ("hf-probe", "hf_probe"), ("hf-tokenizer-probe", "tests/hf_tokenizer_probe")]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
