@@ -25,7 +25,6 @@ another python, the script starts itself again with the venv's (NMT_PYTHON in th
 """
 
 import argparse
-import gzip
 import json
 import os
 import random
@@ -34,8 +33,10 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(REPO, "data", "ddtp.en-de")
+from nmt_tools.paths import DATA as DATA_DIR
+from nmt_tools.text import read_lines, write_lines
+
+DATA = str(DATA_DIR / "ddtp.en-de")
 
 
 def reexec_with_venv(build_dir):
@@ -143,10 +144,8 @@ class Pipeline:
 
     # 1. split -------------------------------------------------------------------------------
     def split(self):
-        with gzip.open(DATA + ".train.en.gz", "rt", encoding="utf-8") as f:
-            en = f.read().split("\n")[:-1]
-        with gzip.open(DATA + ".train.de.gz", "rt", encoding="utf-8") as f:
-            de = f.read().split("\n")[:-1]
+        en = read_lines(DATA + ".train.en.gz")
+        de = read_lines(DATA + ".train.de.gz")
         assert len(en) == len(de), "the shipped training sides differ in length"
         order = list(range(len(en)))
         random.Random(self.args.seed).shuffle(order)
@@ -157,17 +156,14 @@ class Pipeline:
         os.makedirs(self.path("data"))
 
         def write(name, lines):
-            with open(self.path("data", name), "w", encoding="utf-8") as f:
-                f.writelines(line + "\n" for line in lines)
+            write_lines(self.path("data", name), lines)
 
         write("parallel.en", (en[i] for i in parallel))
         write("parallel.de", (de[i] for i in parallel))
         write("mono.de", (de[i] for i in mono))
         write("mono.real.en", (en[i] for i in mono))  # only to score the back-translation
-        with open(DATA + ".test.en", encoding="utf-8") as f:
-            test_en = f.read().split("\n")[:-1]
-        with open(DATA + ".test.de", encoding="utf-8") as f:
-            test_de = f.read().split("\n")[:-1]
+        test_en = read_lines(DATA + ".test.en")
+        test_de = read_lines(DATA + ".test.de")
         if self.args.test_lines > 0:
             test_en, test_de = test_en[:self.args.test_lines], test_de[:self.args.test_lines]
         write("test.en", test_en)

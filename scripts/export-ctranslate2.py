@@ -40,11 +40,10 @@ otherwise (a symbolic link included). An OUTDIR that is or holds a checkpoint fi
 holds or lies inside the checkpoints/ folder read from a run directory, is refused even with
 --force, compared by real path (symbolic links resolved); a folder of its own in the run
 directory (runs/demo/ct2) is fine. nmt-ckpt export-hf decides the same way
-(scripts/output_guard.py, src/util/output_guard.h).
+(scripts/nmt_tools/output_guard.py, src/util/output_guard.h).
 """
 import argparse
 import json
-import math
 import os
 import shutil
 import sys
@@ -53,13 +52,15 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# Reading the checkpoint: scripts/nmt_checkpoint.py (numpy only).
-from nmt_checkpoint import (EMA_PREFIX, LAYOUT, SafetensorsFile, Weights,  # noqa: E402
-                            has_ema, resolve_checkpoints, source_prefixes, split_hf_vocab,
-                            vocabulary, vocabulary_tensor)
-from nmt_checkpoint import CheckpointError as ExportError  # noqa: E402
-from output_guard import (OutputError, check_output_apart,  # noqa: E402
-                          check_replaceable_dir)
+# Reading the checkpoint: scripts/nmt_tools (numpy and PyYAML only).
+from nmt_tools import stored_config  # noqa: E402
+from nmt_tools.checkpoint import (EMA_PREFIX, LAYOUT, SafetensorsFile, Weights,  # noqa: E402
+                                  has_ema, resolve_checkpoints, source_prefixes, split_hf_vocab,
+                                  vocabulary, vocabulary_tensor)
+from nmt_tools.checkpoint import CheckpointError as ExportError  # noqa: E402
+from nmt_tools.output_guard import (OutputError, check_output_apart,  # noqa: E402
+                                    check_replaceable_dir)
+from nmt_tools.positions import position_table  # noqa: E402
 
 PROG = "export-ctranslate2"
 # Bias on the output logits of tokens nmt-translate never emits: far below any real logit,
@@ -101,13 +102,11 @@ _INTEGER_KEYS = ("encoder_layers", "decoder_layers", "d_model", "heads", "ffn_di
 def model_config(config_yaml, origin):
     """The `model` section of a checkpoint's config, checked: every key known, every value one
     that CTranslate2 can express; raises ExportError naming the setting otherwise."""
-    import yaml
-
     try:
-        config = yaml.safe_load(config_yaml)
-    except yaml.YAMLError as e:
-        raise ExportError(f"{origin}: metadata config: malformed YAML: {e}") from e
-    model = config.get("model") if isinstance(config, dict) else None
+        config = stored_config.parse(config_yaml, origin)
+    except stored_config.StoredConfigError as e:
+        raise ExportError(str(e)) from e
+    model = config.get("model")
     if not isinstance(model, dict):
         raise ExportError(f"{origin}: metadata config has no model section")
     for key, value in model.items():
@@ -133,43 +132,6 @@ def model_config(config_yaml, origin):
         raise ExportError(f"{origin}: model.heads = {model['heads']} does not divide "
                           f"model.d_model = {model['d_model']}")
     return model
-
-
-# --- positions ---------------------------------------------------------------------------
-
-def sinusoidal_positions(positions, d_model):
-    """The position table of model/embedding.cpp: [sin | cos] halves (not interleaved),
-    wavelengths from 2*pi to 10000*2*pi, position 0 first, float32 arithmetic."""
-    half = d_model // 2
-    log_step = np.float32(math.log(10000.0) / max(half - 1, 1))
-    inv_freq = np.exp(np.arange(half, dtype=np.float32) * -log_step)
-    angles = np.arange(positions, dtype=np.float32)[:, None] * inv_freq[None, :]
-    table = np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
-    if d_model % 2:
-        table = np.concatenate([table, np.zeros((positions, 1), np.float32)], axis=1)
-    return table.astype(np.float32)
-
-
-def marian_positions(positions, d_model):
-    """model/embedding.cpp's marian_positions (MarianMT's table): sines then cosines, angle
-    t / 10000^(2i / d_model), position 0 first, float64 arithmetic cast to float32."""
-    sines = (d_model + 1) // 2
-    denominator = np.power(10000.0, np.arange(sines, dtype=np.float64) * 2.0 / d_model)
-    angles = np.arange(positions, dtype=np.float64)[:, None] / denominator[None, :]
-    return np.concatenate([np.sin(angles), np.cos(angles[:, :d_model // 2])],
-                          axis=1).astype(np.float32)
-
-
-def position_table(kind, positions, d_model, pad_id):
-    """The table CTranslate2 reads row t from for the token at position t. m2m100 (fairseq's,
-    padding-aware) gives the t-th real token row t + pad_id + 1 of the sinusoidal table: equal
-    for right-padded sources and a decoder that starts with a token other than pad (bos, the
-    only start this exporter takes)."""
-    if kind == "marian":
-        return marian_positions(positions, d_model)
-    if kind == "m2m100":
-        return sinusoidal_positions(positions + pad_id + 1, d_model)[pad_id + 1:]
-    return sinusoidal_positions(positions, d_model)
 
 
 # --- the CTranslate2 specification -------------------------------------------------------
@@ -327,7 +289,7 @@ translate_batch(..., target_prefix=[[code of the target language]]); export.json
 # --- where the export goes ----------------------------------------------------------------
 
 def check_output(outdir, force, given, paths):
-    """Raises OutputError unless `outdir` may be written (scripts/output_guard.py): never what
+    """Raises OutputError unless `outdir` may be written (nmt_tools/output_guard.py): never what
     the export reads (the checkpoint files `paths`, and the folder they were listed from when
     `given` is a directory), and an existing folder only with --force and only when it is
     empty or an earlier export."""

@@ -29,8 +29,10 @@ import os
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEADER = os.path.join(REPO, "src", "data", "iso639_codes.h")
+from nmt_tools import SKIP_EXIT_CODE
+from nmt_tools.paths import ROOT
+
+HEADER = os.path.join(ROOT, "src", "data", "iso639_codes.h")
 JSON_DIR = "/usr/share/iso-codes/json"
 CODES_PER_LINE = 30
 VERSION_PREFIX = "// iso-codes version: "
@@ -138,7 +140,7 @@ def main():
                    "(apt-get install iso-codes)")
         if a.check:
             print(f"SKIPPED: {message}")
-            sys.exit(77)
+            sys.exit(SKIP_EXIT_CODE)
         sys.exit(f"generate-language-codes.py: error: {message}")
     two, three, pairs = codes(a.json_dir)
     if not a.check:

@@ -37,11 +37,11 @@ import sys
 import time
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tests", "scripts"))
-import hf_import_checks as hf_import  # noqa: E402  (run: a command that must succeed)
-import test_hf_tokenizer as tokenizers  # noqa: E402  (SentencePiece helpers, data lines)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from nmt_tools.paths import DATA  # noqa: E402
+from nmt_tools.process import run  # noqa: E402
+from nmt_tools.spm import spm_pieces, train_spm  # noqa: E402
+from nmt_tools.text import read_lines, write_json  # noqa: E402
 
 VALID_PAIRS = 200
 SPM_LINES = 20000  # lines per side the SentencePiece models are trained on
@@ -51,27 +51,26 @@ LABEL_SMOOTHING = 0.1
 SEED = 1
 
 
-def build_tokenizer(spm, transformers, work):
+def build_tokenizer(transformers, work):
     """A MarianTokenizer as OPUS-MT's conversion writes one: two SentencePiece models, one id
     table (</s> 0, <unk> 1, the pieces of both, <pad> last)."""
-    en = tokenizers.read_lines("ddtp.en-de.train.en.gz", SPM_LINES)
-    de = tokenizers.read_lines("ddtp.en-de.train.de.gz", SPM_LINES)
-    src = tokenizers.train_spm(spm, en, os.path.join(work, "source"), "unigram", SPM_PIECES)
-    tgt = tokenizers.train_spm(spm, de, os.path.join(work, "target"), "unigram", SPM_PIECES)
-    pieces = sorted(set(tokenizers.spm_pieces(spm, src)) | set(tokenizers.spm_pieces(spm, tgt)))
+    en = read_lines(DATA / "ddtp.en-de.train.en.gz", SPM_LINES)
+    de = read_lines(DATA / "ddtp.en-de.train.de.gz", SPM_LINES)
+    src = str(train_spm(en, os.path.join(work, "source"), "unigram", SPM_PIECES))
+    tgt = str(train_spm(de, os.path.join(work, "target"), "unigram", SPM_PIECES))
+    pieces = sorted(set(spm_pieces(src)) | set(spm_pieces(tgt)))
     random.Random(SEED).shuffle(pieces)
     vocab = os.path.join(work, "vocab.json")
     tokens = ["</s>", "<unk>"] + pieces + ["<pad>"]
-    tokenizers.write_json(vocab, {token: i for i, token in enumerate(tokens)})
+    write_json(vocab, {token: i for i, token in enumerate(tokens)})
     return transformers.MarianTokenizer(source_spm=src, target_spm=tgt, vocab=vocab)
 
 
 def make_model_dir(model_dir, work):
     import torch
-    import sentencepiece as spm
     import transformers
 
-    tok = build_tokenizer(spm, transformers, work)
+    tok = build_tokenizer(transformers, work)
     tok.save_pretrained(model_dir)
     vocab = len(tok)
     config = transformers.MarianConfig(
@@ -89,7 +88,7 @@ def make_model_dir(model_dir, work):
 
 
 def write_config(path, run_dir, summary, a, checkpoint):
-    data = os.path.join(REPO, "data")
+    data = DATA
     lines = [f"run_dir: {run_dir}", summary["model_yaml"].rstrip("\n"), "data:",
              f"  train_src: {data}/ddtp.en-de.train.en.gz",
              f"  train_tgt: {data}/ddtp.en-de.train.de.gz",
@@ -233,7 +232,7 @@ def main():
     say("building the tokenizer and a transformer-base MarianMT")
     vocab, params = make_model_dir(model_dir, a.work)
     checkpoint = os.path.join(a.work, "imported.safetensors")
-    summary = json.loads(hf_import.run([ckpt, "import-hf", model_dir, "-o", checkpoint,
+    summary = json.loads(run([ckpt, "import-hf", model_dir, "-o", checkpoint,
                                         "--force"]).stdout)  # a rerun in the same --work
     run_dir = os.path.join(a.work, "run")
     config = os.path.join(a.work, "finetune.yaml")
@@ -241,7 +240,7 @@ def main():
 
     say(f"nmt-train --benchmark {a.updates} --dump-batches: the batches of both sides")
     dump = os.path.join(a.work, "batches.safetensors")
-    hf_import.run([train, "--config", config, "--set", f"run_dir={a.work}/dump-run",
+    run([train, "--config", config, "--set", f"run_dir={a.work}/dump-run",
                    "--benchmark", str(a.updates), "--benchmark-warmup", "0",
                    "--dump-batches", dump, "--log-level", "warn"])
     batches, pad = load_batches(dump)
@@ -257,7 +256,7 @@ def main():
                                                os.path.join(a.work, "hf-trainer"))
 
     say(f"nmt-train: {a.updates} updates from the imported checkpoint")
-    hf_import.run([train, "--config", config, "--resume", "none", "--log-level", "warn"])
+    run([train, "--config", config, "--resume", "none", "--log-level", "warn"])
     with open(os.path.join(run_dir, "summary.json"), encoding="utf-8") as f:
         ours = json.load(f)
     metrics = read_metrics(run_dir)
@@ -265,9 +264,9 @@ def main():
 
     say("validation loss of both final models, in transformers")
     exported = os.path.join(a.work, "ours-hf")
-    hf_import.run([ckpt, "export-hf", run_dir, exported, "--weights", "raw", "--force"])
+    run([ckpt, "export-hf", run_dir, exported, "--weights", "raw", "--force"])
     tok = transformers.AutoTokenizer.from_pretrained(model_dir)
-    valid = os.path.join(REPO, "data", "ddtp.en-de.valid")
+    valid = os.path.join(DATA, "ddtp.en-de.valid")
     with open(valid + ".en", encoding="utf-8") as f:
         src_lines = f.read().split("\n")[:VALID_PAIRS]
     with open(valid + ".de", encoding="utf-8") as f:

@@ -19,13 +19,9 @@ import random
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def read_lines(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8", newline="\n") as f:
-        return f.read().split("\n")[:-1]
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from nmt_tools.paths import ROOT  # noqa: E402
+from nmt_tools.text import read_lines  # noqa: E402
 
 
 def main(argv=None):

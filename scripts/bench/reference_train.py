@@ -22,6 +22,7 @@ per-token losses agree with the C++ first_loss/last_loss to rounding.
 import argparse
 import json
 import math
+import os
 import resource
 import sys
 import time
@@ -33,11 +34,14 @@ import torch.nn.functional as F
 from safetensors import safe_open
 from torch.utils.flop_counter import FlopCounterMode
 
-AMP_DTYPES = {"off": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from nmt_tools import stored_config  # noqa: E402
 # The dump names the parameters as checkpoints do: the model group of
-# src/checkpoint/tensor_layout.h (tests/scripts/test_export_ctranslate2.py's layout case checks
-# this against `nmt-ckpt layout`).
-MODEL_PREFIX = "model."
+# src/checkpoint/tensor_layout.h (checked against `nmt-ckpt layout` by ctest -R layout).
+from nmt_tools.checkpoint import MODEL_PREFIX  # noqa: E402
+from nmt_tools.positions import position_table  # noqa: E402
+
+AMP_DTYPES = {"off": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 # --------------------------------------------------------------------------------------------
@@ -45,32 +49,13 @@ MODEL_PREFIX = "model."
 # --------------------------------------------------------------------------------------------
 
 def flatten_config(yaml_text):
-    """The effective config YAML as {"section.key": "value"}.
-
-    nmt-train writes it as two levels, `section:` then `  key: value` (no flow style, no
-    nesting below that), so this reads it without a YAML library. Quoted values lose their
-    quotes; comments are dropped.
-    """
-    flat, section = {}, None
-    for line in yaml_text.splitlines():
-        text = line.split(" #", 1)[0].rstrip() if not line.lstrip().startswith("#") else ""
-        if not text:
-            continue
-        key, _, value = text.strip().partition(":")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        if not line.startswith(" "):
-            section = key if not value else None
-            if value:
-                flat[key] = value
-        elif section:
-            flat[f"{section}.{key}"] = value
-    return flat
+    """The effective config YAML (the dump's "config" metadata) as {"section.key": value}."""
+    return stored_config.flatten(stored_config.parse(yaml_text, "the dump's config"))
 
 
-def _bool(text):
-    return text == "true"
+def _bool(value):
+    """A YAML boolean of the config, or the dump's own "true"/"false" metadata text."""
+    return value is True or value == "true"
 
 
 @dataclass(frozen=True)
@@ -199,39 +184,6 @@ def make_token_table(vocab, d_model, pad_id):
     return table
 
 
-def sinusoidal_positions(positions, d_model):
-    """[positions, d_model]: sines in the first half, cosines in the second (not interleaved)."""
-    half = d_model // 2
-    log_step = math.log(10000.0) / max(half - 1, 1)
-    inv_freq = torch.exp(torch.arange(half, dtype=torch.float32) * -log_step)
-    angles = torch.arange(positions, dtype=torch.float32)[:, None] * inv_freq[None, :]
-    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
-    if d_model % 2 == 1:
-        table = torch.cat([table, torch.zeros(positions, 1)], dim=1)
-    return table
-
-
-def marian_positions(positions, d_model):
-    """MarianMT's table (model/embedding.cpp's marian): sines then cosines, angle
-    t / 10000^(2i / d_model), position 0 first; float64 arithmetic cast to float32."""
-    sines = (d_model + 1) // 2
-    denominator = torch.pow(10000.0, torch.arange(sines, dtype=torch.float64) * 2.0 / d_model)
-    angles = torch.arange(positions, dtype=torch.float64)[:, None] / denominator[None, :]
-    return torch.cat([torch.sin(angles), torch.cos(angles[:, : d_model // 2])], dim=1).float()
-
-
-def position_table(kind, positions, d_model, pad_id):
-    """The table whose row t the token at position t gets. m2m100 (fairseq's, padding-aware)
-    gives the t-th real token row t + pad_id + 1 of the sinusoidal table; batches are
-    right-padded, so real tokens are at their own positions and what pads get is never seen
-    by a real token or the loss."""
-    if kind == "marian":
-        return marian_positions(positions, d_model)
-    if kind == "m2m100":
-        return sinusoidal_positions(positions + pad_id + 1, d_model)[pad_id + 1:]
-    return sinusoidal_positions(positions, d_model)
-
-
 def init_projection(linear, blocks=1):
     """Xavier-uniform weight, zero bias. A fused projection is `blocks` [d, d] projections
     stacked; each block gets the bounds of a separate [d, d] layer, as in the C++ model."""
@@ -257,7 +209,8 @@ class InputEmbedding(nn.Module):
             # Not persistent: a pure function of the config, not a parameter of the dump.
             self.register_buffer(
                 "sinusoid",
-                position_table(cfg.positions, cfg.max_positions, cfg.d_model, cfg.pad_id),
+                torch.from_numpy(position_table(cfg.positions, cfg.max_positions, cfg.d_model,
+                                                cfg.pad_id)),
                 persistent=False,
             )
 

@@ -7,10 +7,10 @@
 #   scripts/gpu/pack-deps.sh [DIR]        (default gpu-deps; prints what it packed)
 #
 # Packed: the -dev packages (headers, CMake and pkg-config files) of every find_package and
-# pkg_check_modules of CMakeLists.txt besides Torch (CI configures from this list alone:
-# tests/scripts/test_gpu_check.py packed-deps), the shared libraries they depend on, pkgconf,
-# whose pkg-config CMake uses to find SentencePiece and xxhash, and zlib1g-dev, since
-# CMakeLists.txt requires ZLIB and a box with only the runtime library lacks its header. Left
+# pkg_check_modules of CMakeLists.txt besides Torch (CI configures from this list alone: tests/
+# scripts/test_gpu_check.py::test_packed_packages_are_all_the_build_needs), the shared
+# libraries they depend on, pkgconf, whose pkg-config CMake uses to find SentencePiece and
+# xxhash, and zlib1g-dev, since CMakeLists.txt requires ZLIB and a box with only the runtime library lacks its header. Left
 # out: what every glibc system has (libc6, libstdc++6, libgcc-s1, zlib1g).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

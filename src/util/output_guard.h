@@ -1,8 +1,8 @@
 #pragma once
 // What a command that writes an output (and replaces it with --force) may touch: it deletes only
 // what it can prove it wrote itself, and never an output that is, holds or lies inside what it
-// reads. export-hf and import-hf decide with these; scripts/output_guard.py is the same rules in
-// Python, for scripts/export-ctranslate2.py.
+// reads. export-hf and import-hf decide with these; scripts/nmt_tools/output_guard.py is the
+// same rules in Python, for scripts/export-ctranslate2.py.
 //
 //   real_path             the path with every symlink resolved (of the part that exists; the
 //                         rest normalized), so "runs/demo/.", a link to runs/ or "a/../b" name

@@ -3,15 +3,13 @@
 // test_hf_tokenizer_class.cpp): trained on the first lines of a shipped file.
 
 #include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
 
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "data_fixture.h"
+#include "spm_fixture.h"
 
 namespace nmt::test {
 
@@ -21,14 +19,7 @@ inline std::string train_model(const TempDir& dir, const std::string& shipped,
                                const std::string& name, const std::string& type,
                                int vocab_size = 300) {
   const auto corpus = head_of(dir, shipped, name + ".txt", 2000);
-  const std::string prefix = (dir.path() / name).string();
-  const auto status = sentencepiece::SentencePieceTrainer::Train(
-      "--input=" + corpus.string() + " --model_prefix=" + prefix +
-      " --vocab_size=" + std::to_string(vocab_size) +
-      " --character_coverage=1.0 --num_threads=1 --minloglevel=2 --model_type=" + type);
-  if (!status.ok()) throw std::runtime_error("training SentencePiece: " + status.ToString());
-  std::ifstream in(prefix + ".model", std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return read_file(train_spm(corpus, dir.path() / name, vocab_size, " --model_type=" + type));
 }
 
 /// The ordinary pieces of a model, in id order.

@@ -10,7 +10,6 @@
 // Prints one JSON line: tokens, load_s (load_hf_tokenizer, once) and write_s (each run).
 
 #include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
 
 #include <chrono>
 #include <filesystem>
@@ -24,6 +23,7 @@
 
 #include "data/hf_tokenizer.h"
 #include "data/hf_tokenizer_writer.h"
+#include "spm_fixture.h"
 
 namespace {
 
@@ -40,14 +40,10 @@ void write(const fs::path& file, const std::string& text) {
 
 /// An M2M100Tokenizer directory with `tokens` vocab.json entries.
 void make_m2m100_dir(const fs::path& dir, size_t tokens) {
-  const std::string prefix = (dir / "sentencepiece.bpe").string();
-  const auto status = sentencepiece::SentencePieceTrainer::Train(
-      "--input=" NMT_SOURCE_DIR "/data/ddtp.en-de.test.en --model_prefix=" + prefix +
-      " --vocab_size=300 --character_coverage=1.0 --num_threads=1 --minloglevel=2"
-      " --model_type=bpe");
-  if (!status.ok()) throw std::runtime_error("training SentencePiece: " + status.ToString());
+  const auto model = nmt::test::train_spm(NMT_SOURCE_DIR "/data/ddtp.en-de.test.en",
+                                          dir / "sentencepiece.bpe", 300, " --model_type=bpe");
   sentencepiece::SentencePieceProcessor sp;
-  if (!sp.Load(prefix + ".model").ok()) throw std::runtime_error("loading " + prefix + ".model");
+  if (!sp.Load(model.string()).ok()) throw std::runtime_error("loading " + model.string());
   std::vector<std::string> names = {"<s>", "<pad>", "</s>", "<unk>"};
   for (int i = 0; i < sp.GetPieceSize(); ++i)
     if (!sp.IsUnknown(i) && !sp.IsControl(i)) names.push_back(sp.IdToPiece(i));

@@ -4,7 +4,6 @@
 #include "catch_torch.h"  // first: see the header
 
 #include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
 
 #include <algorithm>
 #include <fstream>
@@ -44,27 +43,15 @@ const std::vector<std::string> kLines = {
 std::filesystem::path train_own_model(const TempDir& dir, const std::string& shipped,
                                       const std::string& name) {
   const auto corpus = nmt::test::head_of(dir, shipped, name + ".txt", 2000);
-  const std::string prefix = (dir.path() / name).string();
-  const auto status = sentencepiece::SentencePieceTrainer::Train(
-      "--input=" + corpus.string() + " --model_prefix=" + prefix +
-      " --vocab_size=400 --character_coverage=1.0 --num_threads=1 --minloglevel=2"
-      " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --control_symbols=<2de>,<2en>");
-  if (!status.ok()) throw std::runtime_error("training SentencePiece: " + status.ToString());
-  return prefix + ".model";
+  return nmt::test::train_spm(corpus, dir.path() / name, 400,
+                              nmt::test::kOwnSpecialIds + " --control_symbols=<2de>,<2en>");
 }
 
 /// A SentencePiece model with SentencePiece's default specials, as Hugging Face's have.
 std::string train_hf_model(const TempDir& dir, const std::string& shipped, const std::string& name,
                            const std::string& type) {
   const auto corpus = nmt::test::head_of(dir, shipped, name + ".txt", 2000);
-  const std::string prefix = (dir.path() / name).string();
-  const auto status = sentencepiece::SentencePieceTrainer::Train(
-      "--input=" + corpus.string() + " --model_prefix=" + prefix +
-      " --vocab_size=300 --character_coverage=1.0 --num_threads=1 --minloglevel=2"
-      " --model_type=" +
-      type);
-  if (!status.ok()) throw std::runtime_error("training SentencePiece: " + status.ToString());
-  return read_file(prefix + ".model");
+  return read_file(nmt::test::train_spm(corpus, dir.path() / name, 300, " --model_type=" + type));
 }
 
 std::vector<std::string> ordinary_pieces(const std::string& model) {
@@ -258,14 +245,9 @@ TEST_CASE("two pieces written as one vocab.json token are refused, naming both i
   // The tag <2de> is written as >>de<<; a model with the piece >>de<< too has two ids for it.
   TempDir dir;
   const auto corpus = nmt::test::head_of(dir, "ddtp.en-de.train.en.gz", "clash.txt", 2000);
-  const std::string prefix = (dir.path() / "clash").string();
-  const auto status = sentencepiece::SentencePieceTrainer::Train(
-      "--input=" + corpus.string() + " --model_prefix=" + prefix +
-      " --vocab_size=400 --character_coverage=1.0 --num_threads=1 --minloglevel=2"
-      " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --control_symbols=<2de>"
-      " --user_defined_symbols=>>de<<");
-  REQUIRE(status.ok());
-  const Vocab vocab = Vocab::load(prefix + ".model");
+  const Vocab vocab = Vocab::load(nmt::test::train_spm(
+      corpus, dir.path() / "clash", 400,
+      nmt::test::kOwnSpecialIds + " --control_symbols=<2de> --user_defined_symbols=>>de<<"));
   const TempDir out;
   CHECK_THROWS_AS(write_hf_tokenizer({vocab, vocab, true, false}, out.path(), 256), nmt::DataError);
   CHECK_THROWS_WITH(write_hf_tokenizer({vocab, vocab, true, false}, out.path(), 256),

@@ -1,6 +1,6 @@
 """The checks of tests/scripts/test_hf_import.py that need no model of their own: the
 refusals of import-hf, the import -> export-hf round trip, and CTranslate2's translations of
-an import; and `run`, a command that must succeed (also scripts/bench/hf_finetune_compare.py's).
+an import.
 """
 import json
 import os
@@ -8,20 +8,15 @@ import shutil
 import subprocess
 import sys
 
-import test_hf_tokenizer as tokenizers
+import hf_tokenizers as tokenizers
+import pytest
+from nmt_tools.paths import SCRIPTS
+from nmt_tools.process import run
 
-REPO = tokenizers.REPO
 MAX_LEN_B = 12  # our limit: 0 * source tokens + 12 output tokens
 
 
-def run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
-    return r
-
-
-def refusals(bin_dir, model_dir, work):
+def refusals(binaries, model_dir, work):
     """What cannot be imported exactly is refused naming the file and key; nothing is written."""
     cases = [
         ("config.json", {"activation_function": "tanh"}, "activation_function"),
@@ -46,43 +41,43 @@ def refusals(bin_dir, model_dir, work):
         else:
             os.rename(os.path.join(bad, "model.safetensors"), os.path.join(bad, file))
         out = os.path.join(work, f"bad-{key or 'bin'}.safetensors")
-        r = subprocess.run([os.path.join(bin_dir, "nmt-ckpt"), "import-hf", bad, "-o", out],
+        r = subprocess.run([binaries.ckpt, "import-hf", bad, "-o", out],
                            capture_output=True, text=True)
         message = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
         print(f"{file} {edits}: exit {r.returncode}: {message}")
         if r.returncode != 1 or expected not in message or os.path.exists(out):
-            sys.exit(f"expected exit 1, a message naming {expected!r}, and no {out}")
+            pytest.fail(f"expected exit 1, a message naming {expected!r}, and no {out}")
     # A checkpoint already there is kept unless --force, which writes the same bytes again.
     checkpoint = os.path.join(work, "imported.safetensors")
-    ckpt = os.path.join(bin_dir, "nmt-ckpt")
+    ckpt = binaries.ckpt
     run([ckpt, "import-hf", model_dir, "-o", checkpoint])
     with open(checkpoint, "rb") as f:
         first = f.read()
     again = subprocess.run([ckpt, "import-hf", model_dir, "-o", checkpoint], capture_output=True,
                            text=True)
     if again.returncode != 1 or "--force" not in again.stderr:
-        sys.exit(f"a second import-hf to {checkpoint}: exit {again.returncode}, {again.stderr!r}")
+        pytest.fail(f"a second import-hf to {checkpoint}: exit {again.returncode}, {again.stderr!r}")
     run([ckpt, "import-hf", model_dir, "-o", checkpoint, "--force"])
     with open(checkpoint, "rb") as f:
         if f.read() != first:
-            sys.exit("import-hf --force wrote other bytes than the first import")
+            pytest.fail("import-hf --force wrote other bytes than the first import")
     print("a second import-hf is refused without --force; with it, the same bytes")
 
 
-def round_trip(bin_dir, model_dir, checkpoint, kind, lines, work):
+def round_trip(binaries, model_dir, checkpoint, kind, lines, work):
     """import -> export: the same fp32 tensors bit for bit, the same tokenizer ids."""
     import torch
     import transformers
 
     out = os.path.join(work, "exported")
-    run([os.path.join(bin_dir, "nmt-ckpt"), "export-hf", checkpoint, out, "--force"])
+    run([binaries.ckpt, "export-hf", checkpoint, out, "--force"])
     load = transformers.AutoModelForSeq2SeqLM.from_pretrained
     before, after = load(model_dir).state_dict(), load(out).state_dict()
     if sorted(before) != sorted(after):
-        sys.exit(f"tensor names differ: {sorted(set(before) ^ set(after))[:10]}")
+        pytest.fail(f"tensor names differ: {sorted(set(before) ^ set(after))[:10]}")
     differing = [name for name in before if not torch.equal(before[name], after[name])]
     if differing:
-        sys.exit(f"{len(differing)} tensors differ after the round trip, e.g. {differing[:5]}")
+        pytest.fail(f"{len(differing)} tensors differ after the round trip, e.g. {differing[:5]}")
     tok_before = transformers.AutoTokenizer.from_pretrained(model_dir)
     tok_after = transformers.AutoTokenizer.from_pretrained(out)
     bad = 0
@@ -95,7 +90,7 @@ def round_trip(bin_dir, model_dir, checkpoint, kind, lines, work):
     print(f"round trip: {len(before)} tensors bitwise equal; {type(tok_after).__name__} ids "
           f"equal on {2 * len(lines) - bad} of {2 * len(lines)} encodings")
     if bad:
-        sys.exit(1)
+        pytest.fail(f"{bad} encodings differ after the round trip")
 
 
 def ct2_translations(checkpoint, kind, lines, src_lang, tgt_lang, work):
@@ -106,7 +101,7 @@ def ct2_translations(checkpoint, kind, lines, src_lang, tgt_lang, work):
     import transformers
 
     out = os.path.join(work, "ct2")
-    run([sys.executable, os.path.join(REPO, "scripts", "export-ctranslate2.py"), checkpoint, out,
+    run([sys.executable, SCRIPTS / "export-ctranslate2.py", checkpoint, out,
          "--force"])
     with open(os.path.join(out, "export.json"), encoding="utf-8") as f:
         info = json.load(f)

@@ -21,9 +21,10 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 
-import test_hf_tokenizer as tokenizers
+import pytest
+from nmt_tools.spm import spm_pieces, train_spm
+from nmt_tools.text import write_json
 
 # The variant each is made from (test_hf_import.VARIANTS).
 DIR_VARIANTS = {
@@ -56,20 +57,19 @@ LEGACY_M2M100 = {
 }
 
 
-def build_marian_separate(spm, transformers, work, en, de):
+def build_marian_separate(transformers, work, en, de):
     """MarianTokenizer with separate_vocabs: each side its own vocabulary, of different sizes,
     <pad> at the same id in both (the model has one pad_token_id)."""
     import random
 
-    src = tokenizers.train_spm(spm, en, os.path.join(work, "source"), "unigram", 300)
-    tgt = tokenizers.train_spm(spm, de, os.path.join(work, "target"), "unigram", 260)
+    src = str(train_spm(en, os.path.join(work, "source"), "unigram", 300))
+    tgt = str(train_spm(de, os.path.join(work, "target"), "unigram", 260))
     paths = []
     for name, model in (("vocab.json", src), ("target_vocab.json", tgt)):
-        pieces = tokenizers.spm_pieces(spm, model)
+        pieces = spm_pieces(model)
         random.Random(len(name)).shuffle(pieces)
         path = os.path.join(work, name)
-        tokenizers.write_json(path, {t: i for i, t in enumerate(["</s>", "<unk>", "<pad>"] +
-                                                                 pieces)})
+        write_json(path, {t: i for i, t in enumerate(["</s>", "<unk>", "<pad>"] + pieces)})
         paths.append(path)
     return transformers.MarianTokenizer(source_spm=src, target_spm=tgt, vocab=paths[0],
                                         target_vocab_file=paths[1], separate_vocabs=True)
@@ -130,18 +130,18 @@ def check_summary(variant, summary, stderr):
     """What import-hf says about a variant: the dtype stored, the layerdrop warning."""
     want = {"marian_fp16": "F16", "marian_bf16": "BF16"}.get(variant, "F32")
     if summary["dtype"] != want or list(summary["dtypes"]) != [want]:
-        sys.exit(f"import-hf says dtype {summary['dtype']} {summary['dtypes']}, expected {want}")
+        pytest.fail(f"import-hf says dtype {summary['dtype']} {summary['dtypes']}, expected {want}")
     if ("parameters stored as " + want) not in stderr:
-        sys.exit(f"import-hf's log does not say the dtype {want}: {stderr}")
+        pytest.fail(f"import-hf's log does not say the dtype {want}: {stderr}")
     warned = "encoder_layerdrop = 0.05 is ignored" in stderr
     if warned != (variant == "m2m100_legacy"):
-        sys.exit(f"layerdrop warning {'missing' if not warned else 'unexpected'}: {stderr}")
+        pytest.fail(f"layerdrop warning {'missing' if not warned else 'unexpected'}: {stderr}")
     if variant == "marian_separate" and (summary["joint_vocab"] or
                                          summary["src_vocab_size"] == summary["tgt_vocab_size"]):
-        sys.exit(f"expected two vocabularies of different sizes: {summary}")
+        pytest.fail(f"expected two vocabularies of different sizes: {summary}")
 
 
-def master_weights(bin_dir, config, checkpoint, work, run):
+def master_weights(binaries, config, checkpoint, work, run):
     """Fine-tuning an F16/BF16 import trains F32 parameters: one update at lr 0 stores every
     parameter as F32 with the imported values; three at lr 0.001 store values the imported
     dtype cannot hold (the updates are not rounded to it)."""
@@ -150,7 +150,7 @@ def master_weights(bin_dir, config, checkpoint, work, run):
 
     def train(name, steps, *settings):
         run_dir = os.path.join(work, name)
-        run([os.path.join(bin_dir, "nmt-train"), "--config", config, "--set",
+        run([binaries.train, "--config", config, "--set",
              f"run_dir={run_dir}", "--set", "train.valid_every=0", "--set",
              f"train.max_steps={steps}"] + [x for s in settings for x in ("--set", s)])
         return load_file(os.path.join(run_dir, "checkpoints",
@@ -162,25 +162,25 @@ def master_weights(bin_dir, config, checkpoint, work, run):
     for name, tensor in imported.items():
         got = zero[name]
         if got.dtype != torch.float32 or not torch.equal(got, tensor.float()):
-            sys.exit(f"{name}: {got.dtype} after an update at lr 0, imported {tensor.dtype}")
+            pytest.fail(f"{name}: {got.dtype} after an update at lr 0, imported {tensor.dtype}")
     moved = train("lr", 3)
     finer = sum(int((t != t.to(imported[n].dtype).float()).sum()) for n, t in moved.items()
                 if n in imported)
     print(f"fine-tuned from {stored}: F32 parameters equal to the import at lr 0; after 3 "
           f"updates {finer} values finer than the imported dtype")
     if finer == 0:
-        sys.exit("after 3 updates every value is still one of the imported dtype")
+        pytest.fail("after 3 updates every value is still one of the imported dtype")
 
 
 def _limited():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
 
 
-def import_hf(bin_dir, model_dir, out):
+def import_hf(binaries, model_dir, out):
     """import-hf with a time and memory limit: (exit status, last stderr line); a timeout is
     status None."""
     try:
-        r = subprocess.run([os.path.join(bin_dir, "nmt-ckpt"), "import-hf", model_dir, "-o", out],
+        r = subprocess.run([binaries.ckpt, "import-hf", model_dir, "-o", out],
                            capture_output=True, text=True, timeout=TIMEOUT,
                            preexec_fn=_limited)
     except subprocess.TimeoutExpired:
@@ -206,7 +206,7 @@ def split_shards(model_dir):
     return files, weight_map
 
 
-def dir_refusals(bin_dir, model_dir, work):
+def dir_refusals(binaries, model_dir, work):
     """What must be refused naming the file and key, before the weights are read and without
     waiting on a file that is not a regular file."""
     from safetensors.torch import save_file
@@ -217,10 +217,10 @@ def dir_refusals(bin_dir, model_dir, work):
         shutil.copytree(model_dir, bad)
         change(bad)
         out = bad + ".safetensors"
-        status, message = import_hf(bin_dir, bad, out)
+        status, message = import_hf(binaries, bad, out)
         print(f"{name}: exit {status}: {message}")
         if status != 1 or expected not in message or os.path.exists(out):
-            sys.exit(f"{name}: expected exit 1, a message with {expected!r}, and no {out}")
+            pytest.fail(f"{name}: expected exit 1, a message with {expected!r}, and no {out}")
 
     def config(**edits):
         return lambda d: edit_json(os.path.join(d, "config.json"), lambda c: {**c, **edits})
@@ -281,8 +281,8 @@ def dir_refusals(bin_dir, model_dir, work):
     shutil.rmtree(good, ignore_errors=True)
     shutil.copytree(model_dir, good)
     shards(lambda *_: None)(good)
-    status, message = import_hf(bin_dir, good, good + ".safetensors")
+    status, message = import_hf(binaries, good, good + ".safetensors")
     if status != 0:
-        sys.exit(f"a consistent sharded directory: exit {status}: {message}")
+        pytest.fail(f"a consistent sharded directory: exit {status}: {message}")
     print("sizes out of bounds, FIFOs, a foreign tokenizer over FIFO weights, and shards "
           "that disagree with their index are refused; agreeing shards import")

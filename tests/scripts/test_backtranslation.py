@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A tiny end-to-end run of scripts/backtranslation.py (a few minutes on 2 cores).
 
 Tiny models and a few updates: BLEU is near 0 here; what is checked is the pipeline (every
@@ -6,37 +5,34 @@ step runs, in order, on the sizes asked for), its result.json (every figure pres
 the binaries' JSON, both forward runs at the same number of updates), and the tag: with it
 the synthetic corpus's data.train entry has `tag: bt` and the vocabulary of that run has the
 piece <BT>; with --no-tag neither (an untagged run trains the vocabulary it would without
-tags). Exits 77 (skipped) when PyYAML, which the script needs, is missing.
+tags). Skipped when PyYAML, which the script needs, is missing.
 
-  test_backtranslation.py --build-dir BUILD --work-dir DIR [--no-tag]
+  pytest "tests/scripts/test_backtranslation.py::test_round_trip_writes_its_result[tagged]" \
+      --build-dir BUILD --work DIR
 
-With --work-dir-only it checks in seconds, with stand-in binaries (no build needed), that
---work-dir is emptied only when the script made it: a directory of someone else's files is
-refused and left as it was. Exits 77 (skipped) without PyYAML.
+test_work_dir_only_its_own_is_emptied checks in seconds, with stand-in binaries (no build
+needed), that --work-dir is emptied only when the script made it: a directory of someone
+else's files is refused and left as it was.
 """
 
-import argparse
 import json
 import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import pytest
+from nmt_tools.paths import ROOT as REPO
+from nmt_tools.paths import SCRIPTS
+from nmt_tools.text import read_lines as lines
 
 
-def lines(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read().split("\n")[:-1]
-
-
-def check_work_dir(scratch):
+def test_work_dir_only_its_own_is_emptied(work: Path) -> None:
     """backtranslation.py on directories it did and did not make, with stand-in binaries."""
-    try:
-        import yaml  # noqa: F401  (backtranslation.py needs it before it looks at --work-dir)
-    except ImportError:
-        print("SKIPPED: no PyYAML in this python")
-        sys.exit(77)
+    # backtranslation.py needs PyYAML before it looks at --work-dir.
+    pytest.importorskip("yaml", reason="no PyYAML in this python")
+    scratch = str(work)
     if os.path.lexists(scratch):
         shutil.rmtree(scratch)
     build = os.path.join(scratch, "build")
@@ -45,7 +41,7 @@ def check_work_dir(scratch):
         with open(os.path.join(build, name), "w", encoding="utf-8") as f:
             f.write("#!/bin/sh\necho stand-in >&2\nexit 3\n")
         os.chmod(os.path.join(build, name), 0o755)
-    script = os.path.join(REPO, "scripts", "backtranslation.py")
+    script = SCRIPTS / "backtranslation.py"
     failures = []
 
     def check(condition, what):
@@ -99,39 +95,28 @@ def check_work_dir(scratch):
     code, err = run(empty)
     check("stand-in" in err and os.path.isfile(os.path.join(empty, ".backtranslation-work-dir")),
           "an empty directory is taken and marked")
-    if failures:
-        sys.exit(f"{len(failures)} check(s) failed")
+    assert not failures, f"{len(failures)} check(s) failed: {failures}"
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--build-dir", required=True)
-    p.add_argument("--work-dir", required=True)
-    p.add_argument("--no-tag", action="store_true")
-    p.add_argument("--work-dir-only", action="store_true",
-                   help="only the --work-dir checks, in seconds, under WORK_DIR (no build used)")
-    a = p.parse_args()
-    if a.work_dir_only:
-        check_work_dir(os.path.abspath(a.work_dir))
-        return
-    try:
-        import yaml  # noqa: F401  (backtranslation.py writes its configs with it)
-    except ImportError:
-        print("SKIPPED: no PyYAML in this python (scripts/setup.sh installs it in the venv)")
-        sys.exit(77)
-    command = [sys.executable, os.path.join(REPO, "scripts", "backtranslation.py"),
-               "--config", "configs/tiny.yaml", "--build-dir", a.build_dir,
-               "--work-dir", a.work_dir, "--mono-lines", "300", "--parallel-lines", "3000",
+@pytest.mark.parametrize("tagged", [True, False], ids=["tagged", "untagged"])
+def test_round_trip_writes_its_result(tagged: bool, binaries, work: Path) -> None:
+    # backtranslation.py writes its configs with PyYAML.
+    pytest.importorskip("yaml", reason="no PyYAML in this python (scripts/setup.sh installs it "
+                                       "in the venv)")
+    work_dir = work / ("tagged" if tagged else "untagged")
+    command = [sys.executable, SCRIPTS / "backtranslation.py",
+               "--config", "configs/tiny.yaml", "--build-dir", binaries.build_dir,
+               "--work-dir", work_dir, "--mono-lines", "300", "--parallel-lines", "3000",
                "--test-lines", "40", "--reverse-steps", "12", "--forward-steps", "10",
                "--sampling", "topk:20,temperature:1.1", "--seed", "7", "--bt-weight", "2",
                "--beam", "2", "--set", "data.vocab_size=400", "--set", "model.d_model=32",
                "--set", "model.ffn_dim=64", "--set", "data.max_tokens=1024",
                "--set", "train.warmup_steps=5", "--set", "train.log_every=5"]
-    if a.no_tag:
+    if not tagged:
         command.append("--no-tag")
     subprocess.run(command, check=True, cwd=REPO)
 
-    result = json.load(open(os.path.join(a.work_dir, "result.json"), encoding="utf-8"))
+    result = json.loads((work_dir / "result.json").read_text(encoding="utf-8"))
     failures = []
 
     def check(condition, what):
@@ -155,9 +140,9 @@ def main():
           f"bleu_gain: {result['bleu_gain']}")
     bt = result["backtranslation"]
     check(bt["sampling"] == "topk:20,temperature:1.1" and bt["seed"] == 7 and bt["weight"] == 2
-          and bt["tagged"] == (not a.no_tag) and 0 <= bt["bleu_vs_real_english"] <= 100,
+          and bt["tagged"] == tagged and 0 <= bt["bleu_vs_real_english"] <= 100,
           f"backtranslation: {bt}")
-    data = os.path.join(a.work_dir, "data")
+    data = os.path.join(work_dir, "data")
     check(len(lines(os.path.join(data, "bt.en"))) == 300 and
           len(lines(os.path.join(data, "mono.de"))) == 300,
           "one back-translation per monolingual line")
@@ -166,21 +151,16 @@ def main():
     parallel = set(zip(lines(os.path.join(data, "parallel.en")), lines(os.path.join(data, "parallel.de"))))
     check(len(held_out & parallel) <= 3, "held-out pairs are not in the parallel data "
           f"(shared: {len(held_out & parallel)}, duplicates in the corpus allowed)")
-    config = open(os.path.join(a.work_dir, "backtranslation.yaml"), encoding="utf-8").read()
-    check(("tag: bt" in config) == (not a.no_tag) and "weight: 2" in config,
+    config = (work_dir / "backtranslation.yaml").read_text(encoding="utf-8")
+    check(("tag: bt" in config) == tagged and "weight: 2" in config,
           "the synthetic corpus's data.train entry has its weight and tag")
     # The vocabulary of the run with the synthetic data: <BT> only when its corpus is tagged
     # (and none for the baseline, whose corpus never is).
     def pieces(run):
-        with open(os.path.join(a.work_dir, run, "vocab", "joint.vocab"), encoding="utf-8") as f:
+        with open(os.path.join(work_dir, run, "vocab", "joint.vocab"), encoding="utf-8") as f:
             return {line.split("\t")[0] for line in f}
 
-    check(("<BT>" in pieces("backtranslation")) == (not a.no_tag)
+    check(("<BT>" in pieces("backtranslation")) == tagged
           and "<BT>" not in pieces("baseline"),
-          f"<BT> in the vocabulary of the run with the synthetic data: {not a.no_tag}")
-    if failures:
-        sys.exit(f"{len(failures)} check(s) failed")
-
-
-if __name__ == "__main__":
-    main()
+          f"<BT> in the vocabulary of the run with the synthetic data: {tagged}")
+    assert not failures, f"{len(failures)} check(s) failed: {failures}"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Checks the Markdown of a checkout (README.md and docs/*.md) against its files.
 
 - Every relative link, [text](path) or ![alt](path), names a file or folder that exists,
@@ -10,16 +9,17 @@
   target some CMakeLists.txt builds (add_executable) instead. runs/... paths are what the
   commands write, and are not checked.
 
-Links to other sites (http:, https:, mailto:) are not fetched. Exit 1 with one line per problem,
-each naming file:line; exit 0 with a count otherwise.
+Links to other sites (http:, https:, mailto:) are not fetched. A failure lists one line per
+problem, each naming file:line. The second test runs the checker on a checkout broken on
+purpose (doc-links-broken/), where it must name each problem.
 
-  tests/scripts/test_doc_links.py [--root DIR]
+  pytest tests/scripts/test_doc_links.py
 """
-import argparse
 import pathlib
 import re
 import shlex
-import sys
+
+from nmt_tools.paths import ROOT
 
 REPO_DIRS = ("scripts/", "configs/", "data/", "docs/", "tests/", "src/", "apps/", ".ci/")
 COMMAND_PAGES = ("README.md", "docs/getting-started.md")
@@ -151,27 +151,37 @@ def check_commands(root, page, targets, problems):
     return checked
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=pathlib.Path,
-                        default=pathlib.Path(__file__).resolve().parents[2],
-                        help="the checkout to check (default: this one)")
-    args = parser.parse_args()
-    root = args.root.resolve()
+def problems_of(root: pathlib.Path) -> tuple[list[str], int, int]:
+    """(problems, relative links checked, command paths checked) of the checkout at `root`."""
+    root = root.resolve()
     problems = []
     links = sum(check_links(root, page, problems) for page in pages(root))
     targets = cmake_targets(root)
     paths = sum(check_commands(root, root / name, targets, problems)
                 for name in COMMAND_PAGES if (root / name).is_file())
-    for problem in problems:
-        print(problem)
-    if problems:
-        print(f"doc links: {len(problems)} problem(s) in {root}")
-        return 1
+    return problems, links, paths
+
+
+def test_every_link_and_command_resolves() -> None:
+    problems, links, paths = problems_of(ROOT)
+    assert not problems, f"doc links: {len(problems)} problem(s):\n" + "\n".join(problems)
     print(f"doc links: {links} relative links and {paths} command paths resolve "
-          f"({len(pages(root))} pages)")
-    return 0
+          f"({len(pages(ROOT))} pages)")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+# What the broken checkout must show, in this order (each file:line where it has one).
+BROKEN = ["README.md:6: link to docs/nope.md", "README.md:7: ", "#no-such-heading",
+          "README.md:8: ", "#nowhere", "scripts/missing.sh does not exist",
+          "configs/missing.yaml does not exist", "no CMake target builds nmt-nothing"]
+
+
+def test_a_broken_link_fails() -> None:
+    problems, _, _ = problems_of(pathlib.Path(__file__).resolve().parent / "doc-links-broken")
+    text = "\n".join(problems)
+    print(text)
+    assert len(problems) == 6, f"expected 6 problems, found {len(problems)}"
+    position = 0
+    for wanted in BROKEN:
+        found = text.find(wanted, position)
+        assert found >= 0, f"{wanted!r} missing (in order) from:\n{text}"
+        position = found + len(wanted)

@@ -1,37 +1,36 @@
-#!/usr/bin/env python3
-"""Tests of scripts/export-ctranslate2.py, run by CTest (tests/CMakeLists.txt).
+"""Tests of scripts/export-ctranslate2.py, run by CTest (tests/CMakeLists.txt), each alone:
 
-    test_export_ctranslate2.py --work DIR --train BIN --translate BIN train
-    test_export_ctranslate2.py --work DIR --translate BIN matches VARIANT
-    test_export_ctranslate2.py --work DIR --translate BIN multilingual
-    test_export_ctranslate2.py --work DIR refuses
-    test_export_ctranslate2.py --work DIR weights
-    test_export_ctranslate2.py --work DIR force
-    test_export_ctranslate2.py --work DIR --ckpt BIN layout
+    pytest tests/scripts/test_export_ctranslate2.py::test_train_tiny_models --work DIR
+    pytest "tests/scripts/test_export_ctranslate2.py::test_matches_nmt_translate[postnorm_marian]" \
+        --work DIR
 
-`train` (a CTest fixture) trains the tiny models once into DIR/<variant>; the other
-subcommands export them and compare CTranslate2 with nmt-translate on the first 200 test
+test_train_tiny_models (a CTest fixture) trains the tiny models once into DIR/<variant>; the
+other tests export them and compare CTranslate2 with nmt-translate on the first 200 test
 sentences (the multilingual model: in each direction, its tag given as --tgt-lang to both):
 greedy translations line for line (at most 1% may differ, from float summation
 order; each one is printed) and beam 4 corpus BLEU (within 0.2). Without the ctranslate2 or
-sentencepiece package a test prints "SKIPPED: <reason>", which CTest reports as skipped.
+sentencepiece package a test is skipped.
 """
-import argparse
-import gzip
-import itertools
 import json
 import os
-import re
 import shutil
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EXPORT = os.path.join(ROOT, "scripts", "export-ctranslate2.py")
-CT2_TRANSLATE = os.path.join(ROOT, "scripts", "bench", "ct2-translate.py")
-TEST_SRC = os.path.join(ROOT, "data", "ddtp.en-de.test.en")
-TEST_REF = os.path.join(ROOT, "data", "ddtp.en-de.test.de")
+import pytest
+from nmt_tools import checkpoint as nmt_checkpoint
+from nmt_tools.checkpoint import newest_checkpoint
+from nmt_tools.paths import CONFIGS, DATA, ROOT, SCRIPTS
+from nmt_tools.process import run
+from nmt_tools.text import first_lines, read_lines
+from train_support import train_slice
+
+EXPORT = SCRIPTS / "export-ctranslate2.py"
+CT2_TRANSLATE = SCRIPTS / "bench" / "ct2-translate.py"
+TEST_SRC = DATA / "ddtp.en-de.test.en"
+TEST_REF = DATA / "ddtp.en-de.test.de"
 SENTENCES = 200
 MAX_DIFFERENT = SENTENCES // 100  # 1%
 MAX_BLEU_GAP = 0.2
@@ -65,7 +64,7 @@ VARIANTS = {
 # A model of two directions (configs/multilingual-tiny.yaml: en-de and the same pairs read as
 # de-en, the target language's tag first in each source), trained on the slice both ways.
 MULTILINGUAL = "multilingual"
-TEST_SRC_DE = os.path.join(ROOT, "data", "ddtp.en-de.test.de")
+TEST_SRC_DE = DATA / "ddtp.en-de.test.de"
 
 
 def multilingual_flags(work):
@@ -78,41 +77,16 @@ def multilingual_flags(work):
 
 def skip_unless_ctranslate2():
     for module in ("ctranslate2", "sentencepiece"):
-        try:
-            __import__(module)
-        except ImportError:
-            print(f"SKIPPED: the {module} package is not installed (scripts/setup.sh installs it)")
-            sys.exit(0)
-
-
-def run(cmd, **kwargs):
-    """Runs cmd; on failure prints its output and fails the test."""
-    r = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-    if r.returncode != 0:
-        print(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}{r.stderr}")
-        sys.exit(1)
-    return r
+        pytest.importorskip(module, reason=f"the {module} package is not installed "
+                                           "(scripts/setup.sh installs it)")
 
 
 def export(checkpoint, out, *extra):
     run([sys.executable, EXPORT, checkpoint, out, "--force", *extra])
 
 
-def first_lines(path, count, out):
-    with open(path, encoding="utf-8") as f:
-        lines = [next(f) for _ in range(count)]
-    with open(out, "w", encoding="utf-8") as f:
-        f.writelines(lines)
-    return out
-
-
-def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read().split("\n")[:-1]
-
-
-def nmt_translate(args, checkpoint, src, out, beam, *extra):
-    run([args.translate, "-c", checkpoint, "-i", src, "-o", out, "--beam", str(beam),
+def nmt_translate(binaries, checkpoint, src, out, beam, *extra):
+    run([binaries.translate, "-c", checkpoint, "-i", src, "-o", out, "--beam", str(beam),
          "--device", "cpu", "--threads", "1", "--log-level", "warn", *extra])
     return read_lines(out)
 
@@ -149,77 +123,64 @@ def bleu(lines, refs):
 TRAIN_SLICE = 18000
 
 
-def train_slice(work):
-    """Writes the first TRAIN_SLICE shipped training pairs into work; returns --set flags."""
-    flags = []
-    for side, key in (("en", "src"), ("de", "tgt")):
-        out = os.path.join(work, "train-slice." + side)
-        shipped = os.path.join(ROOT, "data", "ddtp.en-de.train.%s.gz" % side)
-        with gzip.open(shipped, "rt", encoding="utf-8", newline="") as f, \
-                open(out, "w", encoding="utf-8", newline="") as o:
-            o.writelines(itertools.islice(f, TRAIN_SLICE))
-        flags += ["--set", "data.train_%s=%s" % (key, out)]
-    return flags
+# --- tests -------------------------------------------------------------------------------
 
-
-# --- subcommands -------------------------------------------------------------------------
-
-def cmd_train(args):
-    slice_flags = train_slice(args.work)
+def test_train_tiny_models(binaries, work: Path) -> None:
+    """The fixture of the others (CTest's FIXTURES_SETUP ct2_models): every variant, trained."""
+    slice_flags = train_slice(work, TRAIN_SLICE)
     procs = []
-    for name in [v for v in args.variants or VARIANTS if v != MULTILINGUAL]:
+    for name in VARIANTS:
         settings = VARIANTS[name]
-        run_dir = os.path.join(args.work, name)
+        run_dir = os.path.join(work, name)
         if os.path.exists(run_dir):
             shutil.rmtree(run_dir)
-        cmd = [args.train, "--config", os.path.join(ROOT, "configs", "tiny.yaml"),
+        cmd = [binaries.train, "--config", CONFIGS / "tiny.yaml",
                "--log-level", "warn", "--set", f"run_dir={run_dir}"]
         for s in COMMON + settings:
             cmd += ["--set", s]
         procs.append((name, cmd + slice_flags))
-    if not args.variants or MULTILINGUAL in args.variants:
-        run_dir = os.path.join(args.work, MULTILINGUAL)
+    if True:  # the multilingual model
+        run_dir = os.path.join(work, MULTILINGUAL)
         if os.path.exists(run_dir):
             shutil.rmtree(run_dir)
-        cmd = [args.train, "--config", os.path.join(ROOT, "configs", "multilingual-tiny.yaml"),
+        cmd = [binaries.train, "--config", CONFIGS / "multilingual-tiny.yaml",
                "--log-level", "warn", "--set", f"run_dir={run_dir}"]
         for s in COMMON + VARIANTS["prenorm_tied_joint"]:
             cmd += ["--set", s]
-        procs.append((MULTILINGUAL, cmd + multilingual_flags(args.work)))
+        procs.append((MULTILINGUAL, cmd + multilingual_flags(work)))
     # One at a time: each training uses the machine's cores.
     for name, cmd in procs:
         run(cmd, cwd=ROOT)
         print(f"trained {name}")
-    return 0
 
 
-def cmd_matches(args):
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_matches_nmt_translate(name: str, binaries, work: Path) -> None:
     skip_unless_ctranslate2()
-    name = args.variant
-    run_dir = os.path.join(args.work, name)
-    out = os.path.join(args.work, "out-" + name)
+    run_dir = os.path.join(work, name)
+    out = os.path.join(work, "out-" + name)
     os.makedirs(out, exist_ok=True)
     src = first_lines(TEST_SRC, SENTENCES, os.path.join(out, "test.en"))
     refs = read_lines(first_lines(TEST_REF, SENTENCES, os.path.join(out, "test.de")))
     model = os.path.join(out, "ct2")
     export(run_dir, model)
-    ok = compare_greedy(name, nmt_translate(args, run_dir, src, os.path.join(out, "nmt.b1"), 1),
+    ok = compare_greedy(name, nmt_translate(binaries, run_dir, src, os.path.join(out, "nmt.b1"), 1),
                         ct2_translate(model, src, os.path.join(out, "ct2.b1"), 1))
-    nmt_bleu = bleu(nmt_translate(args, run_dir, src, os.path.join(out, "nmt.b4"), 4), refs)
+    nmt_bleu = bleu(nmt_translate(binaries, run_dir, src, os.path.join(out, "nmt.b4"), 4), refs)
     ct2_bleu = bleu(ct2_translate(model, src, os.path.join(out, "ct2.b4"), 4), refs)
     print(f"{name}: beam 4 BLEU: nmt-translate {nmt_bleu:.2f}, ctranslate2 {ct2_bleu:.2f}")
     if abs(nmt_bleu - ct2_bleu) > MAX_BLEU_GAP:
         print(f"{name}: beam 4 BLEU differs by more than {MAX_BLEU_GAP}")
         ok = False
-    return 0 if ok else 1
+    assert ok, f"{name}: CTranslate2 translates otherwise than nmt-translate (see above)"
 
 
-def cmd_multilingual(args):
+def test_multilingual_matches_nmt_translate_in_each_direction(binaries, work: Path) -> None:
     """The multilingual model exported: each direction, its tag first in the source tokens
     (export.json's source_prefix), translates as nmt-translate --tgt-lang does."""
     skip_unless_ctranslate2()
-    run_dir = os.path.join(args.work, MULTILINGUAL)
-    out = os.path.join(args.work, "out-" + MULTILINGUAL)
+    run_dir = os.path.join(work, MULTILINGUAL)
+    out = os.path.join(work, "out-" + MULTILINGUAL)
     os.makedirs(out, exist_ok=True)
     model = os.path.join(out, "ct2")
     export(run_dir, model)
@@ -231,10 +192,10 @@ def cmd_multilingual(args):
         src = first_lines(source, SENTENCES, os.path.join(out, f"test.to-{lang}"))
         tag = ["--tgt-lang", lang]
         ok &= compare_greedy(f"{MULTILINGUAL} to {lang}",
-                             nmt_translate(args, run_dir, src, os.path.join(out, f"nmt.{lang}"), 1,
+                             nmt_translate(binaries, run_dir, src, os.path.join(out, f"nmt.{lang}"), 1,
                                            *tag),
                              ct2_translate(model, src, os.path.join(out, f"ct2.{lang}"), 1, *tag))
-    return 0 if ok else 1
+    assert ok, "the multilingual export translates otherwise than nmt-translate (see above)"
 
 
 def rewrite_checkpoint(source, target, edit_metadata=None, add_tensors=None):
@@ -250,6 +211,11 @@ def rewrite_checkpoint(source, target, edit_metadata=None, add_tensors=None):
         header[name] = {"dtype": dtype, "shape": shape,
                         "data_offsets": [len(data), len(data) + len(raw)]}
         data += raw
+    write_checkpoint(target, header, data)
+
+
+def write_checkpoint(target, header, data):
+    """A safetensors file of `header` (tensor entries and __metadata__) and the tensors' bytes."""
     blob = json.dumps(header).encode()
     blob += b" " * (-len(blob) % 8)
     with open(target, "wb") as f:
@@ -267,17 +233,12 @@ def expect_refusal(checkpoint, out, expected, *extra):
     return True
 
 
-def newest_checkpoint(run_dir):
-    folder = os.path.join(run_dir, "checkpoints")
-    return os.path.join(folder, sorted(os.listdir(folder))[-1])
-
-
-def cmd_refuses(args):
+def test_unsupported_settings_are_refused(work: Path) -> None:
     skip_unless_ctranslate2()
-    out = os.path.join(args.work, "out-refuses")
+    out = os.path.join(work, "out-refuses")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    checkpoint = newest_checkpoint(os.path.join(args.work, "prenorm_tied_joint"))
+    checkpoint = newest_checkpoint(work / "prenorm_tied_joint")
     ok = True
     cases = [("swiglu.safetensors", "activation: relu", "activation: swiglu", "model.activation"),
              ("rms.safetensors", "norm: pre", "norm: rms", "model.norm"),
@@ -295,10 +256,10 @@ def cmd_refuses(args):
     # --weights ema on a checkpoint trained without an average.
     ok &= expect_refusal(checkpoint, os.path.join(out, "model"), "no ema.* tensors",
                          "--weights", "ema")
-    return 0 if ok else 1
+    assert ok, "a setting was not refused as expected (see above)"
 
 
-def cmd_weights(args):
+def test_weights_and_average_as_nmt_translate(binaries, work: Path) -> None:
     """--weights and --average pick the tensors nmt-translate would: a checkpoint whose ema.*
     tensors are another checkpoint's weights exports those by default and its own with
     --weights raw; --average 2 translates as nmt-translate --average 2."""
@@ -306,8 +267,8 @@ def cmd_weights(args):
     import numpy as np
     import sacrebleu
 
-    run_dir = os.path.join(args.work, "prenorm_tied_joint")
-    out = os.path.join(args.work, "out-weights")
+    run_dir = os.path.join(work, "prenorm_tied_joint")
+    out = os.path.join(work, "out-weights")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     older, newer = sorted(os.path.join(run_dir, "checkpoints", f)
@@ -318,7 +279,7 @@ def cmd_weights(args):
         (length,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(length))
         data = f.read()
-    groups = export_module().LAYOUT["groups"]
+    groups = nmt_checkpoint.LAYOUT["groups"]
     ema = {}
     for name, entry in header.items():
         if name.startswith(groups["model"]):
@@ -345,7 +306,7 @@ def cmd_weights(args):
     src = first_lines(TEST_SRC, SENTENCES, os.path.join(out, "test.en"))
     export(run_dir, os.path.join(out, "average"), "--average", "2")
     ok &= compare_greedy("--average 2",
-                         nmt_translate(args, run_dir, src, os.path.join(out, "nmt.avg"), 1,
+                         nmt_translate(binaries, run_dir, src, os.path.join(out, "nmt.avg"), 1,
                                        "--average", "2"),
                          ct2_translate(os.path.join(out, "average"), src,
                                        os.path.join(out, "ct2.avg"), 1))
@@ -361,10 +322,10 @@ def cmd_weights(args):
     chrf = sacrebleu.corpus_chrf(int8, [fp32]).score
     print(f"int8: {same}/{SENTENCES} greedy lines as float32, chrF against float32 {chrf:.1f}")
     ok &= len(int8) == SENTENCES and chrf >= 50
-    return 0 if ok else 1
+    assert ok, "--weights, --average or int8 exported other weights (see above)"
 
 
-LEGACY = os.path.join(ROOT, "tests", "train", "data", "legacy-d6612cb.safetensors")
+LEGACY = ROOT / "tests" / "train" / "data" / "legacy-d6612cb.safetensors"
 
 
 def fused_copy(source, target):
@@ -373,10 +334,9 @@ def fused_copy(source, target):
     kv_proj, in every group (model., ema., optim.<slot>.); returns how many tensors it fused."""
     import numpy as np
 
-    module = export_module()
-    file = module.SafetensorsFile(source)
+    file = nmt_checkpoint.SafetensorsFile(source)
     tensors = {name: file.tensor(name) for name in file.names()}
-    attention = module.LAYOUT["attention"]
+    attention = nmt_checkpoint.LAYOUT["attention"]
     fused = 0
     for name in [n for n in tensors if n.endswith((".q_proj.weight", ".q_proj.bias"))]:
         head, kind = name.rsplit(".q_proj.", 1)
@@ -398,18 +358,15 @@ def fused_copy(source, target):
         header[name] = {"dtype": dtype, "shape": list(array.shape),
                         "data_offsets": [len(data), len(data) + len(raw)]}
         data += raw
-    blob = json.dumps(header).encode()
-    blob += b" " * (-len(blob) % 8)
-    with open(target, "wb") as f:
-        f.write(struct.pack("<Q", len(blob)) + blob + data)
+    write_checkpoint(target, header, data)
     return fused
 
 
-def cmd_legacy(args):
+def test_legacy_checkpoint_exports_as_fused(work: Path) -> None:
     """A checkpoint with separate q/k/v projections (before the fusion) exports to the same
     CTranslate2 model as the same weights written fused."""
     skip_unless_ctranslate2()
-    out = os.path.join(args.work, "legacy")
+    out = os.path.join(work, "legacy")
     os.makedirs(out, exist_ok=True)
     fused = os.path.join(out, "fused.safetensors")
     print(f"fused {fused_copy(LEGACY, fused)} separate projection tensors")
@@ -418,19 +375,16 @@ def cmd_legacy(args):
         export(fused, os.path.join(out, "fused-" + weights), "--weights", weights)
         with open(os.path.join(out, "split-" + weights, "model.bin"), "rb") as a, \
                 open(os.path.join(out, "fused-" + weights, "model.bin"), "rb") as b:
-            if a.read() != b.read():
-                print(f"FAILED: --weights {weights}: the two exports differ")
-                return 1
+            assert a.read() == b.read(), f"--weights {weights}: the two exports differ"
     print("split and fused checkpoints export to identical model.bin files")
-    return 0
 
 
-def cmd_force(args):
+def test_force_replaces_only_its_own_exports(work: Path) -> None:
     """--force replaces only an empty folder or an earlier export (its marker file), and OUTDIR
     may not be, hold or lie inside the checkpoints read, even with --force (#44: it deleted a
     run given as its own OUTDIR)."""
     skip_unless_ctranslate2()
-    work = os.path.join(args.work, "force")
+    work = os.path.join(work, "force")
     shutil.rmtree(work, ignore_errors=True)
     run_dir = os.path.join(work, "run")
     os.makedirs(os.path.join(run_dir, "checkpoints"))
@@ -491,9 +445,8 @@ def cmd_force(args):
     export(run_dir, empty)
     # A folder of its own in the run directory (docs/serving.md's runs/demo/ct2).
     export(run_dir, os.path.join(run_dir, "ct2"))
-    print("--force replaced an earlier export and an empty folder, nothing else" if ok
-          else "FAILED")
-    return 0 if ok else 1
+    assert ok, "--force replaced or refused otherwise than it should (see above)"
+    print("--force replaced an earlier export and an empty folder, nothing else")
 
 
 def export_module():
@@ -505,11 +458,14 @@ def export_module():
     return module
 
 
-def cmd_layout(args):
-    """The exporter's LAYOUT table names tensors as nmt-train does (`nmt-ckpt layout`)."""
-    layout = json.loads(run([args.ckpt, "layout"]).stdout)
+def test_layout_matches_nmt_ckpt(binaries) -> None:
+    """The scripts' LAYOUT table (nmt_tools.checkpoint: the exporter's, and the model prefix of
+    scripts/bench/reference_train.py's dumps) names tensors as nmt-train does (`nmt-ckpt
+    layout`)."""
+    layout = json.loads(run([binaries.ckpt, "layout"]).stdout)
     prefixes = {g["name"]: g["prefix"] for g in layout["groups"]}
     table = export_module().LAYOUT
+    assert table is nmt_checkpoint.LAYOUT, "the exporter reads a LAYOUT of its own"
     ok = True
     for group, prefix in table["groups"].items():
         if prefixes.get(group) != prefix:
@@ -525,46 +481,5 @@ def cmd_layout(args):
         print(f"attention projections: the exporter reads {table['attention']}, nmt-train "
               f"writes {layout['attention_projections']}")
         ok = False
-    # scripts/bench/reference_train.py reads benchmark dumps, whose parameters are named as
-    # in checkpoints; it imports torch, so its constant is read from the text.
-    reference = os.path.join(ROOT, "scripts", "bench", "reference_train.py")
-    with open(reference, encoding="utf-8") as f:
-        found = re.search(r'^MODEL_PREFIX = "([^"]*)"$', f.read(), re.MULTILINE)
-    if not found or found.group(1) != prefixes["model"]:
-        print(f"{reference}: MODEL_PREFIX is {found and found.group(1)!r}, nmt-train writes "
-              f"{prefixes['model']!r}")
-        ok = False
-    print(f"{len(table['groups'])} groups and {len(files)} vocabulary files agree" if ok
-          else "the exporter's LAYOUT differs from nmt-ckpt layout")
-    return 0 if ok else 1
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--work", required=True)
-    parser.add_argument("--train")
-    parser.add_argument("--translate")
-    parser.add_argument("--ckpt")
-    sub = parser.add_subparsers(dest="command", required=True)
-    train = sub.add_parser("train")
-    train.add_argument("variants", nargs="*", help="the variants to train (default: all)")
-    matches = sub.add_parser("matches")
-    matches.add_argument("variant", choices=sorted(VARIANTS))
-    sub.add_parser("multilingual")
-    sub.add_parser("refuses")
-    sub.add_parser("weights")
-    sub.add_parser("layout")
-    sub.add_parser("legacy")
-    sub.add_parser("force")
-    args = parser.parse_args()
-    for name in getattr(args, "variants", []):
-        if name not in VARIANTS and name != MULTILINGUAL:
-            parser.error(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})")
-    os.makedirs(args.work, exist_ok=True)
-    return {"train": cmd_train, "matches": cmd_matches, "multilingual": cmd_multilingual,
-            "refuses": cmd_refuses, "weights": cmd_weights, "layout": cmd_layout,
-            "legacy": cmd_legacy, "force": cmd_force}[args.command](args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    assert ok, "the exporter's LAYOUT differs from nmt-ckpt layout (see above)"
+    print(f"{len(table['groups'])} groups and {len(files)} vocabulary files agree")

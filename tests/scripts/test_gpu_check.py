@@ -1,21 +1,22 @@
-#!/usr/bin/env python3
 """Tests of scripts/gpu/check.sh and its summary, run by CTest (tests/CMakeLists.txt), so the
 script's own code is tested on every CI run before a GPU box runs it.
 
-    test_gpu_check.py summary                   the summary of a diverged run (no binaries)
-    test_gpu_check.py rehearse --build DIR      check.sh end to end with CPU stand-ins
-    test_gpu_check.py spent --build DIR         a spent budget: every step skipped, a summary
-    test_gpu_check.py include-order --build DIR include_order.py on the CI build and a bad one
-    test_gpu_check.py packed-deps               CMake configures from pack-deps.sh's packages
-                                                alone (/usr and / out of its search); 77 (skip)
-                                                where Debian's archive cannot be reached
+    test_summary_reports_a_diverged_run                     the summary of a diverged run
+    test_rehearsal_runs_every_step_on_cpu                   check.sh end to end, CPU stand-ins
+    test_a_spent_budget_skips_every_step_and_still_reports  every step skipped, a summary
+    test_include_order_is_checked                           include_order.py, CI build and a bad one
+    test_packed_packages_are_all_the_build_needs            CMake configures from pack-deps.sh's
+                                                            packages alone (/usr and / out of its
+                                                            search); skipped where Debian's archive
+                                                            cannot be reached
 
-`rehearse` runs every step (CHECK_REHEARSAL=1: the tiny config, Gloo for NCCL, the benchmark on
+    pytest tests/scripts/test_gpu_check.py::test_summary_reports_a_diverged_run --build-dir build
+
+The rehearsal runs every step (CHECK_REHEARSAL=1: the tiny config, Gloo for NCCL, the benchmark on
 the CPU, a few CTest cases) and checks what comes back: the four files, each step's exit, each
 section of the summary. On a CPU machine the [cuda] step must fail (its cases find no GPU and
 NMT_REQUIRE_CUDA=1 forbids the skip); every other step must pass.
 """
-import argparse
 import json
 import os
 import re
@@ -26,7 +27,9 @@ import tarfile
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import pytest
+from nmt_tools.paths import ROOT
+
 CHECK = os.path.join(ROOT, "scripts", "gpu", "check.sh")
 SUMMARY = os.path.join(ROOT, "scripts", "gpu", "summary.py")
 STEPS = ["build", "test-cuda", "vocab", "train-bf16", "train-fp16", "nccl-world1", "gloo-2ranks",
@@ -34,8 +37,7 @@ STEPS = ["build", "test-cuda", "vocab", "train-bf16", "train-fp16", "nccl-world1
 
 
 def fail(message):
-    print(f"FAILED: {message}")
-    sys.exit(1)
+    pytest.fail(message)
 
 
 def expect(condition, message):
@@ -49,7 +51,7 @@ def write(path, text):
         f.write(text)
 
 
-def summary_of_a_diverged_run():
+def test_summary_reports_a_diverged_run() -> None:
     """A NaN loss is JSON null in metrics.jsonl: the summary reports it and every later section."""
     with tempfile.TemporaryDirectory() as out:
         write(os.path.join(out, "machine.txt"), "a machine\n")
@@ -110,7 +112,8 @@ def log(out, name):
         return member.read().decode(errors="replace") if member else ""
 
 
-def rehearse(build):
+def test_rehearsal_runs_every_step_on_cpu(binaries) -> None:
+    build = str(binaries.build_dir)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
         results, summary = run_check(build, out, budget=400)
@@ -133,8 +136,9 @@ def rehearse(build):
         expect(not any(n.endswith(".safetensors") for n in names), "logs.tar.gz holds checkpoints")
 
 
-def spent(build):
+def test_a_spent_budget_skips_every_step_and_still_reports(binaries) -> None:
     """No time left: every step is skipped (exit 125), and the summary still comes back."""
+    build = str(binaries.build_dir)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
         results, summary = run_check(build, out, budget=0, steps=("build", "train", "ctest"))
@@ -144,8 +148,9 @@ def spent(build):
         expect("(skipped: the budget was spent)" in summary, "the summary does not say why")
 
 
-def include_order(build):
+def test_include_order_is_checked(binaries) -> None:
     """include_order.py passes on the CI build and fails where another fmt comes first."""
+    build = str(binaries.build_dir)
     check = os.path.join(ROOT, "scripts", "gpu", "include_order.py")
     r = subprocess.run([sys.executable, check, build], capture_output=True, text=True)
     print(r.stdout + r.stderr)
@@ -170,7 +175,6 @@ def include_order(build):
 PACK_DEPS = os.path.join(ROOT, "scripts", "gpu", "pack-deps.sh")
 # What CMakeLists.txt finds by its CMake files: each must come from the unpacked packages.
 CONFIG_PACKAGES = ["yaml-cpp", "CLI11", "spdlog", "fmt", "nlohmann_json", "Catch2"]
-SKIP = 77
 
 
 def configure_from(deps, tmp, name):
@@ -211,7 +215,7 @@ def found_in_system(cache):
     return {key: value for key, value in cache.items() if found.search(key) and in_system(value)}
 
 
-def system_folders():
+def test_system_folders_are_told_from_usr_local() -> None:
     """found_in_system tells the system's folders from /usr/local and the prefix (CI failed when
     CMake's CUDA toolkit root was /usr/local itself, without a trailing slash)."""
     cache = {
@@ -231,24 +235,21 @@ def system_folders():
     expect(set(leaks) == expected, f"found_in_system gave {sorted(leaks)}, not {sorted(expected)}")
 
 
-def packed_deps():
+def test_packed_packages_are_all_the_build_needs() -> None:
     """Everything CMakeLists.txt needs besides CUDA and LibTorch is in pack-deps.sh's list: the
     GPU box has no package registry, and a package added to the build but not to the list
     failed there, minutes into a rare device session (nlohmann-json and xxhash were missing)."""
     if shutil.which("apt-cache") is None or shutil.which("apt-get") is None:
-        print("SKIPPED: no apt here (pack-deps.sh downloads Debian packages)")
-        sys.exit(SKIP)
+        pytest.skip("no apt here (pack-deps.sh downloads Debian packages)")
     if subprocess.run(["apt-cache", "show", "zlib1g-dev"], capture_output=True).returncode != 0:
-        print("SKIPPED: apt knows no packages here (empty package lists: apt-get update)")
-        sys.exit(SKIP)
+        pytest.skip("apt knows no packages here (empty package lists: apt-get update)")
     with tempfile.TemporaryDirectory() as tmp:
         deps = os.path.join(tmp, "deps")
         try:
             r = subprocess.run(["bash", PACK_DEPS, deps], capture_output=True, text=True,
                                timeout=180)
         except subprocess.TimeoutExpired:
-            print("SKIPPED: Debian's archive did not answer within 180 s")
-            sys.exit(SKIP)
+            pytest.skip("Debian's archive did not answer within 180 s")
         print(r.stdout[-3000:] + r.stderr[-3000:])
         if r.returncode != 0:
             # A 404 is this machine's stale package lists, not the network: a failure to fix.
@@ -256,8 +257,7 @@ def packed_deps():
                    "(404): this machine's package lists are stale (apt-get update)")
             unreachable = ("Failed to fetch", "Could not resolve", "Temporary failure resolving")
             if any(u in r.stderr for u in unreachable):
-                print("SKIPPED: Debian's archive cannot be reached from here")
-                sys.exit(SKIP)
+                pytest.skip("Debian's archive cannot be reached from here")
             fail(f"pack-deps.sh exited {r.returncode}")
         debs = sorted(f for f in os.listdir(deps) if f.endswith(".deb"))
         exit_code, configure_log, cache, prefix = configure_from(deps, tmp, "all")
@@ -285,28 +285,3 @@ def packed_deps():
             exit_code, configure_log, _, _ = configure_from(fewer, tmp, os.path.basename(fewer))
             expect(exit_code not in (0, None) and message in configure_log,
                    f"without {dropped}*.deb the configuration did not fail with {message!r}")
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["summary", "rehearse", "spent", "include-order", "packed-deps",
-                                         "system-folders"])
-    parser.add_argument("--build", help="a build folder with nmt-train and the tests")
-    args = parser.parse_args()
-    if args.what == "summary":
-        summary_of_a_diverged_run()
-    elif args.what == "rehearse":
-        rehearse(args.build)
-    elif args.what == "include-order":
-        include_order(args.build)
-    elif args.what == "packed-deps":
-        packed_deps()
-    elif args.what == "system-folders":
-        system_folders()
-    else:
-        spent(args.build)
-    print("[test] passed")
-
-
-if __name__ == "__main__":
-    main()

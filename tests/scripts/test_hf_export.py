@@ -1,13 +1,9 @@
-#!/usr/bin/env python3
 """`nmt-ckpt export-hf` writes what transformers loads and runs as nmt-translate does (#35).
 
-    test_hf_export.py --work DIR --train BIN train
-    test_hf_export.py --work DIR --ckpt BIN --translate BIN matches VARIANT
-    test_hf_export.py --work DIR --ckpt BIN refuses
-    test_hf_export.py --work DIR --ckpt BIN weights
-    test_hf_export.py --work DIR --ckpt BIN --translate BIN reimport VARIANT
+    pytest tests/scripts/test_hf_export.py::test_train_tiny_models --work DIR
+    pytest tests/scripts/test_hf_export.py::test_generate_matches_nmt_translate[demo] --work DIR
 
-`train` (a CTest fixture) trains each variant briefly into DIR/<variant> on a slice of the
+test_train_tiny_models (a CTest fixture) trains each variant briefly into DIR/<variant> on a slice of the
 shipped corpus: `demo` (configs/demo.yaml, smaller: pre-norm, positions m2m100, one shared
 table: an M2M100 export), `postnorm` (post-norm, positions marian, separate
 vocabularies, decoder-tied embeddings, silu, a logits bias: a MarianMT export with
@@ -16,7 +12,7 @@ shipped corpus: `<2xx>` tags, exported as Marian's `>>xx<<` tokens, and compared
 ">>de<< " leading each line against nmt-translate --tgt-lang de) and `learned` (learned
 positions, which no transformers architecture has).
 
-`matches VARIANT` exports the run, loads it with AutoTokenizer and AutoModelForSeq2SeqLM alone,
+test_generate_matches_nmt_translate exports the run, loads it with AutoTokenizer and AutoModelForSeq2SeqLM alone,
 and checks on the first 200 test sentences:
   - the tokenizer's ids equal the checkpoint's own SentencePiece ids (+ </s>), on those lines and
     on awkward text (unknown characters, empty lines, leading, trailing, repeated spaces);
@@ -25,32 +21,35 @@ and checks on the first 200 test sentences:
     of 1.2 x source + 10 per line) gives nmt-translate --beam 1's output on every line,
     compared as the target SentencePiece model decodes the ids, and as the tokenizer's
     decode(skip_special_tokens=True) gives them on lines without <unk>.
-`refuses` checks that the learned-positions model is refused with one error line naming
-model.positions, and that nothing is written. `weights` checks that --weights raw|ema|auto and
+test_learned_positions_are_refused checks that the learned-positions model is refused with one error line naming
+model.positions, and that nothing is written. test_weights_and_average_as_nmt_translate checks that --weights raw|ema|auto and
 --average 2 export the tensors nmt-translate would translate with (the demo run has a moving
-average and a checkpoint at each of its two updates). `reimport VARIANT` imports the export
+average and a checkpoint at each of its two updates). test_import_hf_translates_as_the_run
+imports the export
 back with `nmt-ckpt import-hf` and checks that nmt-translate gives, greedy and with its default
 beam, the original run's output on every one of the 200 lines (train -> export-hf -> import-hf),
 up to outer whitespace: the import decodes as the exported tokenizer does (MarianTokenizer
 strips it), the run with its SentencePiece model (which keeps the spaces of trailing "▁" pieces).
 
-Without transformers (or sentencepiece, safetensors) it prints "SKIPPED: <reason>" and exits
-77 (CTest: skipped).
+Without transformers (or sentencepiece, safetensors) a test that needs them is skipped.
 """
-import argparse
-import gzip
-import itertools
 import json
 import math
 import os
 import shutil
 import subprocess
-import sys
+from pathlib import Path
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TEST_SRC = os.path.join(ROOT, "data", "ddtp.en-de.test.en")
+import pytest
+from nmt_tools.checkpoint import list_checkpoints, newest_checkpoint
+from nmt_tools.paths import CONFIGS as CONFIG_DIR
+from nmt_tools.paths import DATA, ROOT
+from nmt_tools.process import run
+from nmt_tools.text import first_lines, read_lines, write_lines
+from train_support import train_slice
+
+TEST_SRC = DATA / "ddtp.en-de.test.en"
 SENTENCES = 200
-SKIP = 77
 TRAIN_PAIRS = 6000
 # Two updates: the model stays close to its random start, whose greedy outputs vary with the
 # input (a few dozen updates on this slice collapse a post-norm model onto one output).
@@ -88,65 +87,29 @@ AWKWARD = ["", " ", "  leading spaces", "trailing spaces   ", "repeated    space
            "the tag <2de> and <BT> as text"]
 
 
-def run(cmd, **kwargs):
-    """Runs cmd; on failure prints its output and fails the test."""
-    r = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-    if r.returncode != 0:
-        print(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}{r.stderr}")
-        sys.exit(1)
-    return r
+# The variants exported (the others are refused).
+EXPORTED = [name for name, (_, model_type) in VARIANTS.items() if model_type]
 
 
-def read_lines(path, count=None):
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")[:-1]
-    return lines if count is None else lines[:count]
-
-
-def train_slice(work):
-    """The first TRAIN_PAIRS shipped training pairs as plain files; their --set flags."""
-    flags = []
-    for side, key in (("en", "src"), ("de", "tgt")):
-        out = os.path.join(work, "train-slice." + side)
-        shipped = os.path.join(ROOT, "data", f"ddtp.en-de.train.{side}.gz")
-        with gzip.open(shipped, "rt", encoding="utf-8", newline="") as f, \
-                open(out, "w", encoding="utf-8", newline="") as o:
-            o.writelines(itertools.islice(f, TRAIN_PAIRS))
-        flags += ["--set", f"data.train_{key}={out}"]
-    return flags
-
-
-def cmd_train(args):
-    os.makedirs(args.work, exist_ok=True)
-    slice_flags = train_slice(args.work)
+def test_train_tiny_models(binaries, work: Path) -> None:
+    """The fixture of the others (CTest's FIXTURES_SETUP hf_export_models)."""
+    slice_flags = train_slice(work, TRAIN_PAIRS)
     for name, (settings, _) in VARIANTS.items():
-        run_dir = os.path.join(args.work, name)
+        run_dir = os.path.join(work, name)
         shutil.rmtree(run_dir, ignore_errors=True)
         config = CONFIGS.get(name, "demo.yaml")
-        cmd = [args.train, "--config", os.path.join(ROOT, "configs", config),
+        cmd = [binaries.train, "--config", CONFIG_DIR / config,
                "--log-level", "warn", "--set", f"run_dir={run_dir}"]
         for s in COMMON + settings:
             cmd += ["--set", s]
         run(cmd + ([] if name in CONFIGS else slice_flags), cwd=ROOT)
         print(f"trained {name}")
-    return 0
 
 
 def import_or_skip():
-    try:
-        import sentencepiece  # noqa: F401
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-        from safetensors import safe_open  # noqa: F401
-    except ImportError as e:
-        print(f"SKIPPED: {e.name} is not installed (scripts/setup.sh installs it)")
-        sys.exit(SKIP)
-
-
-def newest_checkpoint(run_dir):
-    folder = os.path.join(run_dir, "checkpoints")
-    return os.path.join(folder, sorted(f for f in os.listdir(folder)
-                                       if f.endswith(".safetensors"))[-1])
+    for module in ("sentencepiece", "torch", "transformers", "safetensors"):
+        pytest.importorskip(module, reason=f"{module} is not installed (scripts/setup.sh "
+                                           "installs it)")
 
 
 def stored_spm(checkpoint, name):
@@ -203,18 +166,18 @@ def hf_greedy(model, tokenizer, lines, max_positions, code=""):
     return outputs
 
 
-def cmd_matches(args):
+@pytest.mark.parametrize("name", EXPORTED)
+def test_generate_matches_nmt_translate(name: str, binaries, work: Path) -> None:
     import_or_skip()
     import torch
     import transformers
 
     torch.set_num_threads(1)
-    name = args.variant
     expected_type = VARIANTS[name][1]
-    run_dir = os.path.join(args.work, name)
-    out = os.path.join(args.work, "export-" + name)
+    run_dir = os.path.join(work, name)
+    out = os.path.join(work, "export-" + name)
     shutil.rmtree(out, ignore_errors=True)
-    run([args.ckpt, "export-hf", run_dir, out])
+    run([binaries.ckpt, "export-hf", run_dir, out])
 
     failures = []
     tokenizer = transformers.AutoTokenizer.from_pretrained(out)
@@ -224,7 +187,7 @@ def cmd_matches(args):
         failures.append(f"model_type {model.config.model_type}, expected {expected_type}")
     print(f"{name}: loaded {type(tokenizer).__name__} and {type(model).__name__}")
 
-    checkpoint = newest_checkpoint(run_dir)
+    checkpoint = str(newest_checkpoint(run_dir))
     src_spm = stored_spm(checkpoint, "src_model")
     with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
         joint = json.load(f).get("share_encoder_decoder_embeddings", True)
@@ -233,11 +196,9 @@ def cmd_matches(args):
     tgt_lang = TGT_LANG.get(name)
     failures += check_tokenizer(name, tokenizer, src_spm, lines, tgt_lang)
 
-    src_file = os.path.join(args.work, "test-200.en")
-    with open(src_file, "w", encoding="utf-8") as f:
-        f.writelines(line + "\n" for line in lines)
-    ours_file = os.path.join(args.work, f"nmt-{name}.b1")
-    run([args.translate, "-c", run_dir, "-i", src_file, "-o", ours_file, "--beam", "1",
+    src_file = write_lines(work / "test-200.en", lines)
+    ours_file = os.path.join(work, f"nmt-{name}.b1")
+    run([binaries.translate, "-c", run_dir, "-i", src_file, "-o", ours_file, "--beam", "1",
          "--device", "cpu", "--threads", "1", "--log-level", "warn"] +
         (["--tgt-lang", tgt_lang] if tgt_lang else []))
     ours = read_lines(ours_file)
@@ -269,16 +230,14 @@ def cmd_matches(args):
           f"without <unk> as nmt-translate writes them")
     if decoded:
         failures.append(f"{len(decoded)} lines decode otherwise")
-    for failure in failures:
-        print(f"FAILED: {name}: {failure}")
-    return 1 if failures else 0
+    assert not failures, f"{name}: " + "; ".join(failures)
 
 
-def cmd_refuses(args):
-    run_dir = os.path.join(args.work, "learned")
-    out = os.path.join(args.work, "export-learned")
+def test_learned_positions_are_refused(binaries, work: Path) -> None:
+    run_dir = os.path.join(work, "learned")
+    out = os.path.join(work, "export-learned")
     shutil.rmtree(out, ignore_errors=True)
-    r = subprocess.run([args.ckpt, "export-hf", run_dir, out], capture_output=True, text=True)
+    r = subprocess.run([binaries.ckpt, "export-hf", run_dir, out], capture_output=True, text=True)
     print(r.stderr, end="")
     failures = []
     if r.returncode != 1:
@@ -289,33 +248,29 @@ def cmd_refuses(args):
                    "model.positions: m2m100"):
         if needed not in r.stderr:
             failures.append(f"the message does not name {needed!r}")
-    left = [f for f in os.listdir(args.work) if f.startswith("export-learned")]
+    left = [f for f in os.listdir(work) if f.startswith("export-learned")]
     if left:
         failures.append(f"written anyway: {left}")
-    for failure in failures:
-        print(f"FAILED: refuses: {failure}")
-    return 1 if failures else 0
+    assert not failures, "refuses: " + "; ".join(failures)
 
 
-def cmd_weights(args):
+def test_weights_and_average_as_nmt_translate(binaries, work: Path) -> None:
     import_or_skip()
     import numpy as np
     from safetensors.numpy import load_file
 
-    run_dir = os.path.join(args.work, "demo")
-    folder = os.path.join(run_dir, "checkpoints")
-    files = [os.path.join(folder, f) for f in sorted(os.listdir(folder))
-             if f.endswith(".safetensors")]
+    run_dir = os.path.join(work, "demo")
+    files = list(reversed(list_checkpoints(os.path.join(run_dir, "checkpoints"))))  # oldest first
     ours, theirs = "encoder_embed.tokens.weight", "model.shared.weight"
     cases = [(["--weights", "raw"], files[-1:], "model."),
              (["--weights", "ema"], files[-1:], "ema."),
              ([], files[-1:], "ema."),  # auto: the moving average when there is one
              (["--average", "2", "--weights", "raw"], files[-2:], "model.")]
     failures = []
-    out = os.path.join(args.work, "export-weights")
+    out = os.path.join(work, "export-weights")
     shutil.rmtree(out, ignore_errors=True)  # one of an older build holds no marker
     for flags, inputs, group in cases:
-        run([args.ckpt, "export-hf", run_dir, out, "--force"] + flags)  # replaces the last
+        run([binaries.ckpt, "export-hf", run_dir, out, "--force"] + flags)  # replaces the last
         exported = load_file(os.path.join(out, "model.safetensors"))[theirs]
         expected = np.mean([load_file(f)[group + ours].astype(np.float64) for f in inputs],
                            axis=0).astype(np.float32)
@@ -327,35 +282,31 @@ def cmd_weights(args):
     if len(files) < 2 or np.array_equal(load_file(files[-1])["model." + ours],
                                         load_file(files[-1])["ema." + ours]):
         failures.append("the run has too few checkpoints, or raw and ema weights are equal")
-    for failure in failures:
-        print(f"FAILED: weights: {failure}")
-    return 1 if failures else 0
+    assert not failures, "weights: " + "; ".join(failures)
 
 
-def cmd_reimport(args):
+@pytest.mark.parametrize("name", EXPORTED)
+def test_import_hf_translates_as_the_run(name: str, binaries, work: Path) -> None:
     """train -> export-hf -> import-hf: the import translates as the run it came from."""
-    name = args.variant
-    run_dir = os.path.join(args.work, name)
-    out = os.path.join(args.work, "reimport-" + name)
+    run_dir = os.path.join(work, name)
+    out = os.path.join(work, "reimport-" + name)
     shutil.rmtree(out, ignore_errors=True)
-    run([args.ckpt, "export-hf", run_dir, out])
+    run([binaries.ckpt, "export-hf", run_dir, out])
     # Beside the export: import-hf never writes into the directory it reads.
     imported = out + ".safetensors"
     if os.path.exists(imported):
         os.remove(imported)
-    summary = json.loads(run([args.ckpt, "import-hf", out, "-o", imported]).stdout)
+    summary = json.loads(run([binaries.ckpt, "import-hf", out, "-o", imported]).stdout)
     print(f"{name}: imported {summary['model_type']} with {summary['tokenizer']} tokenizer, "
           f"{summary['parameters']} parameters")
-    src_file = os.path.join(out, "test-200.en")
-    with open(src_file, "w", encoding="utf-8") as f:
-        f.writelines(line + "\n" for line in read_lines(TEST_SRC, SENTENCES))
+    src_file = first_lines(TEST_SRC, SENTENCES, Path(out) / "test-200.en")
     tgt_lang = TGT_LANG.get(name)
     failures = []
     for beam in (["--beam", "1"], []):
         outputs = []
         for label, checkpoint in (("run", run_dir), ("import", imported)):
             out_file = os.path.join(out, f"{label}{''.join(beam)}.txt")
-            run([args.translate, "-c", checkpoint, "-i", src_file, "-o", out_file, "--device",
+            run([binaries.translate, "-c", checkpoint, "-i", src_file, "-o", out_file, "--device",
                  "cpu", "--threads", "1", "--log-level", "warn"] + beam +
                 (["--tgt-lang", tgt_lang] if tgt_lang else []))
             outputs.append(read_lines(out_file))
@@ -369,29 +320,4 @@ def cmd_reimport(args):
               f"({spaces} of them but for outer whitespace; {len(set(ours))} distinct outputs)")
         if different or len(ours) != SENTENCES:
             failures.append(f"{what}: {len(different)} lines differ")
-    for failure in failures:
-        print(f"FAILED: reimport: {name}: {failure}")
-    return 1 if failures else 0
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--work", required=True)
-    parser.add_argument("--train")
-    parser.add_argument("--ckpt")
-    parser.add_argument("--translate")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("train")
-    matches = sub.add_parser("matches")
-    matches.add_argument("variant", choices=[v for v, (_, t) in VARIANTS.items() if t])
-    sub.add_parser("refuses")
-    sub.add_parser("weights")
-    reimport = sub.add_parser("reimport")
-    reimport.add_argument("variant", choices=[v for v, (_, t) in VARIANTS.items() if t])
-    args = parser.parse_args()
-    return {"train": cmd_train, "matches": cmd_matches, "refuses": cmd_refuses,
-            "weights": cmd_weights, "reimport": cmd_reimport}[args.command](args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    assert not failures, f"reimport: {name}: " + "; ".join(failures)

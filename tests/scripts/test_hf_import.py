@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """An imported Hugging Face model translates as transformers does, and fine-tunes (issue #35).
 
-    test_hf_import.py --bin BUILD_DIR --work DIR VARIANT [--fine-tune]
+    pytest tests/scripts/test_hf_import.py::test_greedy_matches_generate[marian]
 
 For VARIANT (marian, marian_multi, m2m100, nllb) the test builds, without the hub, a tokenizer
-directory as tests/scripts/test_hf_tokenizer.py does (tiny SentencePiece models trained on
+directory as tests/scripts/test_hf_tokenizer.py does (hf_tokenizers.py) (tiny SentencePiece models trained on
 data/ddtp lines) and a seeded random transformers model of the matching type whose vocabulary
 is that tokenizer's, saves both with save_pretrained into one directory (as a user's download
 looks), and imports it with `nmt-ckpt import-hf`. Then:
@@ -12,41 +11,42 @@ looks), and imports it with `nmt-ckpt import-hf`. Then:
     generate (greedy; pad and bos suppressed as our search does; the language code forced
     first for M2M100 and NLLB, given first in the text for a multilingual Marian model), cut
     at our length limit and decoded with skip_special_tokens=True;
-  - with --fine-tune: nmt-train with train.init_from the imported checkpoint (the model section
+  - test_fine_tunes_from_the_import: nmt-train with train.init_from the imported checkpoint (the model section
     from import-hf's answer; a moving average, validation with BLEU, TensorBoard) takes one
     update at learning rate 0, whose checkpoint holds the imported parameters unchanged
     (nmt-ckpt diff); 3 updates straight and 2 + a resume to 3 give bitwise equal checkpoints
     (every tensor); the fine-tuned run, exported with `nmt-ckpt export-hf`,
     generates as nmt-translate translates it;
-  - with --ct2: scripts/export-ctranslate2.py's model of the import translates greedily as
+  - test_ctranslate2_matches_nmt_translate: scripts/export-ctranslate2.py's model of the import translates greedily as
     nmt-translate does (at most 1% of the lines may differ by float summation order);
-  - with --round-trip: import, then export-hf, gives a directory whose tensors (as
+  - test_round_trip_is_bitwise: import, then export-hf, gives a directory whose tensors (as
     AutoModelForSeq2SeqLM loads them) are bitwise the original's, and whose tokenizer gives the
     original's ids on every test line, both sides.
 Greedy outputs are compared as text, after leaving out language codes that the model
 generates after the first token (nmt-translate's decode drops them with the other special
 tokens; MarianTokenizer and M2M100Tokenizer write them out).
-With --refusals: what cannot be imported exactly is refused naming the file and key, and an
+test_refusals_name_the_key: what cannot be imported exactly is refused naming the file and key, and an
 existing output is kept unless --force. The checks that need no model of this file's are in
 hf_import_checks.py.
-Without transformers or sentencepiece it prints "SKIPPED: <reason>" and exits 77.
+Skipped without transformers or sentencepiece (and ctranslate2, for its test).
 """
-import argparse
 import json
 import os
 import shutil
 import subprocess
-import sys
+from dataclasses import dataclass
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_hf_tokenizer as tokenizers  # noqa: E402  (the tokenizer builders, shared)
-import hf_import_dirs as dirs  # noqa: E402  (directories as users get them)
-from hf_import_checks import (MAX_LEN_B, ct2_translations, refusals,  # noqa: E402
-                              round_trip, run)
+import hf_import_dirs as dirs  # directories as users get them
+import hf_tokenizers as tokenizers  # the tokenizer builders, shared
+import pytest
+from hf_import_checks import MAX_LEN_B, ct2_translations, refusals, round_trip
+from nmt_tools.paths import DATA
+from nmt_tools.process import run
+from nmt_tools.spm import spm_pieces, train_spm
+from nmt_tools.text import write_json, write_lines
 
-REPO = tokenizers.REPO
 LINES = 200
-SKIP = 77
 
 # tokenizer class, model type, (source language, target language) of the translation.
 VARIANTS = {
@@ -59,17 +59,17 @@ VARIANTS = {
 VARIANTS.update({name: VARIANTS[base] for name, base in dirs.DIR_VARIANTS.items()})
 
 
-def build_marian_bilingual(spm, transformers, work, en, de):
+def build_marian_bilingual(transformers, work, en, de):
     """As test_hf_tokenizer's Marian tokenizer, without language codes (OPUS-MT de-en's kind)."""
     import random
 
-    src = tokenizers.train_spm(spm, en, os.path.join(work, "source"), "unigram", 300)
-    tgt = tokenizers.train_spm(spm, de, os.path.join(work, "target"), "unigram", 300)
-    pieces = sorted(set(tokenizers.spm_pieces(spm, src)) | set(tokenizers.spm_pieces(spm, tgt)))
+    src = str(train_spm(en, os.path.join(work, "source"), "unigram", 300))
+    tgt = str(train_spm(de, os.path.join(work, "target"), "unigram", 300))
+    pieces = sorted(set(spm_pieces(src)) | set(spm_pieces(tgt)))
     random.Random(1).shuffle(pieces)
     tokens = ["</s>", "<unk>"] + pieces + ["<pad>"]
     vocab = os.path.join(work, "vocab.json")
-    tokenizers.write_json(vocab, {token: i for i, token in enumerate(tokens)})
+    write_json(vocab, {token: i for i, token in enumerate(tokens)})
     return transformers.MarianTokenizer(source_spm=src, target_spm=tgt, vocab=vocab)
 
 
@@ -174,11 +174,9 @@ def hf_translations(kind, tok, model, config, lines, src_lang, tgt_lang):
     return out
 
 
-def nmt_translations(bin_dir, checkpoint, lines, src_lang, tgt_lang, work):
-    source = os.path.join(work, "input.txt")
-    with open(source, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    cmd = [os.path.join(bin_dir, "nmt-translate"), "--checkpoint", checkpoint, "--input", source,
+def nmt_translations(binaries, checkpoint, lines, src_lang, tgt_lang, work):
+    source = write_lines(os.path.join(work, "input.txt"), lines)
+    cmd = [binaries.translate, "--checkpoint", checkpoint, "--input", source,
            "--beam", "1", "--max-len-a", "0", "--max-len-b", str(MAX_LEN_B), "--device", "cpu"]
     if tgt_lang:
         cmd += ["--tgt-lang", tgt_lang]
@@ -197,7 +195,7 @@ def has_key(record, word):
 def fine_tune_config(checkpoint, summary, tgt_lang, work):
     """The YAML of a fine-tuning run from the import (its model section from import-hf's answer;
     a moving average, validation with BLEU, TensorBoard), written into work."""
-    data = os.path.join(REPO, "data")
+    data = DATA
     yaml = [summary["model_yaml"].rstrip("\n"), "data:",
             f"  joint_vocab: {str(summary['joint_vocab']).lower()}",
             "  max_len: 64", "  max_tokens: 1024"]
@@ -223,13 +221,13 @@ def fine_tune_config(checkpoint, summary, tgt_lang, work):
     return config
 
 
-def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, work):
+def fine_tune(binaries, checkpoint, summary, kind, lines, src_lang, tgt_lang, work):
     """Fine-tuning from the import with what runs of ours have (moving average, validation
     with BLEU, TensorBoard): an update at lr 0 keeps the imported parameters; 3 updates straight
     and 2 + a resume to 3 give bitwise the same checkpoint; the run translates, and exported
     generates as nmt-translate does."""
     config = fine_tune_config(checkpoint, summary, tgt_lang, work)
-    train, ckpt = os.path.join(bin_dir, "nmt-train"), os.path.join(bin_dir, "nmt-ckpt")
+    train, ckpt = binaries.train, binaries.ckpt
 
     def step_file(run_dir, step):
         return os.path.join(run_dir, "checkpoints", f"checkpoint-{step:08d}.safetensors")
@@ -243,30 +241,30 @@ def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, wor
     zero = fine_tune_run("lr0", "train.max_steps=1", "train.lr=0", "train.valid_every=0")
     if subprocess.run([ckpt, "diff", checkpoint, step_file(zero, 1)],
                       capture_output=True).returncode != 0:
-        sys.exit("an update at lr 0 changed the imported parameters")
+        pytest.fail("an update at lr 0 changed the imported parameters")
     straight = fine_tune_run("straight", "train.max_steps=3")
     resumed = fine_tune_run("resumed", "train.max_steps=2")
     fine_tune_run("resumed", "train.max_steps=3")
     diff = subprocess.run([ckpt, "diff", "--all", step_file(straight, 3), step_file(resumed, 3)],
                           capture_output=True, text=True)
     if diff.returncode != 0:
-        sys.exit(f"3 updates straight and 2 + a resume to 3 differ: {diff.stdout[-2000:]}")
+        pytest.fail(f"3 updates straight and 2 + a resume to 3 differ: {diff.stdout[-2000:]}")
     if subprocess.run([ckpt, "diff", checkpoint, step_file(straight, 3)],
                       capture_output=True).returncode == 0:
-        sys.exit("three updates at lr 0.001 left the parameters unchanged")
+        pytest.fail("three updates at lr 0.001 left the parameters unchanged")
     # MarianMT's final_logits_bias is a buffer in transformers: fine-tuning keeps it fixed.
     import torch
     from safetensors.torch import load_file
     bias = [load_file(f).get("model.output_bias") for f in (checkpoint, step_file(straight, 3))]
     if bias[0] is not None and not torch.equal(bias[0], bias[1]):
-        sys.exit("fine-tuning changed the output bias (final_logits_bias), which transformers "
+        pytest.fail("fine-tuning changed the output bias (final_logits_bias), which transformers "
                  "keeps fixed")
     with open(os.path.join(straight, "metrics.jsonl"), encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]
     events = [n for _, _, names in os.walk(straight) for n in names if "tfevents" in n]
     if not any(has_key(r, "bleu") for r in records) or not events:
-        sys.exit(f"no validation BLEU in metrics.jsonl, or no TensorBoard events ({events})")
-    got = nmt_translations(bin_dir, straight, lines, src_lang, tgt_lang, work)
+        pytest.fail(f"no validation BLEU in metrics.jsonl, or no TensorBoard events ({events})")
+    got = nmt_translations(binaries, straight, lines, src_lang, tgt_lang, work)
     print(f"fine-tuned: 1 update at lr 0 kept every parameter; 3 updates straight and 2 + a "
           f"resume are bitwise equal (every tensor); validation BLEU and TensorBoard events "
           f"written; {len(set(got))} distinct outputs of {len(lines)} lines")
@@ -284,96 +282,127 @@ def fine_tune(bin_dir, checkpoint, summary, kind, lines, src_lang, tgt_lang, wor
         print(f"line {i + 1}: {lines[i]!r}\n  transformers: {expected[i]!r}\n  nmt-translate: "
               f"{got[i]!r}")
     if bad:
-        sys.exit(1)
+        pytest.fail(f"{len(bad)} of {len(lines)} lines differ")
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--bin", required=True, help="the build folder with nmt-ckpt, nmt-translate")
-    p.add_argument("--work", required=True)
-    p.add_argument("--fine-tune", action="store_true")
-    p.add_argument("--refusals", action="store_true", help="check the refusals instead")
-    p.add_argument("--ct2", action="store_true",
-                   help="check scripts/export-ctranslate2.py's model against nmt-translate")
-    p.add_argument("--round-trip", action="store_true",
-                   help="check import -> export-hf -> transformers instead")
-    p.add_argument("variant", choices=sorted(VARIANTS))
-    a = p.parse_args()
-    try:
-        import sentencepiece as spm
-        import transformers
-    except ImportError as e:
-        print(f"SKIPPED: no {e.name} in {sys.executable}")
-        sys.exit(SKIP)
-    kind, _, (src_lang, tgt_lang) = VARIANTS[a.variant]
-    mode = ("-finetune" if a.fine_tune else "-refusals" if a.refusals else
-            "-roundtrip" if a.round_trip else "-ct2" if a.ct2 else "")
-    work = os.path.join(a.work, a.variant + mode)
+@dataclass
+class Imported:
+    """A variant's model directory, made here, and what import-hf made of it."""
+    kind: str
+    src_lang: str
+    tgt_lang: str
+    work: Path
+    model_dir: str
+    tok: object
+    model: object
+    config: object
+    checkpoint: str = ""
+    summary: dict = None
+    lines: list = None
+
+
+def model_directory(variant: str, mode: str, work: Path) -> Imported:
+    """The variant's transformers directory (tokenizer and seeded random model) in a fresh
+    work/<variant><mode>; skips without transformers or sentencepiece."""
+    pytest.importorskip("sentencepiece")
+    transformers = pytest.importorskip("transformers")
+    kind, _, (src_lang, tgt_lang) = VARIANTS[variant]
+    work = work / (variant + mode)
     shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    en = tokenizers.read_lines("ddtp.en-de.train.en.gz", 3000)
-    de = tokenizers.read_lines("ddtp.en-de.train.de.gz", 3000)
-    build = (dirs.build_marian_separate if a.variant == "marian_separate" else
-             build_marian_bilingual if VARIANTS[a.variant] == VARIANTS["marian"] else
+    work.mkdir(parents=True)
+    en, de = tokenizers.corpus_lines("en", 3000), tokenizers.corpus_lines("de", 3000)
+    build = (dirs.build_marian_separate if variant == "marian_separate" else
+             build_marian_bilingual if VARIANTS[variant] == VARIANTS["marian"] else
              tokenizers.BUILD[kind])
-    built = build(spm, transformers, work, en[:2000], de[:2000])
+    built = build(transformers, work, en[:2000], de[:2000])
     model_dir = os.path.join(work, "hf")
     built.save_pretrained(model_dir)
     if kind == "nllb":
         shutil.copy(os.path.join(work, "spm", "sentencepiece.bpe.model"), model_dir)
     tok = transformers.AutoTokenizer.from_pretrained(model_dir)
     model, config = make_model(kind, tok, model_dir)
-    if a.variant in dirs.DIR_VARIANTS:
-        tok, model, config = dirs.make_dir_variant(a.variant, model_dir)
-
-    if a.refusals:
-        refusals(a.bin, model_dir, work)
-        dirs.dir_refusals(a.bin, model_dir, work)
-        return
-    checkpoint = os.path.join(work, "imported.safetensors")
-    imported = run([os.path.join(a.bin, "nmt-ckpt"), "import-hf", model_dir, "-o", checkpoint])
-    summary = json.loads(imported.stdout)
-    dirs.check_summary(a.variant, summary, imported.stderr)
-    print(f"transformers {transformers.__version__}, {type(tok).__name__}: imported "
-          f"{summary['parameters']} parameters, vocabulary {summary['src_vocab_size']}, "
-          f"{len(summary['languages'])} languages")
-    lines = [line for line in tokenizers.AWKWARD if line.strip()]
+    if variant in dirs.DIR_VARIANTS:
+        tok, model, config = dirs.make_dir_variant(variant, model_dir)
+    found = Imported(kind, src_lang, tgt_lang, work, model_dir, tok, model, config)
+    found.lines = [line for line in tokenizers.AWKWARD if line.strip()]
     # Corpus lines of up to 100 source tokens (the model's 256 positions hold them).
-    lines += [line for line in en[2000:] + de[2000:]
-              if line.strip() and len(tok(line)["input_ids"]) <= 100][:LINES - len(lines)]
-    if a.fine_tune and summary["dtype"] != "F32":
-        config = fine_tune_config(checkpoint, summary, tgt_lang, work)
-        dirs.master_weights(a.bin, config, checkpoint, work, run)
-        return
-    if a.fine_tune:
-        fine_tune(a.bin, checkpoint, summary, kind, lines[:50], src_lang, tgt_lang, work)
-        return
-    if a.round_trip:
-        round_trip(a.bin, model_dir, checkpoint, kind, tokenizers.AWKWARD + lines, work)
-        return
+    found.lines += [line for line in en[2000:] + de[2000:]
+                    if line.strip() and len(tok(line)["input_ids"]) <= 100]
+    found.lines = found.lines[:LINES]
+    return found
 
-    if a.ct2:
-        try:
-            import ctranslate2  # noqa: F401
-        except ImportError:
-            print(f"SKIPPED: no ctranslate2 in {sys.executable}")
-            sys.exit(SKIP)
-        expected = ct2_translations(checkpoint, kind, lines, src_lang, tgt_lang, work)
-    else:
-        expected = hf_translations(kind, tok, model, config, lines, src_lang, tgt_lang)
-    got = nmt_translations(a.bin, checkpoint, lines, src_lang, tgt_lang, work)
+
+def imported(variant: str, mode: str, binaries, work: Path) -> Imported:
+    """model_directory, imported with nmt-ckpt import-hf (its answer checked)."""
+    import transformers
+
+    found = model_directory(variant, mode, work)
+    found.checkpoint = os.path.join(found.work, "imported.safetensors")
+    answer = run([binaries.ckpt, "import-hf", found.model_dir, "-o", found.checkpoint])
+    found.summary = json.loads(answer.stdout)
+    dirs.check_summary(variant, found.summary, answer.stderr)
+    print(f"transformers {transformers.__version__}, {type(found.tok).__name__}: imported "
+          f"{found.summary['parameters']} parameters, vocabulary "
+          f"{found.summary['src_vocab_size']}, {len(found.summary['languages'])} languages")
+    return found
+
+
+def compare_translations(found: Imported, expected: list[str], got: list[str],
+                         allowed: int) -> None:
+    lines = found.lines
     bad = [i for i, (e, g) in enumerate(zip(expected, got)) if e != g]
     print(f"{len(lines)} lines: {len(lines) - len(bad)} identical ({len(set(expected))} distinct "
           f"outputs)")
     for i in bad[:5]:
         print(f"line {i + 1}: {lines[i]!r}\n  transformers: {expected[i]!r}\n  nmt-translate: "
               f"{got[i]!r}")
+    assert len(got) == len(lines) and len(bad) <= allowed, \
+        f"{len(bad)} of {len(lines)} lines differ (allowed: {allowed})"
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_greedy_matches_generate(variant: str, binaries, work: Path) -> None:
+    found = imported(variant, "", binaries, work)
+    expected = hf_translations(found.kind, found.tok, found.model, found.config, found.lines,
+                               found.src_lang, found.tgt_lang)
+    got = nmt_translations(binaries, found.checkpoint, found.lines, found.src_lang,
+                           found.tgt_lang, found.work)
+    compare_translations(found, expected, got, 0)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_ctranslate2_matches_nmt_translate(variant: str, binaries, work: Path) -> None:
+    pytest.importorskip("ctranslate2")
+    found = imported(variant, "-ct2", binaries, work)
+    expected = ct2_translations(found.checkpoint, found.kind, found.lines, found.src_lang,
+                                found.tgt_lang, found.work)
+    got = nmt_translations(binaries, found.checkpoint, found.lines, found.src_lang,
+                           found.tgt_lang, found.work)
     # CTranslate2 sums in another order than LibTorch: a near tie may go the other way, as
     # tests/scripts/test_export_ctranslate2.py allows for our own models (1% of the lines).
-    allowed = len(lines) // 100 if a.ct2 else 0
-    if len(bad) > allowed or len(got) != len(lines):
-        sys.exit(1)
+    compare_translations(found, expected, got, len(found.lines) // 100)
 
 
-if __name__ == "__main__":
-    main()
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_fine_tunes_from_the_import(variant: str, binaries, work: Path) -> None:
+    found = imported(variant, "-finetune", binaries, work)
+    if found.summary["dtype"] != "F32":
+        config = fine_tune_config(found.checkpoint, found.summary, found.tgt_lang, found.work)
+        dirs.master_weights(binaries, config, found.checkpoint, found.work, run)
+        return
+    fine_tune(binaries, found.checkpoint, found.summary, found.kind, found.lines[:50],
+              found.src_lang, found.tgt_lang, found.work)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_round_trip_is_bitwise(variant: str, binaries, work: Path) -> None:
+    found = imported(variant, "-roundtrip", binaries, work)
+    round_trip(binaries, found.model_dir, found.checkpoint, found.kind,
+               tokenizers.AWKWARD + found.lines, found.work)
+
+
+@pytest.mark.parametrize("variant", ["marian"])
+def test_refusals_name_the_key(variant: str, binaries, work: Path) -> None:
+    found = model_directory(variant, "-refusals", work)
+    refusals(binaries, found.model_dir, found.work)
+    dirs.dir_refusals(binaries, found.model_dir, found.work)

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Our Transformer on imported transformers models equals transformers, run by CTest.
 
-    test_hf_model.py --probe BIN --work DIR VARIANT
+    pytest tests/scripts/test_hf_model.py::test_logits_and_greedy_match_transformers[marian]
 
 Creates a tiny random model of VARIANT with transformers (seeded; no hub), saves it with
 save_pretrained, and runs tests/hf_probe.cpp on it (the directory read through
@@ -11,15 +10,15 @@ padding, fp32 on the CPU:
   - the same positions fed one at a time through our decoder cache give the same logits;
   - our greedy search outputs the tokens of generate(do_sample=False, num_beams=1), both never
     generating pad and bos (our search's rule; suppress_tokens on their side).
-Without transformers it prints "SKIPPED: <reason>" and exits 77 (CTest: skipped).
+Skipped without transformers.
 """
-import argparse
 import os
 import shutil
-import subprocess
-import sys
+from pathlib import Path
 
-SKIP = 77
+import pytest
+from nmt_tools.process import run
+
 PAIRS = 50
 MAX_LEN = 20
 MAX_NEW_TOKENS = 16
@@ -127,32 +126,25 @@ def hf_greedy(model, config, src):
     return rows
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--probe", required=True)
-    parser.add_argument("--work", required=True)
-    parser.add_argument("variant", choices=sorted(VARIANTS))
-    args = parser.parse_args()
-    try:
-        import torch
-        import transformers  # noqa: F401
-        from safetensors.torch import load_file, save_file
-    except ImportError as e:
-        print(f"SKIPPED: {e.name} is not installed (scripts/setup.sh installs it)")
-        return SKIP
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_logits_and_greedy_match_transformers(variant: str, binaries, work: Path) -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    safetensors_torch = pytest.importorskip("safetensors.torch")
+    load_file, save_file = safetensors_torch.load_file, safetensors_torch.save_file
     torch.set_num_threads(1)
-    work = os.path.join(args.work, args.variant)
+    work = os.path.join(work, variant)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     model_dir = os.path.join(work, "model")
-    model, config = make_model(args.variant, model_dir)
+    model, config = make_model(variant, model_dir)
 
     generator = torch.Generator().manual_seed(99)
     src, tgt_in, tgt_len = make_pairs(config, generator)
     save_file({"src": src, "tgt_in": tgt_in}, os.path.join(work, "input.safetensors"))
     out_file = os.path.join(work, "output.safetensors")
-    subprocess.run([args.probe, model_dir, os.path.join(work, "input.safetensors"), out_file,
-                    str(MAX_NEW_TOKENS)], check=True)
+    run([binaries.hf_probe, model_dir, os.path.join(work, "input.safetensors"), out_file,
+         str(MAX_NEW_TOKENS)])
     ours = load_file(out_file)
 
     with torch.no_grad():
@@ -162,7 +154,7 @@ def main():
     failures = []
     for name in ("logits", "step_logits"):
         diff = (ours[name] - theirs).abs()[real].max().item()
-        print(f"{args.variant}: {name}: largest difference from transformers {diff:.3g} over "
+        print(f"{variant}: {name}: largest difference from transformers {diff:.3g} over "
               f"{int(real.sum())} positions x {theirs.size(-1)} logits")
         if not diff <= TOLERANCE:
             failures.append(f"{name} differ by {diff:.3g} > {TOLERANCE}")
@@ -170,16 +162,10 @@ def main():
     expected = hf_greedy(model, config, src)
     got = [[t for t in row if t >= 0] for row in ours["greedy"].tolist()]
     different = [i for i in range(PAIRS) if got[i] != expected[i]]
-    print(f"{args.variant}: greedy: {PAIRS - len(different)} of {PAIRS} outputs identical "
+    print(f"{variant}: greedy: {PAIRS - len(different)} of {PAIRS} outputs identical "
           f"(mean length {sum(map(len, expected)) / PAIRS:.1f})")
     for i in different[:3]:
         print(f"  row {i}: ours {got[i]}\n  row {i}: transformers {expected[i]}")
     if different:
         failures.append(f"{len(different)} greedy outputs differ")
-    for failure in failures:
-        print(f"FAILED: {args.variant}: {failure}")
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    assert not failures, f"{variant}: " + "; ".join(failures)

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """log.tensorboard end to end, read back with the PyPI tensorboard package (run by CTest).
 
-    test_tensorboard.py --train BIN --work DIR
+    pytest tests/scripts/test_tensorboard.py --nmt-train BIN --work DIR
 
 Trains a tiny model with two validation sets to step 10, loses its step-10 checkpoint (as a
 crash after the step-10 records would), resumes from step 8 to step 14, and reads
@@ -14,23 +13,21 @@ tensorboard package's own writer: a file with no scalars) and a temp file named 
 name theirs but of a live process (this script's): both must be there, unchanged, after it, and
 the temp name must be one TensorBoard's loader does not read. Then it loses the step-14
 checkpoint and resumes from step 12 with log.tensorboard off: the events and metrics.jsonl must
-end at step 12. Without the tensorboard
-package it prints "SKIPPED: <reason>" and exits 77, which CTest reports as skipped.
+end at step 12. Skipped without the tensorboard package.
 """
-import argparse
-import gzip
-import itertools
 import json
 import math
 import os
 import shutil
 import struct
-import subprocess
-import sys
 import time
+from pathlib import Path
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SKIP = 77
+import pytest
+from nmt_tools.paths import DATA, ROOT
+from nmt_tools.process import run
+from nmt_tools.text import first_lines, read_lines, write_lines
+
 TRAIN_PAIRS = 3000
 VALID_LINES = 40
 
@@ -52,31 +49,15 @@ log: {{tensorboard: true}}
 
 
 def fail(message):
-    print(f"FAILED: {message}")
-    sys.exit(1)
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    if r.returncode != 0:
-        fail(f"({r.returncode}) {' '.join(cmd)}\n{r.stdout}{r.stderr}")
-    return r
-
-
-def write_lines(path, lines):
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(lines)
+    pytest.fail(message)
 
 
 def prepare(work):
     for side in ("en", "de"):
-        with gzip.open(os.path.join(ROOT, "data", f"ddtp.en-de.train.{side}.gz"), "rt",
-                       encoding="utf-8") as f:
-            write_lines(os.path.join(work, f"train.{side}"), itertools.islice(f, TRAIN_PAIRS))
-        with open(os.path.join(ROOT, "data", f"ddtp.en-de.valid.{side}"), encoding="utf-8") as f:
-            lines = list(itertools.islice(f, 2 * VALID_LINES))
-        write_lines(os.path.join(work, f"a.{side}"), lines[:VALID_LINES])
-        write_lines(os.path.join(work, f"b.{side}"), lines[VALID_LINES:])
+        first_lines(DATA / f"ddtp.en-de.train.{side}.gz", TRAIN_PAIRS, work / f"train.{side}")
+        lines = read_lines(DATA / f"ddtp.en-de.valid.{side}", 2 * VALID_LINES)
+        write_lines(work / f"a.{side}", lines[:VALID_LINES])
+        write_lines(work / f"b.{side}", lines[VALID_LINES:])
     config = os.path.join(work, "tb.yaml")
     with open(config, "w", encoding="utf-8") as f:
         f.write(CONFIG.format(work=work))
@@ -167,24 +148,16 @@ def check_foreign_files(foreign):
                 fail(f"the resume changed {path}, which nmt-train did not write")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--train", required=True, help="nmt-train binary")
-    parser.add_argument("--work", required=True, help="scratch folder (emptied first)")
-    args = parser.parse_args()
-    try:
-        import tensorboard  # noqa: F401
-    except ImportError:
-        print("SKIPPED: the tensorboard package is not installed (scripts/setup.sh installs it)")
-        sys.exit(SKIP)
-
-    shutil.rmtree(args.work, ignore_errors=True)
-    os.makedirs(args.work)
-    config = prepare(args.work)
-    run_dir = os.path.join(args.work, "run")
+def test_events_match_metrics_across_a_resume(binaries, work: Path) -> None:
+    pytest.importorskip("tensorboard", reason="the tensorboard package is not installed "
+                                              "(scripts/setup.sh installs it)")
+    shutil.rmtree(work, ignore_errors=True)  # emptied first
+    work.mkdir()
+    config = prepare(work)
+    run_dir = os.path.join(work, "run")
     started = time.time()
-    train = [args.train, "--config", config, "--set", f"run_dir={run_dir}"]
-    run(train + ["--set", "train.max_steps=10"])
+    train = [binaries.train, "--config", config, "--set", f"run_dir={run_dir}"]
+    run(train + ["--set", "train.max_steps=10"], cwd=ROOT)
     with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
         after_8 = sum(1 for line in f if json.loads(line)["step"] > 8)
     if after_8 == 0:
@@ -192,7 +165,7 @@ def main():
     folder = os.path.join(run_dir, "tensorboard")
     foreign = plant_foreign_files(folder)
     os.remove(os.path.join(run_dir, "checkpoints", "checkpoint-00000010.safetensors"))
-    resumed = run(train + ["--set", "train.max_steps=14"])
+    resumed = run(train + ["--set", "train.max_steps=14"], cwd=ROOT)
     if "resumed from" not in resumed.stderr or "checkpoint-00000008" not in resumed.stderr:
         fail(f"the second run did not resume from step 8:\n{resumed.stderr}")
 
@@ -228,7 +201,8 @@ def main():
 
     # log.tensorboard off: the resume from step 12 still drops the events of steps 13 and 14.
     os.remove(os.path.join(run_dir, "checkpoints", "checkpoint-00000014.safetensors"))
-    off = run(train + ["--set", "train.max_steps=12", "--set", "log.tensorboard=false"])
+    off = run(train + ["--set", "train.max_steps=12", "--set", "log.tensorboard=false"],
+              cwd=ROOT)
     if "checkpoint-00000012" not in off.stderr:
         fail(f"the third run did not resume from step 12:\n{off.stderr}")
     check_foreign_files(foreign)
@@ -243,7 +217,3 @@ def main():
           f"(the resume dropped {after_8} record(s) after step 8 from it), in {len(files)} "
           f"events files; another tool's file and a live process's temp file stayed; without "
           f"log.tensorboard a resume from step 12 left {len(found_off)} scalars, none after it")
-
-
-if __name__ == "__main__":
-    main()

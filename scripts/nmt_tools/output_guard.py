@@ -1,6 +1,6 @@
 """What a script that writes an output directory (and replaces it with --force) may touch: the
 rules of src/util/output_guard.h, written again for the scripts, which run without our binaries.
-Used by scripts/export-ctranslate2.py; importable by any script beside it.
+Used by scripts/export-ctranslate2.py.
 
   path_within            `inner` is `outer` or lies inside it, by real path (links resolved)
   check_output_apart     the output is, holds or lies inside what the command reads: refused
@@ -9,19 +9,22 @@ Used by scripts/export-ctranslate2.py; importable by any script beside it.
                          or any other directory is refused)
 """
 import os
+from typing import Union
+
+PathLike = Union[str, os.PathLike]
 
 
 class OutputError(Exception):
     """An output the command may not write; the message names it and says what to do."""
 
 
-def path_within(inner, outer):
+def path_within(inner: PathLike, outer: PathLike) -> bool:
     """True when `inner` is `outer` or lies inside it, by real path (links resolved)."""
     inner, outer = os.path.realpath(inner), os.path.realpath(outer)
     return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
 
 
-def check_output_apart(output, path, what):
+def check_output_apart(output: PathLike, path: PathLike, what: str) -> None:
     """Raises OutputError when `output` is `path`, holds it or lies inside it (real paths):
     writing the output would overwrite, and replacing it delete, what the command reads.
     `what` says what `path` is in the message ("the checkpoint")."""
@@ -35,7 +38,7 @@ def check_output_apart(output, path, what):
                           "give a folder apart from it")
 
 
-def check_replaceable_dir(outdir, marker, writer, force):
+def check_replaceable_dir(outdir: PathLike, marker: str, writer: str, force: bool) -> None:
     """Raises OutputError unless `outdir` may be written: it does not exist; or `force` is set
     and it is a directory (not a link) that is empty or holds the file `marker` at its top.
     `writer` names who writes the marker in the message."""

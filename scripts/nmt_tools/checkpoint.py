@@ -1,7 +1,7 @@
 """nmt-train checkpoints read from Python with numpy alone (no torch, no nmt-train code): the
 tensor names (LAYOUT), safetensors files, choosing a run's checkpoints as nmt-translate does,
 the weights to use (raw or EMA, one file or the mean of several), and the stored vocabularies.
-Used by scripts/export-ctranslate2.py; importable by any script beside it.
+Used by scripts/export-ctranslate2.py and the tests of tests/scripts/.
 """
 import json
 import math
@@ -9,8 +9,12 @@ import os
 import re
 import struct
 import sys
+from pathlib import Path
+from typing import Optional, Union
 
 import numpy as np
+
+PathLike = Union[str, os.PathLike]
 
 # The file names of a run's checkpoints (checkpoint/checkpoint_dir.h).
 CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d{1,18})\.safetensors$")
@@ -31,7 +35,7 @@ MODEL_PREFIX = LAYOUT["groups"]["model"]
 EMA_PREFIX = LAYOUT["groups"]["ema"]
 
 
-def vocabulary_tensor(side):
+def vocabulary_tensor(side: str) -> str:
     """The checkpoint name of the SentencePiece model of `side` ("source" or "target")."""
     return LAYOUT["groups"]["vocabulary"] + LAYOUT["vocabulary_files"][side]
 
@@ -54,7 +58,7 @@ class SafetensorsFile:
 
     nmt-train's checksum (nmt.checksum) is not verified here; `nmt-ckpt info FILE` does."""
 
-    def __init__(self, path):
+    def __init__(self, path: PathLike):
         self.path = path
         try:
             with open(path, "rb") as f:
@@ -78,13 +82,13 @@ class SafetensorsFile:
         self._data_size = size - self._data_offset
         self._map = None
 
-    def names(self):
+    def names(self) -> list[str]:
         return list(self.entries)
 
-    def __contains__(self, name):
+    def __contains__(self, name: str) -> bool:
         return name in self.entries
 
-    def tensor(self, name):
+    def tensor(self, name: str) -> np.ndarray:
         """The tensor as a numpy array (BF16 widened to float32)."""
         entry = self.entries.get(name)
         if entry is None:
@@ -108,7 +112,7 @@ class SafetensorsFile:
         return np.array(array)  # a copy: the export outlives the mapping
 
 
-def list_checkpoints(folder):
+def list_checkpoints(folder: PathLike) -> list[str]:
     """Checkpoint files of a folder, newest step first (as CheckpointDir::list)."""
     found = []
     for name in os.listdir(folder):
@@ -119,7 +123,17 @@ def list_checkpoints(folder):
     return [path for _, path in sorted(found, reverse=True)]
 
 
-def selection_of(metadata):
+def newest_checkpoint(run_dir: PathLike) -> Path:
+    """The checkpoint of the highest step in a run directory's checkpoints/ folder (by step
+    number, not by name); raises CheckpointError when it has none."""
+    folder = Path(run_dir) / "checkpoints"
+    files = list_checkpoints(folder) if folder.is_dir() else []
+    if not files:
+        raise CheckpointError(f"{folder}: no checkpoint-*.safetensors files")
+    return Path(files[0])
+
+
+def selection_of(metadata: dict) -> Optional[float]:
     """The "selection" metadata as a finite number, else None (as run_metadata.cpp)."""
     try:
         value = float(metadata.get("selection", ""))
@@ -128,7 +142,7 @@ def selection_of(metadata):
     return value if math.isfinite(value) else None
 
 
-def resolve_checkpoints(given, average, prog="nmt_checkpoint"):
+def resolve_checkpoints(given: PathLike, average: int, prog: str = "nmt_tools") -> list[str]:
     """The files to export, oldest first (the newest one's metadata and vocabulary are used):
     one file, or from a run directory the best by selection, else the newest, or with
     average > 1 the newest `average` (as nmt-translate's resolve_checkpoints)."""
@@ -167,7 +181,7 @@ def resolve_checkpoints(given, average, prog="nmt_checkpoint"):
 
 # --- weights -----------------------------------------------------------------------------
 
-def has_ema(file):
+def has_ema(file: "SafetensorsFile") -> bool:
     return any(n.startswith(EMA_PREFIX) for n in file.names())
 
 
@@ -175,15 +189,15 @@ class Weights:
     """The model tensors to export: one checkpoint's, or the mean of several (float64 sums, as
     nmt-translate's average_checkpoints), raw or EMA."""
 
-    def __init__(self, files, use_ema):
+    def __init__(self, files: list["SafetensorsFile"], use_ema: bool):
         self.files = files
         self.use_ema = use_ema
 
-    def has(self, parameter):
+    def has(self, parameter: str) -> bool:
         """Whether the first checkpoint has model parameter `parameter`."""
         return (EMA_PREFIX if self.use_ema else MODEL_PREFIX) + parameter in self.files[0]
 
-    def get(self, parameter):
+    def get(self, parameter: str) -> np.ndarray:
         """The tensor of model parameter `parameter` (its module path, "encoder_norm.weight")."""
         total = None
         key = (EMA_PREFIX if self.use_ema else MODEL_PREFIX) + parameter
@@ -208,7 +222,7 @@ class Weights:
 HF_VOCAB_MAGIC = b"nmt-hf-vocab 1\n"
 
 
-def split_hf_vocab(model_bytes, origin):
+def split_hf_vocab(model_bytes: bytes, origin: str) -> tuple[Optional[dict], bytes]:
     """(table, SentencePiece bytes) of an imported vocabulary; (None, model_bytes) of ours."""
     if not model_bytes.startswith(HF_VOCAB_MAGIC):
         return None, model_bytes
@@ -223,7 +237,7 @@ def split_hf_vocab(model_bytes, origin):
     return table, model_bytes[end + 1:]
 
 
-def hf_vocabulary(table, origin):
+def hf_vocabulary(table: dict, origin: str) -> tuple[list[str], dict]:
     """Tokens (in id order) and special tokens of an imported vocabulary: its tokenizer's
     tokens, which its SentencePiece pieces are (a piece it lacks is <unk>, as CTranslate2 maps
     an unknown token); bos is <s>, or pad where there is none (Marian), as data/vocab.cpp has it."""
@@ -238,7 +252,7 @@ def hf_vocabulary(table, origin):
     return tokens, special
 
 
-def vocabulary(model_bytes, origin):
+def vocabulary(model_bytes: bytes, origin: str) -> tuple[list[str], dict]:
     """Pieces (in id order) and special tokens of a serialized SentencePiece model, or of a
     vocabulary imported from Hugging Face."""
     import sentencepiece as spm
@@ -265,7 +279,8 @@ def vocabulary(model_bytes, origin):
     return pieces, special
 
 
-def source_prefixes(metadata, pieces, origin, model_bytes=None):
+def source_prefixes(metadata: dict, pieces: list[str], origin: str,
+                    model_bytes: Optional[bytes] = None) -> dict[str, str]:
     """A multilingual model's tags (metadata lang_tags: target, languages "de,en"): {language:
     its <2xx> piece}, which a CTranslate2 user puts first in the source tokens, as
     nmt-translate --tgt-lang does; for a vocabulary imported from Hugging Face, every language
