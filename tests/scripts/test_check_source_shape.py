@@ -3,21 +3,17 @@
 rule (an include up the floors, one between folders of a floor, a folder without a floor, two
 headers that include each other, a function of 81 lines) it exits 1 naming each file:line and
 nothing else; the same tree without them passes, and so does a function of exactly 80 lines.
-
-  tests/scripts/test_check_source_shape.py [--check scripts/check-source-shape.py]
-
-Exit 0 when every case holds, 1 naming the cases that do not, 77 (skipped) without lizard.
+Skipped without lizard.
 """
 from __future__ import annotations
 
-import argparse
 import pathlib
 import subprocess
 import sys
-import tempfile
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SKIP = 77
 
 
 def function_of(name: str, lines: int) -> str:
@@ -101,29 +97,23 @@ def check_rule(check: pathlib.Path, good: pathlib.Path, bad: pathlib.Path, rule:
     return failures
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", type=pathlib.Path,
-                        default=ROOT / "scripts" / "check-source-shape.py")
-    args = parser.parse_args()
-    try:
-        import lizard  # noqa: F401
-    except ImportError:
-        print(f"SKIPPED: lizard is not installed for {sys.executable} "
-              f"(scripts/setup.sh installs it)")
-        return SKIP
-    with tempfile.TemporaryDirectory(prefix="source-shape-") as temp:
-        good, bad = pathlib.Path(temp, "good"), pathlib.Path(temp, "bad")
-        write_tree(good, GOOD)
-        write_tree(bad, {**GOOD, **BAD})
-        failures = [f for rule in EXPECTED for f in check_rule(args.check, good, bad, rule)]
-    for failure in failures:
-        print(f"FAILED: {failure}")
-    if not failures:
-        print(f"check-source-shape.py: each of {len(EXPECTED)} rules fails on the bad tree "
-              f"and passes on the good one")
-    return 1 if failures else 0
+CHECK = ROOT / "scripts" / "check-source-shape.py"
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, pathlib.Path]:
+    """The good tree and the bad one (the good one plus one offence of each rule)."""
+    pytest.importorskip("lizard", reason="lizard is not installed (scripts/setup.sh installs it)")
+    temp = tmp_path_factory.mktemp("source-shape")
+    good, bad = temp / "good", temp / "bad"
+    write_tree(good, GOOD)
+    write_tree(bad, {**GOOD, **BAD})
+    return good, bad
+
+
+@pytest.mark.parametrize("rule", list(EXPECTED))
+def test_a_tree_with_each_offence_fails(trees: tuple[pathlib.Path, pathlib.Path],
+                                        rule: str) -> None:
+    good, bad = trees
+    failures = check_rule(CHECK, good, bad, rule)
+    assert not failures, "\n".join(failures)
