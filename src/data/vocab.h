@@ -1,7 +1,7 @@
 #pragma once
 // Subword vocabularies through SentencePiece's C++ API: load a model, or train one on the
 // training data and keep it in the run directory for every later run and resume. A
-// vocabulary imported from a Hugging Face tokenizer (data/hf_tokenizer.h) is a SentencePiece
+// vocabulary imported from a Hugging Face tokenizer (hf/hf_tokenizer.h) is a SentencePiece
 // model with the tokenizer's ids (data/hf_id_map.h), serialized as data/token_table.h says and
 // loaded by the same calls, so checkpoints, run directories and the token cache keep it as
 // they keep ours.

@@ -1,4 +1,4 @@
-#include "data/hf_tokenizer.h"
+#include "hf/hf_tokenizer.h"
 
 #include <sentencepiece_processor.h>
 
@@ -6,13 +6,18 @@
 #include <map>
 #include <set>
 
-#include "data/hf_tokenizer_class.h"
-#include "data/hf_tokenizer_files.h"
-#include "data/hf_tokenizer_json.h"
+#include "hf/hf_tokenizer_class.h"
+#include "hf/hf_tokenizer_files.h"
+#include "hf/hf_tokenizer_json.h"
 #include "util/error.h"
 
-namespace nmt::data {
+namespace nmt::hf {
 namespace {
+
+using data::HfTokenizerKind;
+using data::LanguageCodePlacement;
+using data::TokenTable;
+using data::Vocab;
 
 using hf_json::AddedToken;
 using HfJson = hf_json::Json;
@@ -255,4 +260,4 @@ HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, const HfTokenize
   return out;
 }
 
-}  // namespace nmt::data
+}  // namespace nmt::hf

@@ -1,4 +1,4 @@
-#include "data/hf_tokenizer_writer.h"
+#include "hf/hf_tokenizer_writer.h"
 
 #include <sentencepiece_processor.h>
 
@@ -11,13 +11,22 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/hf_tokenizer_files.h"
+#include "hf/hf_tokenizer_files.h"
 #include "data/lang_tags.h"
 #include "data/spm_model_proto.h"
 #include "util/error.h"
 
-namespace nmt::data {
+namespace nmt::hf {
 namespace {
+
+using data::HfTokenizerKind;
+using data::ParsedHfVocab;
+using data::PieceType;
+using data::TokenTable;
+using data::Vocab;
+using data::is_tag_piece;
+using data::parse_hf_vocab;
+using data::retype_pieces;
 
 using Json = nlohmann::ordered_json;
 
@@ -210,4 +219,4 @@ std::vector<std::string> write_hf_tokenizer(const Vocabularies& vocab,
   NMT_THROW(DataError, "{}: unknown Hugging Face tokenizer kind", name);
 }
 
-}  // namespace nmt::data
+}  // namespace nmt::hf

@@ -1,4 +1,4 @@
-#include "checkpoint/hf_config.h"
+#include "hf/hf_config.h"
 
 #include <algorithm>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include "util/error.h"
 #include "util/file_kind.h"
 
-namespace nmt::checkpoint {
+namespace nmt::hf {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -251,4 +251,4 @@ HfModelConfig read_hf_config(const std::filesystem::path& dir) {
   return parse_hf_config(json, file.string());
 }
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::hf

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "data_fixture.h"
+#include "data/data_fixture.h"
 
 namespace nmt::test {
 
