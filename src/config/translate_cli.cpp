@@ -4,7 +4,6 @@
 
 #include "config/cli_exit.h"
 
-#include "config/run_config.h"
 #include "config/sampling_spec.h"
 #include "util/error.h"
 
@@ -174,10 +173,6 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   for (const auto& [name, mode] : amp::kAmpModeNames)
     if (name == amp) o.amp = mode;
   return command;
-}
-
-model::ModelOptions stored_model_options(const std::string& yaml, const std::string& origin) {
-  return parse_stored_config(yaml, origin).model;
 }
 
 }  // namespace nmt::config

@@ -14,7 +14,7 @@
 #include "hf/hf_weights.h"
 #include "checkpoint/run_metadata.h"
 #include "checkpoint/tensor_groups.h"
-#include "config/translate_cli.h"
+#include "config/stored_config.h"
 #include "hf/hf_tokenizer_writer.h"
 #include "data/vocab.h"
 #include "decode/search_options.h"
@@ -179,9 +179,10 @@ HfExportResult export_hf(const HfExportOptions& options) {
       group);
   if (hf.model.output_bias && !model_options.output_bias) {
     // MarianMTModel adds final_logits_bias to the logits; zeros add nothing.
-    const at::Tensor& embeddings =
-        checkpoint::tensor_at(newest, group, "encoder_embed.tokens.weight");
-    ours.emplace_back("output_bias", at::zeros({hf.tgt_vocab_size}, embeddings.options()));
+    namespace parameter = checkpoint::model_parameter;
+    const at::Tensor& embeddings = checkpoint::tensor_at(newest, group, parameter::kSourceTokens);
+    ours.emplace_back(std::string(parameter::kOutputBias),
+                      at::zeros({hf.tgt_vocab_size}, embeddings.options()));
   }
 
   StagingDir staging(output);

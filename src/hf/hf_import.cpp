@@ -15,6 +15,7 @@
 #include "checkpoint/safetensors_io.h"
 #include "checkpoint/tensor_groups.h"
 #include "config/run_config.h"
+#include "config/stored_config.h"
 #include "hf/hf_tokenizer.h"
 #include "data/lang_tags.h"
 #include "data/vocab.h"
@@ -68,17 +69,6 @@ config::RunConfig stored_config(const HfModelConfig& model,
   c.data.max_len = std::min(c.data.max_len, model.model.max_positions - 2);
   c.train.init_from = std::filesystem::absolute(dir).lexically_normal().string();
   return c;
-}
-
-/// The model section of a config's YAML (the lines from "model:" to the next section).
-std::string model_section(const std::string& yaml) {
-  const size_t begin = yaml.find("model:\n");
-  if (begin == std::string::npos) return {};
-  size_t end = begin;
-  while ((end = yaml.find('\n', end)) != std::string::npos && end + 1 < yaml.size() &&
-         yaml[end + 1] == ' ')
-    ++end;
-  return yaml.substr(begin, end == std::string::npos ? std::string::npos : end + 1 - begin);
 }
 
 /// The dtypes of the weights as stored (import-hf keeps them): by safetensors name, counted.
@@ -163,7 +153,7 @@ ImportSummary import_hf_model(const HfImportOptions& options) {
   summary.tgt_vocab_size = vocab.tgt.size();
   summary.joint_vocab = vocab.joint;
   summary.languages = meta.languages;
-  summary.model_yaml = model_section(meta.config);
+  summary.model_yaml = config::model_section_yaml(config);
   log::info(
       "ckpt",
       "imported {} ({} model, {} tokenizer{}) into {}: {} parameters stored as {} "
