@@ -161,101 +161,154 @@ std::vector<std::string> nllb_tokens(const std::string& spm_bytes,
   return tokens;
 }
 
-}  // namespace
+/// A tokenizer directory as every reader starts from it: tokenizer_config.json read, the class
+/// chosen, the config's added tokens.
+struct TokenizerDir {
+  std::filesystem::path dir;
+  const HfTokenizerModel& model;
+  std::filesystem::path config_file;  ///< tokenizer_config.json
+  HfJson config;                      ///< its contents; an empty object when it is absent
+  HfTokenizerKind kind = HfTokenizerKind::kMarian;
+  std::map<int32_t, AddedToken> config_added;  ///< its added_tokens_decoder
+};
 
-HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, const HfTokenizerModel& model) {
-  const std::filesystem::path config_file = dir / kTokenizerConfig;
+TokenizerDir open_tokenizer_dir(const std::filesystem::path& dir, const HfTokenizerModel& model) {
+  TokenizerDir t{dir, model, dir / kTokenizerConfig, HfJson::object(), {}, {}};
   // AutoTokenizer reads a directory without tokenizer_config.json with the defaults of the
   // class config.json's model_type names; without a model_type there is nothing to go by.
   const bool config_absent = !model.model_type.empty() &&
-                             !std::filesystem::exists(std::filesystem::symlink_status(config_file));
-  const HfJson config = config_absent ? HfJson::object() : hf_json::read_json(config_file);
-  NMT_CHECK(config.is_object(), DataError, "{}: expected an object, found {}", config_file.string(),
-            config.type_name());
-  HfTokenizer out;
-  out.kind = hf_tokenizer_class(config, model, dir, config_file);
-  std::map<int32_t, AddedToken> added = hf_json::added_tokens(config, config_file);
-  std::filesystem::path added_file = config_file;
-  // Each side padded to its own table's rows (Marian's separate vocabularies differ in size).
-  auto side = [&](std::vector<std::string> tokens, const std::filesystem::path& spm_file,
-                  const std::string& spm_bytes, int64_t rows, const char* what,
-                  const char* rows_key) {
-    std::set<int32_t> special;
-    add_tokens(added, &tokens, &special, added_file);
-    NMT_CHECK(rows == 0 || static_cast<int64_t>(tokens.size()) <= rows, DataError,
-              "{}: the tokenizer's {} side has {} ids, more than the model's {} (config.json's {})",
-              dir.string(), what, tokens.size(), rows, rows_key);
-    while (static_cast<int64_t>(tokens.size()) < rows) {
-      special.insert(static_cast<int32_t>(tokens.size()));
-      tokens.push_back(fmt::format("<nmt-unused-{}>", tokens.size()));
-    }
-    const TokenTable table =
-        make_table(out.kind, std::move(tokens), std::move(special), config, config_file);
-    return Vocab::from_hf(table, spm_bytes, spm_file.string());
-  };
-  switch (out.kind) {
-    case HfTokenizerKind::kMarian: {
-      const bool separate =
-          hf_json::optional_boolean(config, "separate_vocabs", false, config_file);
-      const std::vector<std::string> source_tokens = hf_json::tokens_by_id(dir / kVocabJson);
-      out.vocab.src =
-          side(source_tokens, dir / kMarianSource, hf_json::read_file(dir / kMarianSource),
-               model.src_rows, "source", "vocab_size");
-      out.vocab.tgt = side(separate ? hf_json::tokens_by_id(dir / kTargetVocabJson) : source_tokens,
-                           dir / kMarianTarget, hf_json::read_file(dir / kMarianTarget),
-                           model.tgt_rows, "target", "decoder_vocab_size");
-      break;
-    }
-    case HfTokenizerKind::kM2M100: {
-      std::vector<std::string> tokens = hf_json::tokens_by_id(dir / kVocabJson);
-      const std::string spm = hf_json::read_file(dir / kBpeModel);
-      // The language codes follow vocab.json's ids (M2M100Tokenizer's lang_token_to_id).
-      const auto first_code = static_cast<int32_t>(tokens.size());
-      const std::vector<std::string_view> codes = m2m100_language_codes(config, config_file);
-      for (size_t i = 0; i < codes.size(); ++i)
-        added[first_code + static_cast<int32_t>(i)] = {fmt::format("__{}__", codes[i]), true};
-      out.vocab.src =
-          side(std::move(tokens), dir / kBpeModel, spm, model.src_rows, "source", "vocab_size");
-      out.vocab.tgt = out.vocab.src;
-      break;
-    }
-    case HfTokenizerKind::kNllb: {
-      NMT_CHECK(!hf_json::optional_boolean(config, "legacy_behaviour", false, config_file),
-                DataError,
-                "{}: key \"legacy_behaviour\" is true (language code after </s>): not "
-                "supported; NLLB's current behaviour (code first) is",
-                config_file.string());
-      // transformers 5 encodes with tokenizer.json (a tokenizers BPE made from this model),
-      // which holds the special tokens and language codes; the model itself is what hub
-      // directories ship beside it (save_pretrained in transformers 5 no longer writes it).
-      NMT_CHECK(std::filesystem::exists(dir / kBpeModel), DataError,
-                "{}: missing: NLLB is read from its SentencePiece model; copy it from the "
-                "original model directory (the hub's facebook/nllb-200-* have it; transformers 5's "
-                "save_pretrained writes only tokenizer.json)",
-                (dir / kBpeModel).string());
-      // NLLB's language codes and their ids are tokenizer.json's: without it none were read,
-      // and the directory imported as a model of no language. transformers builds them from
-      // tokenizer_config.json (extra_special_tokens, or its own 202 codes when none are
-      // listed) and save_pretrained writes them there; reading that file rather than
-      // re-deriving transformers' order is what the docs promise (docs/fine-tune-hf.md).
-      NMT_CHECK(std::filesystem::exists(dir / kTokenizerJson), DataError,
-                "{}: missing: NLLB's language codes and special tokens are read from it; write it "
-                "with transformers: AutoTokenizer.from_pretrained(dir).save_pretrained(dir) (the "
-                "hub's facebook/nllb-200-* have it; export-hf does not write it)",
-                (dir / kTokenizerJson).string());
-      const std::string spm = hf_json::read_file(dir / kBpeModel);
-      std::vector<std::string> tokens = nllb_tokens(spm, dir / kBpeModel);
-      const HfJson json = hf_json::read_json(dir / kTokenizerJson);
-      hf_json::check_tokenizer_json_vocab(json, tokens, dir / kTokenizerJson,
-                                          (dir / kBpeModel).string());
-      added = hf_json::added_tokens_of_json(json, dir / kTokenizerJson);
-      added_file = dir / kTokenizerJson;
-      out.vocab.src =
-          side(std::move(tokens), dir / kBpeModel, spm, model.src_rows, "source", "vocab_size");
-      out.vocab.tgt = out.vocab.src;
-      break;
-    }
+                             !std::filesystem::exists(std::filesystem::symlink_status(t.config_file));
+  if (!config_absent) t.config = hf_json::read_json(t.config_file);
+  NMT_CHECK(t.config.is_object(), DataError, "{}: expected an object, found {}",
+            t.config_file.string(), t.config.type_name());
+  t.kind = hf_tokenizer_class(t.config, model, dir, t.config_file);
+  t.config_added = hf_json::added_tokens(t.config, t.config_file);
+  return t;
+}
+
+/// What one side is read from.
+struct SideSource {
+  std::vector<std::string> tokens;       ///< the base tokens, by id
+  std::map<int32_t, AddedToken> added;   ///< tokens added after the base ones, or over them
+  std::filesystem::path added_file;      ///< where `added` came from, for messages
+  std::filesystem::path spm_file;        ///< the SentencePiece model
+  std::string spm_bytes;                 ///< its bytes
+  int64_t rows = 0;                      ///< the model's rows for this side; 0: the tokenizer's
+  const char* what = "source";           ///< the side, for messages
+  const char* rows_key = "vocab_size";   ///< config.json's key of `rows`
+};
+
+/// One side as a vocabulary, padded to its table's rows (Marian's separate vocabularies differ
+/// in size) with placeholder special tokens.
+Vocab read_side(const TokenizerDir& t, SideSource side) {
+  std::set<int32_t> special;
+  add_tokens(side.added, &side.tokens, &special, side.added_file);
+  NMT_CHECK(side.rows == 0 || static_cast<int64_t>(side.tokens.size()) <= side.rows, DataError,
+            "{}: the tokenizer's {} side has {} ids, more than the model's {} (config.json's {})",
+            t.dir.string(), side.what, side.tokens.size(), side.rows, side.rows_key);
+  while (static_cast<int64_t>(side.tokens.size()) < side.rows) {
+    special.insert(static_cast<int32_t>(side.tokens.size()));
+    side.tokens.push_back(fmt::format("<nmt-unused-{}>", side.tokens.size()));
   }
+  const TokenTable table =
+      make_table(t.kind, std::move(side.tokens), std::move(special), t.config, t.config_file);
+  return Vocab::from_hf(table, side.spm_bytes, side.spm_file.string());
+}
+
+/// MarianTokenizer: source.spm and target.spm, both sides' ids through vocab.json (the target's
+/// through target_vocab.json with separate_vocabs).
+data::Vocabularies read_marian(const TokenizerDir& t) {
+  const std::filesystem::path& dir = t.dir;
+  const bool separate = hf_json::optional_boolean(t.config, "separate_vocabs", false, t.config_file);
+  const std::vector<std::string> source_tokens = hf_json::tokens_by_id(dir / kVocabJson);
+  data::Vocabularies vocab;
+  vocab.src = read_side(t, {source_tokens, t.config_added, t.config_file, dir / kMarianSource,
+                            hf_json::read_file(dir / kMarianSource), t.model.src_rows, "source",
+                            "vocab_size"});
+  vocab.tgt = read_side(t, {separate ? hf_json::tokens_by_id(dir / kTargetVocabJson) : source_tokens,
+                            t.config_added, t.config_file, dir / kMarianTarget,
+                            hf_json::read_file(dir / kMarianTarget), t.model.tgt_rows, "target",
+                            "decoder_vocab_size"});
+  return vocab;
+}
+
+/// M2M100Tokenizer: one model and vocab.json for both sides, the language codes after its ids.
+data::Vocabularies read_m2m100(const TokenizerDir& t) {
+  const std::filesystem::path& dir = t.dir;
+  std::vector<std::string> tokens = hf_json::tokens_by_id(dir / kVocabJson);
+  const std::string spm = hf_json::read_file(dir / kBpeModel);
+  // The language codes follow vocab.json's ids (M2M100Tokenizer's lang_token_to_id).
+  std::map<int32_t, AddedToken> added = t.config_added;
+  const auto first_code = static_cast<int32_t>(tokens.size());
+  const std::vector<std::string_view> codes = m2m100_language_codes(t.config, t.config_file);
+  for (size_t i = 0; i < codes.size(); ++i)
+    added[first_code + static_cast<int32_t>(i)] = {fmt::format("__{}__", codes[i]), true};
+  data::Vocabularies vocab;
+  vocab.src = read_side(t, {std::move(tokens), std::move(added), t.config_file, dir / kBpeModel,
+                            spm, t.model.src_rows, "source", "vocab_size"});
+  vocab.tgt = vocab.src;
+  return vocab;
+}
+
+/// NllbTokenizer: the SentencePiece model with fairseq's ids, the special tokens and language
+/// codes from tokenizer.json (not tokenizer_config.json's added tokens).
+data::Vocabularies read_nllb(const TokenizerDir& t) {
+  const std::filesystem::path& dir = t.dir;
+  NMT_CHECK(!hf_json::optional_boolean(t.config, "legacy_behaviour", false, t.config_file),
+            DataError,
+            "{}: key \"legacy_behaviour\" is true (language code after </s>): not "
+            "supported; NLLB's current behaviour (code first) is",
+            t.config_file.string());
+  // transformers 5 encodes with tokenizer.json (a tokenizers BPE made from this model),
+  // which holds the special tokens and language codes; the model itself is what hub
+  // directories ship beside it (save_pretrained in transformers 5 no longer writes it).
+  NMT_CHECK(std::filesystem::exists(dir / kBpeModel), DataError,
+            "{}: missing: NLLB is read from its SentencePiece model; copy it from the "
+            "original model directory (the hub's facebook/nllb-200-* have it; transformers 5's "
+            "save_pretrained writes only tokenizer.json)",
+            (dir / kBpeModel).string());
+  // NLLB's language codes and their ids are tokenizer.json's: without it none were read,
+  // and the directory imported as a model of no language. transformers builds them from
+  // tokenizer_config.json (extra_special_tokens, or its own 202 codes when none are
+  // listed) and save_pretrained writes them there; reading that file rather than
+  // re-deriving transformers' order is what the docs promise (docs/fine-tune-hf.md).
+  NMT_CHECK(std::filesystem::exists(dir / kTokenizerJson), DataError,
+            "{}: missing: NLLB's language codes and special tokens are read from it; write it "
+            "with transformers: AutoTokenizer.from_pretrained(dir).save_pretrained(dir) (the "
+            "hub's facebook/nllb-200-* have it; export-hf does not write it)",
+            (dir / kTokenizerJson).string());
+  const std::string spm = hf_json::read_file(dir / kBpeModel);
+  std::vector<std::string> tokens = nllb_tokens(spm, dir / kBpeModel);
+  const HfJson json = hf_json::read_json(dir / kTokenizerJson);
+  hf_json::check_tokenizer_json_vocab(json, tokens, dir / kTokenizerJson,
+                                      (dir / kBpeModel).string());
+  data::Vocabularies vocab;
+  vocab.src = read_side(t, {std::move(tokens), hf_json::added_tokens_of_json(json, dir / kTokenizerJson),
+                            dir / kTokenizerJson, dir / kBpeModel, spm, t.model.src_rows, "source",
+                            "vocab_size"});
+  vocab.tgt = vocab.src;
+  return vocab;
+}
+
+data::Vocabularies read_vocabularies(const TokenizerDir& t) {
+  switch (t.kind) {
+    case HfTokenizerKind::kMarian:
+      return read_marian(t);
+    case HfTokenizerKind::kM2M100:
+      return read_m2m100(t);
+    case HfTokenizerKind::kNllb:
+      return read_nllb(t);
+  }
+  NMT_THROW(DataError, "{}: unknown Hugging Face tokenizer kind", t.dir.string());
+}
+
+}  // namespace
+
+HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, const HfTokenizerModel& model) {
+  const TokenizerDir t = open_tokenizer_dir(dir, model);
+  HfTokenizer out;
+  out.kind = t.kind;
+  out.vocab = read_vocabularies(t);
   out.vocab.joint = out.vocab.src.serialized() == out.vocab.tgt.serialized();
   return out;
 }
