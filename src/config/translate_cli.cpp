@@ -4,6 +4,7 @@
 
 #include "config/cli_exit.h"
 
+#include "config/run_config.h"
 #include "config/sampling_spec.h"
 #include "util/error.h"
 
