@@ -199,8 +199,9 @@ std::vector<std::string> write_nllb(const Side& side, const std::filesystem::pat
 
 }  // namespace
 
-std::vector<std::string> write_hf_tokenizer(const Vocabularies& vocab,
-                                            const std::filesystem::path& dir, int64_t max_length) {
+std::vector<std::string> write_hf_tokenizer(const data::Vocabularies& vocab,
+                                            const std::filesystem::path& dir,
+                                            int64_t max_length) {
   const TokenTable* table = vocab.src.hf_table();
   NMT_CHECK((table == nullptr) == (vocab.tgt.hf_table() == nullptr), DataError,
             "{} and {}: one vocabulary imported from Hugging Face and one not",
