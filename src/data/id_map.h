@@ -44,7 +44,8 @@ class IdMap {
 /// model's; decode drops its pad, bos and eos.
 class SentencePieceIdMap final : public IdMap {
  public:
-  explicit SentencePieceIdMap(std::shared_ptr<const sentencepiece::SentencePieceProcessor> processor);
+  explicit SentencePieceIdMap(
+      std::shared_ptr<const sentencepiece::SentencePieceProcessor> processor);
 
   std::vector<int32_t> encode(std::string_view text) const override;
   std::string decode(const std::vector<int32_t>& ids) const override;

@@ -176,8 +176,9 @@ TokenizerDir open_tokenizer_dir(const std::filesystem::path& dir, const HfTokeni
   TokenizerDir t{dir, model, dir / kTokenizerConfig, HfJson::object(), {}, {}};
   // AutoTokenizer reads a directory without tokenizer_config.json with the defaults of the
   // class config.json's model_type names; without a model_type there is nothing to go by.
-  const bool config_absent = !model.model_type.empty() &&
-                             !std::filesystem::exists(std::filesystem::symlink_status(t.config_file));
+  const bool config_absent =
+      !model.model_type.empty() &&
+      !std::filesystem::exists(std::filesystem::symlink_status(t.config_file));
   if (!config_absent) t.config = hf_json::read_json(t.config_file);
   NMT_CHECK(t.config.is_object(), DataError, "{}: expected an object, found {}",
             t.config_file.string(), t.config.type_name());
@@ -188,14 +189,14 @@ TokenizerDir open_tokenizer_dir(const std::filesystem::path& dir, const HfTokeni
 
 /// What one side is read from.
 struct SideSource {
-  std::vector<std::string> tokens;       ///< the base tokens, by id
-  std::map<int32_t, AddedToken> added;   ///< tokens added after the base ones, or over them
-  std::filesystem::path added_file;      ///< where `added` came from, for messages
-  std::filesystem::path spm_file;        ///< the SentencePiece model
-  std::string spm_bytes;                 ///< its bytes
-  int64_t rows = 0;                      ///< the model's rows for this side; 0: the tokenizer's
-  const char* what = "source";           ///< the side, for messages
-  const char* rows_key = "vocab_size";   ///< config.json's key of `rows`
+  std::vector<std::string> tokens;      ///< the base tokens, by id
+  std::map<int32_t, AddedToken> added;  ///< tokens added after the base ones, or over them
+  std::filesystem::path added_file;     ///< where `added` came from, for messages
+  std::filesystem::path spm_file;       ///< the SentencePiece model
+  std::string spm_bytes;                ///< its bytes
+  int64_t rows = 0;                     ///< the model's rows for this side; 0: the tokenizer's
+  const char* what = "source";          ///< the side, for messages
+  const char* rows_key = "vocab_size";  ///< config.json's key of `rows`
 };
 
 /// One side as a vocabulary, padded to its table's rows (Marian's separate vocabularies differ
@@ -219,16 +220,17 @@ Vocab read_side(const TokenizerDir& t, SideSource side) {
 /// through target_vocab.json with separate_vocabs).
 data::Vocabularies read_marian(const TokenizerDir& t) {
   const std::filesystem::path& dir = t.dir;
-  const bool separate = hf_json::optional_boolean(t.config, "separate_vocabs", false, t.config_file);
+  const bool separate =
+      hf_json::optional_boolean(t.config, "separate_vocabs", false, t.config_file);
   const std::vector<std::string> source_tokens = hf_json::tokens_by_id(dir / kVocabJson);
   data::Vocabularies vocab;
-  vocab.src = read_side(t, {source_tokens, t.config_added, t.config_file, dir / kMarianSource,
-                            hf_json::read_file(dir / kMarianSource), t.model.src_rows, "source",
-                            "vocab_size"});
-  vocab.tgt = read_side(t, {separate ? hf_json::tokens_by_id(dir / kTargetVocabJson) : source_tokens,
-                            t.config_added, t.config_file, dir / kMarianTarget,
-                            hf_json::read_file(dir / kMarianTarget), t.model.tgt_rows, "target",
-                            "decoder_vocab_size"});
+  vocab.src = read_side(
+      t, {source_tokens, t.config_added, t.config_file, dir / kMarianSource,
+          hf_json::read_file(dir / kMarianSource), t.model.src_rows, "source", "vocab_size"});
+  vocab.tgt = read_side(
+      t, {separate ? hf_json::tokens_by_id(dir / kTargetVocabJson) : source_tokens, t.config_added,
+          t.config_file, dir / kMarianTarget, hf_json::read_file(dir / kMarianTarget),
+          t.model.tgt_rows, "target", "decoder_vocab_size"});
   return vocab;
 }
 
@@ -283,9 +285,9 @@ data::Vocabularies read_nllb(const TokenizerDir& t) {
   hf_json::check_tokenizer_json_vocab(json, tokens, dir / kTokenizerJson,
                                       (dir / kBpeModel).string());
   data::Vocabularies vocab;
-  vocab.src = read_side(t, {std::move(tokens), hf_json::added_tokens_of_json(json, dir / kTokenizerJson),
-                            dir / kTokenizerJson, dir / kBpeModel, spm, t.model.src_rows, "source",
-                            "vocab_size"});
+  vocab.src = read_side(
+      t, {std::move(tokens), hf_json::added_tokens_of_json(json, dir / kTokenizerJson),
+          dir / kTokenizerJson, dir / kBpeModel, spm, t.model.src_rows, "source", "vocab_size"});
   vocab.tgt = vocab.src;
   return vocab;
 }

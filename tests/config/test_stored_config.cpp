@@ -33,8 +33,7 @@ RunConfig imported_like() {
 
 }  // namespace
 
-TEST_CASE("stored_config: the model section is to_yaml's, as it was cut from it",
-          "[config]") {
+TEST_CASE("stored_config: the model section is to_yaml's, as it was cut from it", "[config]") {
   const RunConfig c = imported_like();
   const std::string yaml = nmt::config::to_yaml(c, /*with_docs=*/false);
   const std::string section = nmt::config::model_section_yaml(c);
