@@ -1,5 +1,6 @@
 // nmt-translate: translate text with a checkpoint of nmt-train (greedy, beam search or sampling).
 
+#include "config/stored_config.h"
 #include "config/translate_cli.h"
 #include "decode/translator.h"
 #include "util/atomic_file.h"

@@ -128,6 +128,13 @@ inline constexpr std::string_view kSource = "src_model";  ///< the source (or jo
 inline constexpr std::string_view kTarget = "tgt_model";  ///< the target model, when not joint
 }  // namespace vocabulary_file
 
+/// Names of model parameters that code outside the model reads by name (module paths, as the
+/// model registers them): the source token embedding, and the logits bias (model.output_bias).
+namespace model_parameter {
+inline constexpr std::string_view kSourceTokens = "encoder_embed.tokens.weight";  ///< [src, d]
+inline constexpr std::string_view kOutputBias = "output_bias";  ///< [tgt]; with model.output_bias
+}  // namespace model_parameter
+
 /// Names of the attention projections within a model parameter's module path
 /// ("encoder_layers.0.self_attn.qkv_proj.weight"). Self-attention projects queries, keys and
 /// values in one [3d, d] matrix (rows q, k, v), cross-attention queries in a [d, d] one and the

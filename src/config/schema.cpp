@@ -355,19 +355,31 @@ std::string Schema::to_yaml(bool with_docs) const {
     else out << field.print();
     if (with_docs) out << YAML::Comment(field.doc);
   }
-  for (const std::string& section : sections) {
-    out << YAML::Key << section << YAML::Value << YAML::BeginMap;
-    for (const Field& field : fields_) {
-      if (field.key.compare(0, section.size() + 1, section + ".") != 0) continue;
-      out << YAML::Key << field.key.substr(section.size() + 1) << YAML::Value;
-      if (field.node) out << field.node();
-      else out << field.print();
-      if (with_docs) out << YAML::Comment(field.doc);
-    }
-    out << YAML::EndMap;
-  }
+  for (const std::string& section : sections) emit_section(out, section, with_docs);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+std::string Schema::section_to_yaml(std::string_view section, bool with_docs) const {
+  if (!is_section(section)) return {};
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  emit_section(out, section, with_docs);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+void Schema::emit_section(YAML::Emitter& out, std::string_view section, bool with_docs) const {
+  const std::string prefix = std::string(section) + ".";
+  out << YAML::Key << std::string(section) << YAML::Value << YAML::BeginMap;
+  for (const Field& field : fields_) {
+    if (field.key.compare(0, prefix.size(), prefix) != 0) continue;
+    out << YAML::Key << field.key.substr(prefix.size()) << YAML::Value;
+    if (field.node) out << field.node();
+    else out << field.print();
+    if (with_docs) out << YAML::Comment(field.doc);
+  }
+  out << YAML::EndMap;
 }
 
 }  // namespace nmt::config

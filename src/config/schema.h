@@ -93,11 +93,16 @@ class Schema {
   /// The effective values as YAML, one section per component, each field with its doc as a
   /// comment (with_docs); parsing it back yields the same values.
   std::string to_yaml(bool with_docs = true) const;
+  /// One section of to_yaml's text ("model:\n  d_model: 512\n..."), exactly as it appears
+  /// there; "" for a section the schema does not have.
+  std::string section_to_yaml(std::string_view section, bool with_docs = true) const;
   const std::vector<Field>& fields() const { return fields_; }
 
  private:
   void add(Field field);
   bool is_section(std::string_view prefix) const;
+  /// Writes `section` (its key, then its fields as a map) into an open map of `out`.
+  void emit_section(YAML::Emitter& out, std::string_view section, bool with_docs) const;
   void apply_map(const YAML::Node& map, const std::string& prefix, const std::string& source);
   void apply_value(const Field& field, const YAML::Node& value, const Origin& origin);
 

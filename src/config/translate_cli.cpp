@@ -213,8 +213,4 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   return command;
 }
 
-model::ModelOptions stored_model_options(const std::string& yaml, const std::string& origin) {
-  return parse_stored_config(yaml, origin).model;
-}
-
 }  // namespace nmt::config

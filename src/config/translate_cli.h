@@ -5,7 +5,6 @@
 #include <string>
 
 #include "decode/translate_options.h"
-#include "model/model_options.h"
 
 namespace nmt::config {
 
@@ -21,9 +20,5 @@ struct TranslateCommand {
 
 /// Parses argv. Prints help, version or a usage error itself and sets exit_code then.
 TranslateCommand parse_translate_command(int argc, const char* const* argv);
-
-/// The model options of a checkpoint's stored config (see parse_stored_config); the
-/// decode::ModelConfigReader that nmt-translate gives the Translator.
-model::ModelOptions stored_model_options(const std::string& yaml, const std::string& origin);
 
 }  // namespace nmt::config

@@ -30,9 +30,11 @@ bool ends_in_space(const sentencepiece::SentencePieceProcessor& processor, std::
 
 }  // namespace
 
-HfIdMap::HfIdMap(TokenTable table, const sentencepiece::SentencePieceProcessor& processor,
+HfIdMap::HfIdMap(TokenTable table,
+                 std::shared_ptr<const sentencepiece::SentencePieceProcessor> processor_ptr,
                  const std::string& name)
-    : table_(std::move(table)) {
+    : table_(std::move(table)), processor_(std::move(processor_ptr)) {
+  const sentencepiece::SentencePieceProcessor& processor = *processor_;
   const auto size = static_cast<int32_t>(table_.tokens.size());
   special_.assign(static_cast<size_t>(size), false);
   for (int32_t id : table_.special_ids) special_[static_cast<size_t>(id)] = true;
@@ -64,8 +66,8 @@ std::optional<int32_t> HfIdMap::token_id(std::string_view token) const {
   return found->second;
 }
 
-std::vector<int32_t> HfIdMap::encode(const sentencepiece::SentencePieceProcessor& processor,
-                                     std::string_view text) const {
+std::vector<int32_t> HfIdMap::encode(std::string_view text) const {
+  const sentencepiece::SentencePieceProcessor& processor = *processor_;
   sentencepiece::ImmutableSentencePieceText pieces;
   const auto status =
       processor.Encode(absl::string_view(text.data(), text.size()), pieces.mutable_proto());
@@ -99,8 +101,7 @@ std::vector<int32_t> HfIdMap::encode(const sentencepiece::SentencePieceProcessor
   return ids;
 }
 
-std::string HfIdMap::decode(const sentencepiece::SentencePieceProcessor& processor,
-                            const std::vector<int32_t>& ids) const {
+std::string HfIdMap::decode(const std::vector<int32_t>& ids) const {
   std::vector<std::string> pieces;
   pieces.reserve(ids.size());
   for (int32_t id : ids)
@@ -113,7 +114,7 @@ std::string HfIdMap::decode(const sentencepiece::SentencePieceProcessor& process
     text = replace_space_marks(text);
     return text.empty() || text.front() != ' ' ? text : text.substr(1);
   }
-  const auto status = processor.Decode(pieces, &text);
+  const auto status = processor_->Decode(pieces, &text);
   NMT_CHECK(status.ok(), DataError, "SentencePiece cannot decode ids: {}", status.ToString());
   // MarianTokenizer turns the ▁ of pieces its decoding model lacks (written as they are)
   // into spaces; both it and M2M100Tokenizer strip the outer whitespace (Python's strip()).

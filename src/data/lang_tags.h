@@ -54,7 +54,7 @@ std::vector<std::string> required_tags(const DataOptions& options);
 std::vector<std::string> source_tags(const DataOptions& options, const CorpusOptions& corpus);
 
 /// The tag of language `code` in `vocab`: language_tag(code) for nmt-train's own
-/// vocabularies; for one imported from Hugging Face (data/hf_tokenizer.h) its language-code
+/// vocabularies; for one imported from Hugging Face (hf/hf_tokenizer.h) its language-code
 /// token (`__de__`, `deu_Latn`, `>>deu<<`), found from either ISO 639 code ("de" or "deu").
 /// Throws DataError naming the vocabulary, the code and `needed_by` when it has none, or more
 /// than one (e.g. two scripts), listing them.

@@ -1,5 +1,5 @@
 #pragma once
-// The ids of an imported Hugging Face tokenizer (data/hf_tokenizer.h): the token each id
+// The ids of an imported Hugging Face tokenizer (hf/hf_tokenizer.h): the token each id
 // stands for, which ids are special, which are language codes, and where those codes go; and
 // the bytes that keep one side's table with its SentencePiece model (a Vocab's serialized
 // form, stored in checkpoints and run directories as nmt-train's own .model files are).

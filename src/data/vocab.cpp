@@ -13,6 +13,7 @@
 
 #include "data/corpus_set.h"
 #include "data/hf_id_map.h"
+#include "data/id_map.h"
 #include "data/lang_tags.h"
 #include "data/line_sample.h"
 #include "data/spm_model_proto.h"
@@ -163,18 +164,18 @@ Vocab Vocab::from_serialized(const std::string& bytes, const std::string& name) 
               "{}: cannot load the SentencePiece model of the Hugging Face vocabulary: {}", name,
               status.ToString());
     Vocab vocab;
-    vocab.hf_ = std::make_shared<HfIdMap>(std::move(parsed.table), *processor, name);
+    auto ids = std::make_shared<const HfIdMap>(std::move(parsed.table), std::move(processor), name);
     vocab.fingerprint_ = hash_hex(bytes);  // the whole table: ids and model
     vocab.encoding_fingerprint_ = vocab.fingerprint_;
-    const TokenTable& table = vocab.hf_->table();
+    const TokenTable& table = *ids->table();
     vocab.pad_id_ = table.pad_id;
     // bos: the tokenizer's <s> (M2M100, NLLB), which search never generates; Marian has none,
     // and pad stands in. The decoder's first input is the model's (model.decoder_start).
-    const std::optional<int32_t> bos = vocab.hf_->token_id("<s>");
-    vocab.bos_id_ = bos && vocab.hf_->is_special(*bos) ? *bos : table.pad_id;
+    const std::optional<int32_t> bos = ids->token_id("<s>");
+    vocab.bos_id_ = bos && ids->is_special(*bos) ? *bos : table.pad_id;
     vocab.eos_id_ = table.eos_id;
     vocab.unk_id_ = table.unk_id;
-    vocab.processor_ = std::move(processor);
+    vocab.ids_ = std::move(ids);
     vocab.bytes_ = std::make_shared<const std::string>(bytes);
     vocab.model_path_ = name;
     return vocab;
@@ -212,49 +213,30 @@ Vocab Vocab::from_serialized(const std::string& bytes, const std::string& name) 
             "{}: the SentencePiece model needs pad, bos and eos pieces (found pad_id {}, bos_id "
             "{}, eos_id {}); train it with --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3",
             name, vocab.pad_id_, vocab.bos_id_, vocab.eos_id_);
-  vocab.processor_ = std::move(processor);
+  vocab.ids_ = std::make_shared<const SentencePieceIdMap>(std::move(processor));
   vocab.bytes_ = std::make_shared<const std::string>(bytes);
   vocab.model_path_ = name;
   return vocab;
 }
 
-const TokenTable* Vocab::hf_table() const { return hf_ ? &hf_->table() : nullptr; }
+// A default-constructed Vocab (Vocabularies' members before they are loaded) has no table and
+// the default placement.
+const TokenTable* Vocab::hf_table() const { return ids_ ? ids_->table() : nullptr; }
 
 LanguageCodePlacement Vocab::language_placement() const {
-  return hf_ ? hf_->table().placement : LanguageCodePlacement::kTargetInSource;
+  return ids_ ? ids_->placement() : LanguageCodePlacement::kTargetInSource;
 }
 
-std::vector<int32_t> Vocab::encode(std::string_view text) const {
-  if (hf_) return hf_->encode(*processor_, text);
-  std::vector<int> ids;
-  processor_->Encode(text, &ids);
-  return std::vector<int32_t>(ids.begin(), ids.end());
-}
+std::vector<int32_t> Vocab::encode(std::string_view text) const { return ids_->encode(text); }
 
-std::string Vocab::decode(const std::vector<int32_t>& ids) const {
-  if (hf_) return hf_->decode(*processor_, ids);
-  std::vector<int> kept;
-  kept.reserve(ids.size());
-  for (int32_t id : ids)
-    if (id != pad_id_ && id != bos_id_ && id != eos_id_) kept.push_back(id);
-  std::string text;
-  processor_->Decode(kept, &text);
-  return text;
-}
+std::string Vocab::decode(const std::vector<int32_t>& ids) const { return ids_->decode(ids); }
 
-int64_t Vocab::size() const { return hf_ ? hf_->size() : processor_->GetPieceSize(); }
+int64_t Vocab::size() const { return ids_->size(); }
 
-bool Vocab::is_control(int32_t id) const {
-  if (hf_) return hf_->is_special(id);
-  return id >= 0 && id < processor_->GetPieceSize() && processor_->IsControl(id);
-}
+bool Vocab::is_control(int32_t id) const { return ids_->is_control(id); }
 
 std::optional<int32_t> Vocab::piece_id(std::string_view piece) const {
-  if (hf_) return hf_->token_id(piece);
-  const int id = processor_->PieceToId(absl::string_view(piece.data(), piece.size()));
-  // PieceToId answers the unknown piece's id for a piece it lacks.
-  if (id < 0 || (processor_->IsUnknown(id) && processor_->IdToPiece(id) != piece)) return std::nullopt;
-  return id;
+  return ids_->piece_id(piece);
 }
 
 Vocabularies prepare_vocabularies(const DataOptions& options, const std::filesystem::path& run_dir,

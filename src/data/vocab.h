@@ -1,10 +1,11 @@
 #pragma once
 // Subword vocabularies through SentencePiece's C++ API: load a model, or train one on the
 // training data and keep it in the run directory for every later run and resume. A
-// vocabulary imported from a Hugging Face tokenizer (data/hf_tokenizer.h) is a SentencePiece
+// vocabulary imported from a Hugging Face tokenizer (hf/hf_tokenizer.h) is a SentencePiece
 // model with the tokenizer's ids (data/hf_id_map.h), serialized as data/token_table.h says and
 // loaded by the same calls, so checkpoints, run directories and the token cache keep it as
-// they keep ours.
+// they keep ours. A Vocab holds one IdMap (data/id_map.h), the model's own ids or the
+// tokenizer's, and forwards encoding, decoding and lookups to it.
 
 #include <cstdint>
 #include <filesystem>
@@ -17,13 +18,9 @@
 #include "data/data_options.h"
 #include "data/token_table.h"
 
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
-
 namespace nmt::data {
 
-class HfIdMap;
+class IdMap;
 
 /// Special ids of every vocabulary nmt-train trains (a given model must define pad, bos, eos).
 constexpr int32_t kPadId = 0;
@@ -87,8 +84,8 @@ class Vocab {
   LanguageCodePlacement language_placement() const;
 
  private:
-  std::shared_ptr<const sentencepiece::SentencePieceProcessor> processor_;
-  std::shared_ptr<const HfIdMap> hf_;  ///< set for an imported vocabulary
+  /// The model's own ids, or an imported vocabulary's table (data/id_map.h).
+  std::shared_ptr<const IdMap> ids_;
   std::shared_ptr<const std::string> bytes_;
   std::filesystem::path model_path_;
   std::string fingerprint_;

@@ -10,12 +10,12 @@
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/checkpoint_tools.h"
-#include "checkpoint/hf_config_writer.h"
-#include "checkpoint/hf_weights.h"
+#include "hf/hf_config_writer.h"
+#include "hf/hf_weights.h"
 #include "checkpoint/run_metadata.h"
 #include "checkpoint/tensor_groups.h"
-#include "config/translate_cli.h"
-#include "data/hf_tokenizer_writer.h"
+#include "config/stored_config.h"
+#include "hf/hf_tokenizer_writer.h"
 #include "data/vocab.h"
 #include "decode/search_options.h"
 #include "decode/stored_model.h"
@@ -37,7 +37,7 @@ using Json = nlohmann::ordered_json;
 /// max_length or max_new_tokens per call), and our length penalty ((5 + |Y|) / 6)^alpha of Wu
 /// et al. (transformers divides beam scores by |Y|^length_penalty); length_penalty is left at
 /// transformers' default.
-Json generation_config(const checkpoint::HfModelConfig& c) {
+Json generation_config(const HfModelConfig& c) {
   const decode::SearchOptions defaults;
   Json j;
   j["decoder_start_token_id"] = c.decoder_start_id;
@@ -163,15 +163,15 @@ HfExportResult export_hf(const HfExportOptions& options) {
   const model::ModelOptions model_options = config::stored_model_options(meta.config, name);
 
   // Refused before anything is written.
-  checkpoint::HfModelConfig hf;
+  HfModelConfig hf;
   try {
-    hf = checkpoint::hf_config_for(
+    hf = hf_config_for(
         model_options, {vocab.src.size(), vocab.tgt.size(), vocab.tgt.pad_id(), vocab.tgt.eos_id(),
                         vocab.tgt.bos_id()});
   } catch (const CheckpointError& e) {
     throw CheckpointError(fmt::format("{}: {}", name, e.what()), e.where());
   }
-  result.model_type = std::string(checkpoint::hf_model_type_name(hf.type));
+  result.model_type = std::string(hf_model_type_name(hf.type));
 
   checkpoint::NamedTensors ours = checkpoint::group_tensors(
       result.checkpoints.size() > 1 ? checkpoint::average_checkpoints(result.checkpoints, group)
@@ -179,14 +179,15 @@ HfExportResult export_hf(const HfExportOptions& options) {
       group);
   if (hf.model.output_bias && !model_options.output_bias) {
     // MarianMTModel adds final_logits_bias to the logits; zeros add nothing.
-    const at::Tensor& embeddings =
-        checkpoint::tensor_at(newest, group, "encoder_embed.tokens.weight");
-    ours.emplace_back("output_bias", at::zeros({hf.tgt_vocab_size}, embeddings.options()));
+    namespace parameter = checkpoint::model_parameter;
+    const at::Tensor& embeddings = checkpoint::tensor_at(newest, group, parameter::kSourceTokens);
+    ours.emplace_back(std::string(parameter::kOutputBias),
+                      at::zeros({hf.tgt_vocab_size}, embeddings.options()));
   }
 
   StagingDir staging(output);
   checkpoint::CheckpointData weights;
-  weights.tensors = checkpoint::to_hf_tensors(ours, hf);
+  weights.tensors = to_hf_tensors(ours, hf);
   weights.metadata = {{"format", "pt"}};  // what transformers' save_pretrained writes
   checkpoint::save_checkpoint(staging.path() / "model.safetensors", weights);
   result.files.push_back("model.safetensors");
@@ -201,10 +202,10 @@ HfExportResult export_hf(const HfExportOptions& options) {
   auto write_json = [&](const std::string& file, const Json& json) {
     write_text(file, json.dump(2) + "\n");
   };
-  write_json("config.json", checkpoint::hf_config_json(hf, written_dtype(weights.tensors)));
+  write_json("config.json", hf_config_json(hf, written_dtype(weights.tensors)));
   write_json("generation_config.json", generation_config(hf));
   for (std::string& file :
-       data::write_hf_tokenizer(vocab, staging.path(), model_options.max_positions))
+       write_hf_tokenizer(vocab, staging.path(), model_options.max_positions))
     result.files.push_back(std::move(file));
   write_text(kExportMarker,
              "written by nmt-ckpt export-hf, whose --force replaces only a directory that holds "

@@ -3,15 +3,15 @@
 // which AutoTokenizer.from_pretrained and AutoModelForSeq2SeqLM.from_pretrained load with no
 // code of ours:
 //
-//   config.json             checkpoint/hf_config_writer.h: marian or m2m_100, whichever computes
+//   config.json             hf/hf_config_writer.h: marian or m2m_100, whichever computes
 //                           exactly what our model computes; any other model is refused
 //   model.safetensors       the model's tensors in their stored dtype (fp32 for a run of ours,
 //                           an import's own; config.json's dtype says which), in transformers'
-//                           names (checkpoint/hf_weights.h); a Marian export without our output
+//                           names (hf/hf_weights.h); a Marian export without our output
 //                           bias gets zeros for final_logits_bias
 //   generation_config.json  the decoder start, bos, eos and pad ids and our decoding defaults
 //                           (hf_export.cpp says what does not map)
-//   tokenizer files         data/hf_tokenizer_writer.h
+//   tokenizer files         hf/hf_tokenizer_writer.h
 //   .nmt-export-hf          the marker (kExportMarker) that lets --force replace this export
 //
 // The checkpoint is picked as nmt-translate picks it (a file, or a run directory's best or

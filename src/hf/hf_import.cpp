@@ -10,12 +10,13 @@
 
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/checkpoint_tools.h"
-#include "checkpoint/hf_weights.h"
+#include "hf/hf_weights.h"
 #include "checkpoint/run_metadata.h"
 #include "checkpoint/safetensors_io.h"
 #include "checkpoint/tensor_groups.h"
 #include "config/run_config.h"
-#include "data/hf_tokenizer.h"
+#include "config/stored_config.h"
+#include "hf/hf_tokenizer.h"
 #include "data/lang_tags.h"
 #include "data/vocab.h"
 #include "hf/hf_import_checks.h"
@@ -58,7 +59,7 @@ void check_output(const HfImportOptions& options) {
 
 /// The run config a fine-tuning config starts from: the directory's architecture, its
 /// vocabulary's shape, and the directory as where the parameters came from.
-config::RunConfig stored_config(const checkpoint::HfModelConfig& model,
+config::RunConfig stored_config(const HfModelConfig& model,
                                 const data::Vocabularies& vocab, const std::filesystem::path& dir) {
   config::RunConfig c;
   c.model = model.model;
@@ -68,17 +69,6 @@ config::RunConfig stored_config(const checkpoint::HfModelConfig& model,
   c.data.max_len = std::min(c.data.max_len, model.model.max_positions - 2);
   c.train.init_from = std::filesystem::absolute(dir).lexically_normal().string();
   return c;
-}
-
-/// The model section of a config's YAML (the lines from "model:" to the next section).
-std::string model_section(const std::string& yaml) {
-  const size_t begin = yaml.find("model:\n");
-  if (begin == std::string::npos) return {};
-  size_t end = begin;
-  while ((end = yaml.find('\n', end)) != std::string::npos && end + 1 < yaml.size() &&
-         yaml[end + 1] == ' ')
-    ++end;
-  return yaml.substr(begin, end == std::string::npos ? std::string::npos : end + 1 - begin);
 }
 
 /// The dtypes of the weights as stored (import-hf keeps them): by safetensors name, counted.
@@ -112,17 +102,17 @@ ImportSummary import_hf_model(const HfImportOptions& options) {
   check_output(options);
   // Everything is read and checked before anything is written; config.json and the tokenizer
   // before the weights, which may take minutes to read.
-  checkpoint::HfModel model;
-  model.config = checkpoint::read_hf_config(hf_dir);
+  HfModel model;
+  model.config = read_hf_config(hf_dir);
   check_config_bounds(model.config, hf_dir);
-  const data::HfTokenizerModel tokenizer_model{
-      std::string(checkpoint::hf_model_type_name(model.config.type)), model.config.tokenizer_class,
+  const HfTokenizerModel tokenizer_model{
+      std::string(hf_model_type_name(model.config.type)), model.config.tokenizer_class,
       model.config.src_vocab_size, model.config.tgt_vocab_size};
-  data::HfTokenizer tokenizer = data::load_hf_tokenizer(hf_dir, tokenizer_model);
+  HfTokenizer tokenizer = load_hf_tokenizer(hf_dir, tokenizer_model);
   const data::Vocabularies& vocab = tokenizer.vocab;
   check_ids(model.config, vocab, hf_dir);
   warn_unreproduced(model.config, hf_dir);
-  model.tensors = checkpoint::read_hf_weights(hf_dir, model.config);
+  model.tensors = read_hf_weights(hf_dir, model.config);
   const WeightDtypes dtypes = weight_dtypes(model.tensors);
 
   const config::RunConfig config = stored_config(model.config, vocab, hf_dir);
@@ -145,7 +135,7 @@ ImportSummary import_hf_model(const HfImportOptions& options) {
     checkpoint::add_tensor(data, TensorGroup::kVocabulary, file::kTarget,
                            checkpoint::bytes_tensor(vocab.tgt.serialized()));
   data.metadata = meta.to_map();
-  const std::string type(checkpoint::hf_model_type_name(model.config.type));
+  const std::string type(hf_model_type_name(model.config.type));
   data.metadata[kImportedFrom] = hf_dir.string();
   data.metadata[kHfModelType] = type;
 
@@ -163,7 +153,7 @@ ImportSummary import_hf_model(const HfImportOptions& options) {
   summary.tgt_vocab_size = vocab.tgt.size();
   summary.joint_vocab = vocab.joint;
   summary.languages = meta.languages;
-  summary.model_yaml = model_section(meta.config);
+  summary.model_yaml = config::model_section_yaml(config);
   log::info(
       "ckpt",
       "imported {} ({} model, {} tokenizer{}) into {}: {} parameters stored as {} "

@@ -4,12 +4,12 @@
 // that train.init_from, nmt-translate, nmt-ckpt and scripts/export-ctranslate2.py use as they
 // use ours. Supported: model_type marian (MarianTokenizer) and m2m_100 (M2M100Tokenizer or
 // NllbTokenizer); what they compute and we do not is refused, naming the file and key
-// (checkpoint/hf_config.h, data/hf_tokenizer.h), and nothing is written.
+// (hf/hf_config.h, hf/hf_tokenizer.h), and nothing is written.
 //
 // The checkpoint holds:
 //   model.*        the weights as the directory stores them (dtypes kept, F16 and BF16 too:
 //                  the summary says which; fine-tuning and nmt-translate copy them into F32
-//                  parameters; checkpoint/hf_weights.h)
+//                  parameters; hf/hf_weights.h)
 //   vocabulary.*   the tokenizer's two sides, each a SentencePiece model with the tokenizer's ids
 //                  (Vocab::serialized(); one tensor when both sides are alike)
 //   metadata       step 0; "config": a run config whose model section is the directory's

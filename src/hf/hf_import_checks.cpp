@@ -10,7 +10,7 @@
 namespace nmt::hf {
 namespace {
 
-/// The config.json key each bounded model.* key is read from (checkpoint/hf_config.cpp).
+/// The config.json key each bounded model.* key is read from (hf/hf_config.cpp).
 constexpr std::pair<std::string_view, const char*> kConfigKeys[] = {
     {"model.encoder_layers", "encoder_layers"},
     {"model.decoder_layers", "decoder_layers"},
@@ -31,14 +31,14 @@ std::string_view config_key(std::string_view model_key) {
 
 }  // namespace
 
-void check_config_bounds(const checkpoint::HfModelConfig& config,
+void check_config_bounds(const HfModelConfig& config,
                          const std::filesystem::path& dir) {
   const std::string file = (dir / "config.json").string();
   if (const auto bad = config::model_out_of_bounds(config.model)) {
     NMT_THROW(CheckpointError, "{}: {} = {}: expected {} (nmt-train's bounds for {})", file,
               config_key(bad->key), bad->value, bad->expected, bad->key);
   }
-  const bool marian = config.type == checkpoint::HfModelType::kMarian;
+  const bool marian = config.type == HfModelType::kMarian;
   const std::pair<const char*, int64_t> sizes[] = {
       {"vocab_size", config.src_vocab_size},
       {marian ? "decoder_vocab_size" : "vocab_size", config.tgt_vocab_size}};
@@ -51,7 +51,7 @@ void check_config_bounds(const checkpoint::HfModelConfig& config,
   }
 }
 
-void check_ids(const checkpoint::HfModelConfig& config, const data::Vocabularies& vocab,
+void check_ids(const HfModelConfig& config, const data::Vocabularies& vocab,
                const std::filesystem::path& dir) {
   // config.json and the tokenizer must agree on the ids the model was trained with: a
   // directory whose files come from two models would otherwise import and translate badly.
@@ -85,11 +85,11 @@ void check_ids(const checkpoint::HfModelConfig& config, const data::Vocabularies
               side.size(), what);
   };
   check_size("vocab_size", config.src_vocab_size, vocab.src, "source");
-  check_size(config.type == checkpoint::HfModelType::kMarian ? "decoder_vocab_size" : "vocab_size",
+  check_size(config.type == HfModelType::kMarian ? "decoder_vocab_size" : "vocab_size",
              config.tgt_vocab_size, vocab.tgt, "target");
 }
 
-void warn_unreproduced(const checkpoint::HfModelConfig& config, const std::filesystem::path& dir) {
+void warn_unreproduced(const HfModelConfig& config, const std::filesystem::path& dir) {
   const std::string file = (dir / "config.json").string();
   const std::pair<const char*, double> drops[] = {{"encoder_layerdrop", config.encoder_layerdrop},
                                                   {"decoder_layerdrop", config.decoder_layerdrop}};

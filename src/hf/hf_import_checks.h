@@ -10,19 +10,19 @@
 
 #include <filesystem>
 
-#include "checkpoint/hf_config.h"
+#include "hf/hf_config.h"
 #include "data/vocab.h"
 
 namespace nmt::hf {
 
 /// Throws CheckpointError for the first value of `config` outside nmt-train's bounds.
-void check_config_bounds(const checkpoint::HfModelConfig& config, const std::filesystem::path& dir);
+void check_config_bounds(const HfModelConfig& config, const std::filesystem::path& dir);
 
 /// Throws CheckpointError when config.json's ids or sizes and the tokenizer's disagree.
-void check_ids(const checkpoint::HfModelConfig& config, const data::Vocabularies& vocab,
+void check_ids(const HfModelConfig& config, const data::Vocabularies& vocab,
                const std::filesystem::path& dir);
 
 /// Logs a warning for each setting of config.json that is read but not reproduced.
-void warn_unreproduced(const checkpoint::HfModelConfig& config, const std::filesystem::path& dir);
+void warn_unreproduced(const HfModelConfig& config, const std::filesystem::path& dir);
 
 }  // namespace nmt::hf

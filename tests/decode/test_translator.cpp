@@ -12,7 +12,7 @@
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/tensor_groups.h"
 #include "config/run_config.h"
-#include "config/translate_cli.h"
+#include "config/stored_config.h"
 #include "data/corpus_reader.h"
 #include "data/vocab.h"
 #include "decode/translator.h"

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_file.h"
-#include "checkpoint/hf_config_writer.h"
+#include "hf/hf_config_writer.h"
 #include "checkpoint/run_metadata.h"
 #include "checkpoint/tensor_groups.h"
 #include "config/run_config.h"
@@ -82,7 +82,7 @@ TEST_CASE("every shipped config trains a model that exports to transformers", "[
     INFO(name);
     const nmt::config::RunConfig config = nmt::config::load_run_config({name});
     const auto vocab = config.data.vocab_size;
-    CHECK_NOTHROW(nmt::checkpoint::hf_config_for(config.model, {vocab, vocab, 0, 3, 2}));
+    CHECK_NOTHROW(nmt::hf::hf_config_for(config.model, {vocab, vocab, 0, 3, 2}));
   }
 }
 

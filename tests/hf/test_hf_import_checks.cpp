@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/hf_config.h"
+#include "hf/hf_config.h"
 #include "config/model_bounds.h"
 #include "hf/hf_import_checks.h"
 #include "util/error.h"
@@ -35,7 +35,7 @@ Json tiny_marian() {
 }
 
 void check_bounds(const Json& j) {
-  nmt::hf::check_config_bounds(nmt::checkpoint::parse_hf_config(j, "dir/config.json"), "dir");
+  nmt::hf::check_config_bounds(nmt::hf::parse_hf_config(j, "dir/config.json"), "dir");
 }
 
 }  // namespace

@@ -168,7 +168,7 @@ def hf_translations(kind, tok, model, config, lines, src_lang, tgt_lang):
                 tokens = tokens[1:]
             # Language codes generated later in the output: nmt-translate's decode drops them
             # with the other special tokens, MarianTokenizer and M2M100Tokenizer (5.x) write
-            # them out (data/hf_tokenizer.h); the tokens themselves are compared as generated.
+            # them out (hf/hf_tokenizer.h); the tokens themselves are compared as generated.
             tokens = [t for t in tokens if t not in codes]
             out.append(tok.decode(tokens, skip_special_tokens=True))
     return out

@@ -3,8 +3,8 @@
     pytest tests/scripts/test_hf_model.py::test_logits_and_greedy_match_transformers[marian]
 
 Creates a tiny random model of VARIANT with transformers (seeded; no hub), saves it with
-save_pretrained, and runs tests/hf_probe.cpp on it (the directory read through
-checkpoint/hf_weights.h). On 50 sentence pairs of random ids with varied lengths and right
+save_pretrained, and runs tests/hf/hf_probe.cpp on it (the directory read through
+hf/hf_weights.h). On 50 sentence pairs of random ids with varied lengths and right
 padding, fp32 on the CPU:
   - the teacher-forced logits are within 1e-4 of transformers' at every real target position;
   - the same positions fed one at a time through our decoder cache give the same logits;

@@ -7,7 +7,7 @@ really go through it), the class constructed from those files and written by sav
 AutoTokenizer loads it back, as a user's downloaded directory is loaded, and encodes 1,000
 source and 1,000 target lines (corpus lines plus empty lines, unknown characters, leading,
 trailing and repeated spaces, and language codes); hf_tokenizer_probe (tests/data/) encodes
-the same through data/hf_tokenizer.h as the training pipeline would. Every id list must be
+the same through hf/hf_tokenizer.h as the training pipeline would. Every id list must be
 identical, and decoding the tokenizer's target ids must give the tokenizer's decode
 (skip_special_tokens=True).
 

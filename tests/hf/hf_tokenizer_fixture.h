@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "data_fixture.h"
+#include "data/data_fixture.h"
 #include "spm_fixture.h"
 
 namespace nmt::test {

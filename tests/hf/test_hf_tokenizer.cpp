@@ -1,4 +1,4 @@
-// Hugging Face tokenizer directories (data/hf_tokenizer.h): ids through vocab.json or
+// Hugging Face tokenizer directories (hf/hf_tokenizer.h): ids through vocab.json or
 // fairseq's offset, special tokens never from text, language codes found from our ISO codes and
 // placed as each model expects, the serialized form, and errors that name the file and key.
 // The exactness against transformers itself is tests/scripts/test_hf_tokenizer.py.
@@ -12,17 +12,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/hf_tokenizer.h"
+#include "hf/hf_tokenizer.h"
 #include "data/lang_tags.h"
 #include "data/language_codes.h"
 #include "data/prepare.h"
-#include "data_fixture.h"
+#include "data/data_fixture.h"
 #include "hf_tokenizer_fixture.h"
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
 using nmt::data::HfTokenizerKind;
-using nmt::data::load_hf_tokenizer;
+using nmt::hf::load_hf_tokenizer;
 using nmt::data::Vocab;
 using Json = nlohmann::ordered_json;
 using nmt::test::pieces_of;
@@ -142,7 +142,7 @@ TEST_CASE("an NLLB directory has fairseq's ids: the model's one up, specials 0-3
   CHECK(vocab.is_control(*vocab.piece_id("<mask>")));
   CHECK(vocab.is_control(*vocab.piece_id("deu_Latn")));
   // A model with more rows than tokens (NLLB-200: two): placeholders, special, dropped.
-  const auto rows = [](int64_t n) { return nmt::data::HfTokenizerModel{"", "", n, n}; };
+  const auto rows = [](int64_t n) { return nmt::hf::HfTokenizerModel{"", "", n, n}; };
   const Vocab padded = load_hf_tokenizer(nllb.dir.path(), rows(vocab.size() + 2)).vocab.src;
   CHECK(padded.size() == vocab.size() + 2);
   CHECK(padded.is_control(static_cast<int32_t>(vocab.size() + 1)));

@@ -1,4 +1,4 @@
-#include "checkpoint/hf_config.h"
+#include "hf/hf_config.h"
 
 #include <algorithm>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include "util/error.h"
 #include "util/file_kind.h"
 
-namespace nmt::checkpoint {
+namespace nmt::hf {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -104,32 +104,19 @@ struct ClassDefaults {
 constexpr ClassDefaults kMarianDefaults{"gelu", 0.0, 58100, 0, std::nullopt, 58100, false, 58101};
 constexpr ClassDefaults kM2m100Defaults{"relu", 0.1, 1, 2, 0, 2, true, 128112};
 
-}  // namespace
-
-std::string_view hf_model_type_name(HfModelType type) {
-  return type == HfModelType::kMarian ? "marian" : "m2m_100";
+/// model_type: the config class, and with it the architecture's conventions.
+HfModelType model_type_of(const ConfigReader& c) {
+  const std::string type = c.string("model_type", std::nullopt);
+  if (type == "marian") return HfModelType::kMarian;
+  if (type == "m2m_100") return HfModelType::kM2m100;
+  c.refuse("model_type",
+           "nmt-train imports marian (MarianMT, OPUS-MT) and m2m_100 (M2M100, "
+           "NLLB-200) models");
 }
 
-HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::string& origin) {
-  NMT_CHECK(json.is_object(), CheckpointError, "{}: expected a JSON object, found {}", origin,
-            json.type_name());
-  const ConfigReader c(json, origin);
-  HfModelConfig out;
-  const std::string type = c.string("model_type", std::nullopt);
-  if (type == "marian") {
-    out.type = HfModelType::kMarian;
-  } else if (type == "m2m_100") {
-    out.type = HfModelType::kM2m100;
-  } else {
-    c.refuse("model_type",
-             "nmt-train imports marian (MarianMT, OPUS-MT) and m2m_100 (M2M100, "
-             "NLLB-200) models");
-  }
-  const bool marian = out.type == HfModelType::kMarian;
-  const ClassDefaults& defaults = marian ? kMarianDefaults : kM2m100Defaults;
-
-  // What the architecture has no switch for in transformers, refused when a config says
-  // otherwise (older configs carry these keys with the values of the type).
+/// What the architecture has no switch for in transformers, refused when a config says
+/// otherwise (older configs carry these keys with the values of the type).
+void refuse_other_architectures(const ConfigReader& c, bool marian) {
   c.require_boolean("is_encoder_decoder", true, "only encoder-decoder models are imported");
   c.require_boolean("normalize_before", !marian,
                     marian ? "MarianMT is post-norm" : "M2M100 is pre-norm");
@@ -147,8 +134,10 @@ HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::str
       c.string("position_embedding_type", std::nullopt) != "absolute") {
     c.refuse("position_embedding_type", "only absolute sinusoidal positions are imported");
   }
+}
 
-  model::ModelOptions& m = out.model;
+/// Layers, width, heads and feed-forward width: one count for encoder and decoder each.
+void read_shape(const ConfigReader& c, model::ModelOptions& m) {
   m.encoder_layers = c.integer("encoder_layers", 12);
   m.decoder_layers = c.integer("decoder_layers", 12);
   m.d_model = c.integer("d_model", 1024);
@@ -170,6 +159,11 @@ HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::str
     c.refuse("encoder_attention_heads",
              "expected a divisor of d_model = " + std::to_string(m.d_model));
   }
+}
+
+/// Dropout rates, activation, norm placement, positions, embedding scale and logits bias.
+void read_computation(const ConfigReader& c, const ClassDefaults& defaults, bool marian,
+                      model::ModelOptions& m) {
   m.dropout = c.real("dropout", 0.1);
   m.attention_dropout = c.real("attention_dropout", defaults.attention_dropout);
   m.activation_dropout = c.real("activation_dropout", 0.0);
@@ -181,7 +175,11 @@ HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::str
   m.scale_embeddings = c.boolean("scale_embedding", defaults.scale_embedding);
   m.output_bias = marian;         // MarianMTModel's final_logits_bias
   m.freeze_output_bias = marian;  // a buffer there: never trained
+}
 
+/// The token tables' sizes and which of them are one (model.tie_embeddings).
+void read_embeddings(const ConfigReader& c, const ClassDefaults& defaults, bool marian,
+                     HfModelConfig& out) {
   out.src_vocab_size = c.integer("vocab_size", defaults.vocab_size);
   out.tgt_vocab_size =
       marian ? c.integer("decoder_vocab_size", out.src_vocab_size) : out.src_vocab_size;
@@ -199,10 +197,13 @@ HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::str
              "with one embedding table for encoder and decoder, "
              "nmt-train ties the output projection to it too");
   }
-  m.tie_embeddings = shared        ? model::TiedEmbeddings::kAll
-                     : tied_output ? model::TiedEmbeddings::kDecoder
-                                   : model::TiedEmbeddings::kNone;
+  out.model.tie_embeddings = shared        ? model::TiedEmbeddings::kAll
+                             : tied_output ? model::TiedEmbeddings::kDecoder
+                                           : model::TiedEmbeddings::kNone;
+}
 
+/// The special ids, the decoder's start by its role, and the keys import-hf only reports.
+void read_special_ids(const ConfigReader& c, const ClassDefaults& defaults, HfModelConfig& out) {
   out.pad_id = c.integer("pad_token_id", defaults.pad_id);
   out.eos_id = c.integer("eos_token_id", defaults.eos_id);
   out.bos_id = c.has("bos_token_id") ? c.integer("bos_token_id", std::nullopt)
@@ -219,14 +220,35 @@ HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::str
   // Its role, not its number, is what the model option stores: pad first (Marian's start is
   // its pad), then eos (M2M100's), then bos.
   if (out.decoder_start_id == out.pad_id) {
-    m.decoder_start = model::DecoderStart::kPad;
+    out.model.decoder_start = model::DecoderStart::kPad;
   } else if (out.decoder_start_id == out.eos_id) {
-    m.decoder_start = model::DecoderStart::kEos;
+    out.model.decoder_start = model::DecoderStart::kEos;
   } else if (out.decoder_start_id == out.bos_id) {
-    m.decoder_start = model::DecoderStart::kBos;
+    out.model.decoder_start = model::DecoderStart::kBos;
   } else {
     c.refuse("decoder_start_token_id", "expected the pad, eos or bos token id");
   }
+}
+
+}  // namespace
+
+std::string_view hf_model_type_name(HfModelType type) {
+  return type == HfModelType::kMarian ? "marian" : "m2m_100";
+}
+
+HfModelConfig parse_hf_config(const nlohmann::ordered_json& json, const std::string& origin) {
+  NMT_CHECK(json.is_object(), CheckpointError, "{}: expected a JSON object, found {}", origin,
+            json.type_name());
+  const ConfigReader c(json, origin);
+  HfModelConfig out;
+  out.type = model_type_of(c);
+  const bool marian = out.type == HfModelType::kMarian;
+  const ClassDefaults& defaults = marian ? kMarianDefaults : kM2m100Defaults;
+  refuse_other_architectures(c, marian);
+  read_shape(c, out.model);
+  read_computation(c, defaults, marian, out.model);
+  read_embeddings(c, defaults, marian, out);
+  read_special_ids(c, defaults, out);
   return out;
 }
 
@@ -251,4 +273,4 @@ HfModelConfig read_hf_config(const std::filesystem::path& dir) {
   return parse_hf_config(json, file.string());
 }
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::hf

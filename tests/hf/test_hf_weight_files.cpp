@@ -1,4 +1,4 @@
-// checkpoint/hf_weight_files: a transformers directory's safetensors, one file or shards that
+// hf/hf_weight_files: a transformers directory's safetensors, one file or shards that
 // must agree exactly with model.safetensors.index.json, and files that are not regular files
 // refused before they are opened.
 #include "catch_torch.h"  // first: see the header
@@ -12,13 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_file.h"
-#include "checkpoint/hf_weight_files.h"
+#include "hf/hf_weight_files.h"
 #include "test_support.h"
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
 using nmt::checkpoint::NamedTensors;
-using nmt::checkpoint::read_hf_weight_files;
+using nmt::hf::read_hf_weight_files;
 
 namespace {
 

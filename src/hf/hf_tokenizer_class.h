@@ -15,7 +15,7 @@
 
 #include "data/token_table.h"
 
-namespace nmt::data {
+namespace nmt::hf {
 
 /// What the model's config.json says about its tokenizer (import-hf reads it first).
 struct HfTokenizerModel {
@@ -32,8 +32,8 @@ struct HfTokenizerModel {
 /// (`config`, an empty object when the file is absent; `config_file` names it). Throws
 /// DataError naming the file and key when the class is not one we read, when nothing names
 /// one, or when a class chosen by model_type lacks a file it reads.
-HfTokenizerKind hf_tokenizer_class(const nlohmann::json& config, const HfTokenizerModel& model,
+data::HfTokenizerKind hf_tokenizer_class(const nlohmann::json& config, const HfTokenizerModel& model,
                                    const std::filesystem::path& dir,
                                    const std::filesystem::path& config_file);
 
-}  // namespace nmt::data
+}  // namespace nmt::hf

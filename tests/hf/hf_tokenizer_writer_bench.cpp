@@ -2,7 +2,7 @@
 // (#44: vocab.json was built with a lookup per token in an ordered_json, quadratic in tokens):
 // makes an M2M100Tokenizer directory whose vocab.json has TOKENS entries (a small SentencePiece
 // model's pieces, then made-up tokens), reads it as import-hf does, and times
-// data::write_hf_tokenizer (vocab.json, the model, tokenizer_config.json) over REPEATS runs.
+// hf::write_hf_tokenizer (vocab.json, the model, tokenizer_config.json) over REPEATS runs.
 //
 //   cmake --build build --target hf_tokenizer_writer_bench
 //   build/tests/hf_tokenizer_writer_bench [TOKENS=128004] [REPEATS=3]
@@ -21,8 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/hf_tokenizer.h"
-#include "data/hf_tokenizer_writer.h"
+#include "hf/hf_tokenizer.h"
+#include "hf/hf_tokenizer_writer.h"
 #include "spm_fixture.h"
 
 namespace {
@@ -69,14 +69,14 @@ int main(int argc, char** argv) {
   try {
     make_m2m100_dir(dir / "in", tokens);
     auto start = std::chrono::steady_clock::now();
-    const nmt::data::HfTokenizer tokenizer = nmt::data::load_hf_tokenizer(dir / "in");
+    const nmt::hf::HfTokenizer tokenizer = nmt::hf::load_hf_tokenizer(dir / "in");
     const double load_s = seconds_since(start);
     Json write_s = Json::array();
     for (int i = 0; i < repeats; ++i) {
       const fs::path out = dir / ("out" + std::to_string(i));
       fs::create_directories(out);
       start = std::chrono::steady_clock::now();
-      nmt::data::write_hf_tokenizer(tokenizer.vocab, out, 1024);
+      nmt::hf::write_hf_tokenizer(tokenizer.vocab, out, 1024);
       write_s.push_back(seconds_since(start));
     }
     std::cout << Json{{"tokens", tokens}, {"load_s", load_s}, {"write_s", write_s}}.dump()

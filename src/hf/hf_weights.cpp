@@ -1,18 +1,21 @@
-#include "checkpoint/hf_weights.h"
+#include "hf/hf_weights.h"
 
 #include <map>
 #include <set>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
-#include "checkpoint/hf_weight_files.h"
+#include "hf/hf_weight_files.h"
 #include "util/error.h"
 #include "util/shape.h"
 
-namespace nmt::checkpoint {
+namespace nmt::hf {
+
+using checkpoint::NamedTensors;
+
 namespace {
 
-namespace names = attention_projection;
+namespace names = checkpoint::attention_projection;
 
 /// Collects the sources of one model, with our names and theirs spelled out once, and the
 /// shape config.json implies for each transformers tensor.
@@ -210,4 +213,4 @@ HfModel read_hf_model(const std::filesystem::path& dir) {
   return model;
 }
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::hf

@@ -26,10 +26,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "checkpoint/hf_config.h"
+#include "hf/hf_config.h"
 #include "model/model_options.h"
 
-namespace nmt::checkpoint {
+namespace nmt::hf {
 
 /// The vocabulary side of an export: table sizes and special ids (the target's).
 struct HfVocabularyIds {
@@ -52,4 +52,4 @@ HfModelConfig hf_config_for(const model::ModelOptions& model, const HfVocabulary
 /// a config whose norm, positions or logits bias its model type does not have.
 nlohmann::ordered_json hf_config_json(const HfModelConfig& config, std::string_view dtype);
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::hf

@@ -1,4 +1,4 @@
-#include "data/hf_tokenizer_writer.h"
+#include "hf/hf_tokenizer_writer.h"
 
 #include <sentencepiece_processor.h>
 
@@ -11,13 +11,22 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/hf_tokenizer_files.h"
+#include "hf/hf_tokenizer_files.h"
 #include "data/lang_tags.h"
 #include "data/spm_model_proto.h"
 #include "util/error.h"
 
-namespace nmt::data {
+namespace nmt::hf {
 namespace {
+
+using data::HfTokenizerKind;
+using data::ParsedHfVocab;
+using data::PieceType;
+using data::TokenTable;
+using data::Vocab;
+using data::is_tag_piece;
+using data::parse_hf_vocab;
+using data::retype_pieces;
 
 using Json = nlohmann::ordered_json;
 
@@ -190,8 +199,9 @@ std::vector<std::string> write_nllb(const Side& side, const std::filesystem::pat
 
 }  // namespace
 
-std::vector<std::string> write_hf_tokenizer(const Vocabularies& vocab,
-                                            const std::filesystem::path& dir, int64_t max_length) {
+std::vector<std::string> write_hf_tokenizer(const data::Vocabularies& vocab,
+                                            const std::filesystem::path& dir,
+                                            int64_t max_length) {
   const TokenTable* table = vocab.src.hf_table();
   NMT_CHECK((table == nullptr) == (vocab.tgt.hf_table() == nullptr), DataError,
             "{} and {}: one vocabulary imported from Hugging Face and one not",
@@ -210,4 +220,4 @@ std::vector<std::string> write_hf_tokenizer(const Vocabularies& vocab,
   NMT_THROW(DataError, "{}: unknown Hugging Face tokenizer kind", name);
 }
 
-}  // namespace nmt::data
+}  // namespace nmt::hf

@@ -1,4 +1,4 @@
-// checkpoint/hf_weights: transformers tensor names <-> our parameter names, both ways, and
+// hf/hf_weights: transformers tensor names <-> our parameter names, both ways, and
 // reading a model directory.
 #include "catch_torch.h"  // first: see the header
 
@@ -12,12 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_file.h"
-#include "checkpoint/hf_weights.h"
+#include "hf/hf_weights.h"
 #include "model/transformer.h"
 #include "test_support.h"
 #include "util/error.h"
 
-using nmt::checkpoint::HfModelConfig;
+using nmt::hf::HfModelConfig;
 using nmt::checkpoint::NamedTensors;
 using Json = nlohmann::ordered_json;
 
@@ -41,7 +41,7 @@ Json tiny_config(const std::string& type, const Json& extra = Json::object()) {
   return j;
 }
 
-HfModelConfig parse(const Json& j) { return nmt::checkpoint::parse_hf_config(j, "config.json"); }
+HfModelConfig parse(const Json& j) { return nmt::hf::parse_hf_config(j, "config.json"); }
 
 /// The configs every mapping test runs on: each tying mode, both norms, the logits bias.
 std::vector<std::pair<std::string, HfModelConfig>> configs() {
@@ -77,7 +77,7 @@ TEST_CASE("the sources name every parameter of our model, in its order", "[hf]")
     INFO(name);
     std::vector<std::string> ours, sources;
     for (const auto& [n, t] : our_parameters(config)) ours.push_back(n);
-    for (const auto& source : nmt::checkpoint::hf_tensor_sources(config))
+    for (const auto& source : nmt::hf::hf_tensor_sources(config))
       sources.push_back(source.name);
     CHECK(sources == ours);
   }
@@ -87,7 +87,7 @@ TEST_CASE("our parameters -> transformers -> ours is exact, with q/k/v in their 
   for (const auto& [name, config] : configs()) {
     INFO(name);
     const NamedTensors ours = our_parameters(config);
-    const NamedTensors hf = nmt::checkpoint::to_hf_tensors(ours, config);
+    const NamedTensors hf = nmt::hf::to_hf_tensors(ours, config);
     const auto theirs = by_name(hf);
     const auto mine = by_name(ours);
     // The self-attention of encoder layer 1: rows q, k, v of our fused projection.
@@ -108,7 +108,7 @@ TEST_CASE("our parameters -> transformers -> ours is exact, with q/k/v in their 
     if (config.model.norm == nmt::model::NormPosition::kPre) {
       CHECK(at::equal(theirs.at("model.encoder.layer_norm.bias"), mine.at("encoder_norm.bias")));
     }
-    const NamedTensors back = nmt::checkpoint::from_hf_tensors(hf, config, "hf");
+    const NamedTensors back = nmt::hf::from_hf_tensors(hf, config, "hf");
     REQUIRE(back.size() == ours.size());
     for (size_t i = 0; i < ours.size(); ++i) {
       INFO(ours[i].first);
@@ -120,28 +120,28 @@ TEST_CASE("our parameters -> transformers -> ours is exact, with q/k/v in their 
 
 TEST_CASE("tied tables are read from any of their transformers names", "[hf]") {
   const HfModelConfig config = parse(tiny_config("m2m_100"));
-  NamedTensors hf = nmt::checkpoint::to_hf_tensors(our_parameters(config), config);
+  NamedTensors hf = nmt::hf::to_hf_tensors(our_parameters(config), config);
   // save_pretrained may keep another of the tied names than model.shared.weight.
   for (auto& [name, tensor] : hf)
     if (name == "model.shared.weight") name = "model.decoder.embed_tokens.weight";
   hf.emplace_back("lm_head.weight", hf.front().second);
   hf.emplace_back("model.encoder.embed_positions.weights", at::zeros({34, 8}));  // not read
-  const auto ours = by_name(nmt::checkpoint::from_hf_tensors(hf, config, "hf"));
+  const auto ours = by_name(nmt::hf::from_hf_tensors(hf, config, "hf"));
   CHECK(at::equal(ours.at("encoder_embed.tokens.weight"), hf.front().second));
 }
 
 TEST_CASE("a missing or an unexplained transformers tensor is refused, named", "[hf]") {
   const HfModelConfig config = parse(tiny_config("marian"));
-  NamedTensors hf = nmt::checkpoint::to_hf_tensors(our_parameters(config), config);
+  NamedTensors hf = nmt::hf::to_hf_tensors(our_parameters(config), config);
   NamedTensors extra = hf;
   extra.emplace_back("model.encoder.layernorm_embedding.weight", at::ones({8}));
-  CHECK_THROWS_WITH(nmt::checkpoint::from_hf_tensors(extra, config, "dir"),
+  CHECK_THROWS_WITH(nmt::hf::from_hf_tensors(extra, config, "dir"),
                     Catch::Matchers::Contains("dir: 1 tensor(s)") &&
                         Catch::Matchers::Contains("model.encoder.layernorm_embedding.weight"));
   NamedTensors missing;
   for (const auto& entry : hf)
     if (entry.first != "model.shared.weight") missing.push_back(entry);
-  CHECK_THROWS_WITH(nmt::checkpoint::from_hf_tensors(missing, config, "dir"),
+  CHECK_THROWS_WITH(nmt::hf::from_hf_tensors(missing, config, "dir"),
                     "dir: no tensor model.shared.weight (for encoder_embed.tokens.weight of a "
                     "marian model)");
 }
@@ -150,14 +150,14 @@ TEST_CASE("a tensor of another shape than config.json implies is refused, naming
   // Tensors of a d_model 8, ffn 16, vocabulary 20 model (tiny_config) read with a config.json
   // that says otherwise: the blocks agree with each other, so only the config can tell.
   const HfModelConfig config = parse(tiny_config("marian"));
-  const NamedTensors hf = nmt::checkpoint::to_hf_tensors(our_parameters(config), config);
+  const NamedTensors hf = nmt::hf::to_hf_tensors(our_parameters(config), config);
   const auto refused = [&](const Json& extra, const std::string& message) {
     INFO(extra.dump());
     CHECK_THROWS_AS(
-        nmt::checkpoint::from_hf_tensors(hf, parse(tiny_config("marian", extra)), "dir"),
+        nmt::hf::from_hf_tensors(hf, parse(tiny_config("marian", extra)), "dir"),
         nmt::CheckpointError);
     CHECK_THROWS_WITH(
-        nmt::checkpoint::from_hf_tensors(hf, parse(tiny_config("marian", extra)), "dir"),
+        nmt::hf::from_hf_tensors(hf, parse(tiny_config("marian", extra)), "dir"),
         Catch::Matchers::Contains(message));
   };
   refused({{"d_model", 16}},
@@ -171,17 +171,17 @@ TEST_CASE("a tensor of another shape than config.json implies is refused, naming
   REQUIRE(bias.front().first == "final_logits_bias");
   bias.front().second = at::zeros({1, kVocab + 1});
   CHECK_THROWS_WITH(
-      nmt::checkpoint::from_hf_tensors(bias, config, "dir"),
+      nmt::hf::from_hf_tensors(bias, config, "dir"),
       Catch::Matchers::StartsWith(
           "dir: final_logits_bias has shape [1, 21], but config.json implies [1, 20]"));
 }
 
 TEST_CASE("a missing final_logits_bias reads as zeros, as transformers loads it", "[hf]") {
   const HfModelConfig config = parse(tiny_config("marian"));
-  NamedTensors hf = nmt::checkpoint::to_hf_tensors(our_parameters(config), config);
+  NamedTensors hf = nmt::hf::to_hf_tensors(our_parameters(config), config);
   REQUIRE(hf.front().first == "final_logits_bias");
   hf.erase(hf.begin());
-  const auto ours = by_name(nmt::checkpoint::from_hf_tensors(hf, config, "dir"));
+  const auto ours = by_name(nmt::hf::from_hf_tensors(hf, config, "dir"));
   CHECK(at::equal(ours.at("output_bias"), at::zeros({kVocab})));
 }
 
@@ -192,9 +192,9 @@ TEST_CASE("a model directory is read from config.json and model.safetensors", "[
   const HfModelConfig config = parse(json);
   const NamedTensors ours = our_parameters(config);
   nmt::checkpoint::CheckpointData file;
-  file.tensors = nmt::checkpoint::to_hf_tensors(ours, config);
+  file.tensors = nmt::hf::to_hf_tensors(ours, config);
   nmt::checkpoint::save_checkpoint(dir.path() / "model.safetensors", file);
-  const nmt::checkpoint::HfModel model = nmt::checkpoint::read_hf_model(dir.path());
+  const nmt::hf::HfModel model = nmt::hf::read_hf_model(dir.path());
   CHECK(model.config.model.activation == nmt::model::Activation::kSilu);
   REQUIRE(model.tensors.size() == ours.size());
   for (size_t i = 0; i < ours.size(); ++i)
@@ -206,7 +206,7 @@ TEST_CASE("a directory with only pytorch_model.bin is refused with how to write 
   nmt::test::TempDir dir;
   std::ofstream(dir.path() / "config.json") << tiny_config("m2m_100").dump();
   std::ofstream(dir.path() / "pytorch_model.bin") << "pickle";
-  CHECK_THROWS_WITH(nmt::checkpoint::read_hf_model(dir.path()),
+  CHECK_THROWS_WITH(nmt::hf::read_hf_model(dir.path()),
                     dir.path().string() +
                         ": only pytorch_model.bin, a pickle, which nmt-train does not load; write "
                         "safetensors with transformers: model.save_pretrained(dir, "

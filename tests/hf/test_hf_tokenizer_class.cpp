@@ -1,4 +1,4 @@
-// data/hf_tokenizer_class: the tokenizer class of a directory chosen as AutoTokenizer chooses it
+// hf/hf_tokenizer_class: the tokenizer class of a directory chosen as AutoTokenizer chooses it
 // (tokenizer_config.json, then config.json's tokenizer_class, then its model_type), Marian's
 // separate vocabularies of different sizes, and tokenizer files that are not regular files.
 #include "catch_torch.h"  // first: see the header
@@ -7,14 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/hf_tokenizer.h"
+#include "hf/hf_tokenizer.h"
 #include "hf_tokenizer_fixture.h"
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
 using nmt::data::HfTokenizerKind;
-using nmt::data::HfTokenizerModel;
-using nmt::data::load_hf_tokenizer;
+using nmt::hf::HfTokenizerModel;
+using nmt::hf::load_hf_tokenizer;
 using Json = nlohmann::ordered_json;
 
 namespace {

@@ -1,4 +1,4 @@
-#include "checkpoint/hf_config_writer.h"
+#include "hf/hf_config_writer.h"
 
 #include <string>
 #include <vector>
@@ -9,7 +9,7 @@
 
 #include "util/error.h"
 
-namespace nmt::checkpoint {
+namespace nmt::hf {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -168,4 +168,4 @@ Json hf_config_json(const HfModelConfig& c, std::string_view dtype) {
   return j;
 }
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::hf

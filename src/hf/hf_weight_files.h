@@ -12,13 +12,13 @@
 
 #include "checkpoint/tensor_layout.h"
 
-namespace nmt::checkpoint {
+namespace nmt::hf {
 
 inline constexpr const char* kHfWeightsFile = "model.safetensors";              ///< one file
 inline constexpr const char* kHfWeightsIndex = "model.safetensors.index.json";  ///< the shards'
 
 /// Every tensor of dir's weights, by transformers name (dtypes as stored). Throws
 /// CheckpointError naming the file (and the tensor or key) of what is wrong.
-NamedTensors read_hf_weight_files(const std::filesystem::path& dir);
+checkpoint::NamedTensors read_hf_weight_files(const std::filesystem::path& dir);
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::hf

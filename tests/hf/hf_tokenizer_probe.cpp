@@ -1,5 +1,5 @@
 // Test-only probe for tests/scripts/test_hf_tokenizer.py: loads a Hugging Face tokenizer
-// directory through data/hf_tokenizer.h and answers one JSON line per request line on stdin,
+// directory through hf/hf_tokenizer.h and answers one JSON line per request line on stdin,
 // building ids exactly as the training data pipeline does (the corpus's tags by id, the text's
 // pieces, then eos), so that the script can compare them with the Python tokenizer's.
 //
@@ -16,14 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "data/data_options.h"
-#include "data/hf_tokenizer.h"
+#include "hf/hf_tokenizer.h"
 #include "data/lang_tags.h"
 
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::vector<int32_t> encode(const nmt::data::HfTokenizer& tokenizer, const Json& request) {
+std::vector<int32_t> encode(const nmt::hf::HfTokenizer& tokenizer, const Json& request) {
   const bool source = request.value("side", "source") == "source";
   const nmt::data::Vocab& vocab = source ? tokenizer.vocab.src : tokenizer.vocab.tgt;
   nmt::data::DataOptions options;
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const nmt::data::HfTokenizer tokenizer = nmt::data::load_hf_tokenizer(argv[1]);
+    const nmt::hf::HfTokenizer tokenizer = nmt::hf::load_hf_tokenizer(argv[1]);
     const nmt::data::Vocab& tgt = tokenizer.vocab.tgt;
     std::cout << Json{{"kind", std::string(nmt::data::hf_tokenizer_name(tokenizer.kind))},
                       {"size", tokenizer.vocab.src.size()},

@@ -1,4 +1,4 @@
-// checkpoint/hf_config_writer: our model options as a transformers config.json, the inverse of
+// hf/hf_config_writer: our model options as a transformers config.json, the inverse of
 // parse_hf_config; models no transformers architecture reproduces are refused, naming keys.
 #include "catch_torch.h"  // first: see the header
 
@@ -6,17 +6,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/hf_config.h"
-#include "checkpoint/hf_config_writer.h"
+#include "hf/hf_config.h"
+#include "hf/hf_config_writer.h"
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
-using nmt::checkpoint::hf_config_for;
-using nmt::checkpoint::hf_config_json;
-using nmt::checkpoint::HfModelConfig;
-using nmt::checkpoint::HfModelType;
-using nmt::checkpoint::HfVocabularyIds;
-using nmt::checkpoint::parse_hf_config;
+using nmt::hf::hf_config_for;
+using nmt::hf::hf_config_json;
+using nmt::hf::HfModelConfig;
+using nmt::hf::HfModelType;
+using nmt::hf::HfVocabularyIds;
+using nmt::hf::parse_hf_config;
 namespace model = nmt::model;
 
 namespace {

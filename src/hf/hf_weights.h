@@ -9,16 +9,16 @@
 // the config and are not read.
 //
 // Reading a directory's files (model.safetensors, or the shards of
-// model.safetensors.index.json): checkpoint/hf_weight_files.h.
+// model.safetensors.index.json): hf/hf_weight_files.h.
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "checkpoint/hf_config.h"
+#include "hf/hf_config.h"
 #include "checkpoint/tensor_layout.h"
 
-namespace nmt::checkpoint {
+namespace nmt::hf {
 
 /// One of our model parameters and the transformers tensors it is made of.
 struct HfTensorSource {
@@ -42,25 +42,25 @@ std::vector<HfTensorSource> hf_tensor_sources(const HfModelConfig& config);
 /// naming `origin`, for a missing tensor (but final_logits_bias, zeros as in transformers), a
 /// tensor of another shape than the config implies (named, with both shapes), or a tensor
 /// left over (one the config does not explain, e.g. layernorm_embedding's).
-NamedTensors from_hf_tensors(const NamedTensors& hf, const HfModelConfig& config,
+checkpoint::NamedTensors from_hf_tensors(const checkpoint::NamedTensors& hf, const HfModelConfig& config,
                              const std::string& origin);
 
 /// The transformers state dict of our model parameters (tied tables once, under their first
 /// name). Throws CheckpointError for a missing parameter.
-NamedTensors to_hf_tensors(const NamedTensors& ours, const HfModelConfig& config);
+checkpoint::NamedTensors to_hf_tensors(const checkpoint::NamedTensors& ours, const HfModelConfig& config);
 
 /// A transformers model directory read as ours.
 struct HfModel {
   HfModelConfig config;  ///< from config.json
-  NamedTensors tensors;  ///< our model parameters, names within the model group
+  checkpoint::NamedTensors tensors;  ///< our model parameters, names within the model group
 };
 
 /// Our model parameters from dir's safetensors weights, for the model `config` describes
 /// (import-hf reads config.json and checks it and the tokenizer before these). Throws
 /// CheckpointError naming the file.
-NamedTensors read_hf_weights(const std::filesystem::path& dir, const HfModelConfig& config);
+checkpoint::NamedTensors read_hf_weights(const std::filesystem::path& dir, const HfModelConfig& config);
 
 /// Reads dir/config.json and its safetensors weights. Throws CheckpointError naming the file.
 HfModel read_hf_model(const std::filesystem::path& dir);
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::hf

@@ -1,5 +1,5 @@
 #pragma once
-// The JSON files of a Hugging Face tokenizer directory as data/hf_tokenizer.cpp reads them:
+// The JSON files of a Hugging Face tokenizer directory as hf/hf_tokenizer.cpp reads them:
 // every value checked for its type before use, so that a wrong one is a DataError naming the
 // file and the key path ("added_tokens.3.special"), never a bare JSON library exception.
 
@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace nmt::data::hf_json {
+namespace nmt::hf::hf_json {
 
 /// Unordered: vocab.json is looked up by piece (ordered_json finds keys by a linear search).
 using Json = nlohmann::json;
@@ -60,4 +60,4 @@ void check_tokenizer_json_vocab(const Json& json, const std::vector<std::string>
 /// vocab.json ({"token": id}) as the token of each id; ids must run 0..n-1 without gaps.
 std::vector<std::string> tokens_by_id(const std::filesystem::path& file);
 
-}  // namespace nmt::data::hf_json
+}  // namespace nmt::hf::hf_json

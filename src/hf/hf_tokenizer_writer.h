@@ -1,6 +1,6 @@
 #pragma once
 // Our vocabularies as Hugging Face tokenizer files, which transformers' AutoTokenizer loads with
-// no code of ours (the inverse of data/hf_tokenizer.h):
+// no code of ours (the inverse of hf/hf_tokenizer.h):
 //
 //   nmt-train's SentencePiece models   MarianTokenizer: source.spm, target.spm (the same model
 //                                      when joint), vocab.json (piece -> our id: the model's
@@ -31,12 +31,12 @@
 
 #include "data/vocab.h"
 
-namespace nmt::data {
+namespace nmt::hf {
 
 /// The tokenizer files of `vocab` in `dir` (an existing folder): see above. `max_length` is
 /// the tokenizer's model_max_length (the model's positions). Returns the names of the files
 /// written. Throws DataError for a vocabulary it cannot express, naming it.
-std::vector<std::string> write_hf_tokenizer(const Vocabularies& vocab,
+std::vector<std::string> write_hf_tokenizer(const data::Vocabularies& vocab,
                                             const std::filesystem::path& dir, int64_t max_length);
 
-}  // namespace nmt::data
+}  // namespace nmt::hf

@@ -1,4 +1,4 @@
-#include "checkpoint/hf_weight_files.h"
+#include "hf/hf_weight_files.h"
 
 #include <fstream>
 #include <map>
@@ -11,7 +11,12 @@
 #include "util/error.h"
 #include "util/file_kind.h"
 
-namespace nmt::checkpoint {
+namespace nmt::hf {
+
+using checkpoint::CheckpointData;
+using checkpoint::NamedTensors;
+using checkpoint::load_safetensors;
+
 namespace {
 
 /// The index's weight_map: the shard file of each tensor.
@@ -98,4 +103,4 @@ NamedTensors read_hf_weight_files(const std::filesystem::path& dir) {
   NMT_THROW(CheckpointError, "{}: no {} (nor {})", dir.string(), kHfWeightsFile, kHfWeightsIndex);
 }
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::hf

@@ -1,5 +1,5 @@
-// data/hf_tokenizer_writer: our vocabularies as Hugging Face tokenizer files. Read back through
-// data/hf_tokenizer.h they give our ids; an imported tokenizer's files come back as imported.
+// hf/hf_tokenizer_writer: our vocabularies as Hugging Face tokenizer files. Read back through
+// hf/hf_tokenizer.h they give our ids; an imported tokenizer's files come back as imported.
 // That transformers' own AutoTokenizer gives our ids is tests/scripts/test_hf_export.py.
 #include "catch_torch.h"  // first: see the header
 
@@ -10,19 +10,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/hf_tokenizer.h"
-#include "data/hf_tokenizer_writer.h"
+#include "hf/hf_tokenizer.h"
+#include "hf/hf_tokenizer_writer.h"
 #include "data/vocab.h"
-#include "data_fixture.h"
+#include "data/data_fixture.h"
 #include "spm_fixture.h"
 #include "util/error.h"
 
 using Catch::Matchers::Contains;
 using nmt::data::HfTokenizerKind;
-using nmt::data::load_hf_tokenizer;
+using nmt::hf::load_hf_tokenizer;
 using nmt::data::Vocab;
 using nmt::data::Vocabularies;
-using nmt::data::write_hf_tokenizer;
+using nmt::hf::write_hf_tokenizer;
 using nmt::test::read_file;
 using nmt::test::TempDir;
 using Json = nlohmann::ordered_json;

@@ -1,15 +1,17 @@
-#include "data/hf_tokenizer_class.h"
+#include "hf/hf_tokenizer_class.h"
 
 #include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "data/hf_tokenizer_files.h"
+#include "hf/hf_tokenizer_files.h"
 #include "util/error.h"
 
-namespace nmt::data {
+namespace nmt::hf {
 namespace {
+
+using data::HfTokenizerKind;
 
 using namespace hf_tokenizer_file;
 constexpr const char* kClassKey = "tokenizer_class";
@@ -92,4 +94,4 @@ HfTokenizerKind hf_tokenizer_class(const nlohmann::json& config, const HfTokeniz
   return kind;
 }
 
-}  // namespace nmt::data
+}  // namespace nmt::hf

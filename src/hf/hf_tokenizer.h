@@ -24,21 +24,21 @@
 
 #include <filesystem>
 
-#include "data/hf_tokenizer_class.h"
+#include "hf/hf_tokenizer_class.h"
 #include "data/token_table.h"
 #include "data/vocab.h"
 
-namespace nmt::data {
+namespace nmt::hf {
 
 /// What load_hf_tokenizer read.
 struct HfTokenizer {
-  HfTokenizerKind kind = HfTokenizerKind::kMarian;
+  data::HfTokenizerKind kind = data::HfTokenizerKind::kMarian;
   /// src and tgt; joint when both sides serialize alike (one model and one id table).
-  Vocabularies vocab;
+  data::Vocabularies vocab;
 };
 
 /// Reads the tokenizer files of a Hugging Face model directory, of the class AutoTokenizer
-/// would load (data/hf_tokenizer_class.h; `model` is what config.json says). A side may have
+/// would load (hf/hf_tokenizer_class.h; `model` is what config.json says). A side may have
 /// fewer ids than its table's rows (`model.src_rows`, `model.tgt_rows`; 0: the tokenizer's):
 /// NLLB-200 has 256206 rows for 256204 tokens, and the rows above get placeholder special
 /// tokens, which text never produces and decode drops. Throws DataError naming the file and key
@@ -47,4 +47,4 @@ struct HfTokenizer {
 /// than the side's rows).
 HfTokenizer load_hf_tokenizer(const std::filesystem::path& dir, const HfTokenizerModel& model = {});
 
-}  // namespace nmt::data
+}  // namespace nmt::hf

@@ -1,4 +1,4 @@
-#include "data/hf_tokenizer_json.h"
+#include "hf/hf_tokenizer_json.h"
 
 #include <fstream>
 #include <iterator>
@@ -6,7 +6,7 @@
 #include "util/error.h"
 #include "util/file_kind.h"
 
-namespace nmt::data::hf_json {
+namespace nmt::hf::hf_json {
 namespace {
 
 constexpr const char* kAddedTokensKey = "added_tokens_decoder";  ///< tokenizer_config.json's
@@ -161,4 +161,4 @@ std::vector<std::string> tokens_by_id(const std::filesystem::path& file) {
   return tokens;
 }
 
-}  // namespace nmt::data::hf_json
+}  // namespace nmt::hf::hf_json

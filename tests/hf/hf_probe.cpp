@@ -1,5 +1,5 @@
 // Test-only: runs our Transformer on a transformers model directory read through
-// checkpoint/hf_weights.h, for tests/scripts/test_hf_model.py to compare with transformers.
+// hf/hf_weights.h, for tests/scripts/test_hf_model.py to compare with transformers.
 //
 //   hf_probe HF_DIR INPUT.safetensors OUTPUT.safetensors MAX_NEW_TOKENS
 //
@@ -18,7 +18,7 @@
 #include <torch/nn/module.h>
 
 #include "checkpoint/checkpoint_file.h"
-#include "checkpoint/hf_weights.h"
+#include "hf/hf_weights.h"
 #include "decode/search.h"
 #include "model/transformer.h"
 #include "util/error.h"
@@ -28,7 +28,7 @@ namespace {
 using nmt::checkpoint::CheckpointData;
 
 /// Builds our model from an imported directory, its parameters copied in as float32.
-nmt::model::Transformer build_model(const nmt::checkpoint::HfModel& hf) {
+nmt::model::Transformer build_model(const nmt::hf::HfModel& hf) {
   const auto& c = hf.config;
   nmt::model::Transformer model(c.model, c.src_vocab_size, c.tgt_vocab_size, c.pad_id);
   at::NoGradGuard no_grad;
@@ -55,7 +55,7 @@ at::Tensor step_logits(nmt::model::TransformerImpl& model, const at::Tensor& src
 }
 
 /// Our greedy outputs, -1 after each one's end.
-at::Tensor greedy(nmt::model::TransformerImpl& model, const nmt::checkpoint::HfModelConfig& c,
+at::Tensor greedy(nmt::model::TransformerImpl& model, const nmt::hf::HfModelConfig& c,
                   const at::Tensor& src, int64_t max_new_tokens) {
   nmt::decode::SearchOptions options;
   options.beam = 1;
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   }
   try {
     at::set_num_threads(1);
-    const nmt::checkpoint::HfModel hf = nmt::checkpoint::read_hf_model(argv[1]);
+    const nmt::hf::HfModel hf = nmt::hf::read_hf_model(argv[1]);
     nmt::model::Transformer model = build_model(hf);
     const CheckpointData input = nmt::checkpoint::load_safetensors(argv[2]);
     const at::Tensor src = input.at("src");

@@ -1,8 +1,8 @@
 #pragma once
-// The file names of transformers' tokenizer classes, for the reader (data/hf_tokenizer.h) and
-// the writer (data/hf_tokenizer_writer.h).
+// The file names of transformers' tokenizer classes, for the reader (hf/hf_tokenizer.h) and
+// the writer (hf/hf_tokenizer_writer.h).
 
-namespace nmt::data::hf_tokenizer_file {
+namespace nmt::hf::hf_tokenizer_file {
 
 inline constexpr const char* kTokenizerConfig = "tokenizer_config.json";  ///< every class
 inline constexpr const char* kVocabJson = "vocab.json";  ///< Marian (source side), M2M100
@@ -12,4 +12,4 @@ inline constexpr const char* kMarianTarget = "target.spm";            ///< Maria
 inline constexpr const char* kBpeModel = "sentencepiece.bpe.model";   ///< M2M100, NLLB
 inline constexpr const char* kTokenizerJson = "tokenizer.json";       ///< NLLB (tokenizers)
 
-}  // namespace nmt::data::hf_tokenizer_file
+}  // namespace nmt::hf::hf_tokenizer_file

@@ -21,7 +21,7 @@
 
 #include "model/model_options.h"
 
-namespace nmt::checkpoint {
+namespace nmt::hf {
 
 /// The transformers architectures we import.
 enum class HfModelType { kMarian, kM2m100 };
@@ -52,4 +52,4 @@ HfModelConfig parse_hf_config(const nlohmann::ordered_json& config, const std::s
 /// CheckpointError naming the file.
 HfModelConfig read_hf_config(const std::filesystem::path& dir);
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::hf

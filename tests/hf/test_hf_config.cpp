@@ -1,4 +1,4 @@
-// checkpoint/hf_config: a transformers config.json of model_type marian or m2m_100 as our
+// hf/hf_config: a transformers config.json of model_type marian or m2m_100 as our
 // ModelOptions, and every value we do not reproduce exactly refused, naming key and value.
 #include "catch_torch.h"  // first: see the header
 
@@ -7,12 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/hf_config.h"
+#include "hf/hf_config.h"
 #include "util/error.h"
 
-using nmt::checkpoint::HfModelConfig;
-using nmt::checkpoint::HfModelType;
-using nmt::checkpoint::parse_hf_config;
+using nmt::hf::HfModelConfig;
+using nmt::hf::HfModelType;
+using nmt::hf::parse_hf_config;
 using Json = nlohmann::ordered_json;
 namespace model = nmt::model;
 
