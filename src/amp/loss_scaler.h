@@ -6,11 +6,11 @@
 //
 // Usage (one optimizer update of several micro-batches):
 //
-//   DynamicLossScaler scaler(options.amp, device, options.amp.mode == AmpMode::kFp16);
+//   DynamicLossScaler scaler(options.amp, device, options.precision == AmpMode::kFp16);
 //   for (int64_t update = 1; ...; ++update) {
 //     for (const auto& batch : micro_batches) {
 //       at::Tensor loss;
-//       { AutocastScope autocast(options.amp.mode, device.type()); loss = forward(batch); }
+//       { AutocastScope autocast(options.precision, device.type()); loss = forward(batch); }
 //       scaler.scale(loss).backward();           // loss * scale, so fp16 grads stay normal
 //     }
 //     // (sum gradients and the target-token count across ranks)

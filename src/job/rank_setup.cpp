@@ -150,6 +150,9 @@ train::RunSettings settings_of(const config::RunConfig& c, amp::AmpMode precisio
   s.run_dir = c.run_dir;
   s.max_tokens = max_tokens;
   s.precision = precision;
+  // The copies in the options say the same, in a measuring setup too.
+  s.data.max_tokens = max_tokens;
+  s.amp.mode = precision;
   return s;
 }
 
@@ -165,9 +168,10 @@ train::RunSetup measuring_setup(const train::RankContext& context, const config:
   return setup;
 }
 
-/// amp.mode settled: rank.amp (rank 0's choice) as it is or, when it awaits timing, every rank times the
-/// model in fp32 and bf16 on `measuring` (train/amp_timing.h), rank 0's times decide and every
-/// rank takes rank 0's decision (job/amp_agreement.h). Sets measuring.precision.
+/// amp.mode settled: rank.amp (rank 0's choice) as it is or, when it awaits timing, every
+/// rank times the model in fp32 and bf16 on `measuring` (train/amp_timing.h), rank 0's times
+/// decide and every rank takes rank 0's decision (job/amp_agreement.h). Sets
+/// measuring.precision.
 void settle_precision(Rank& rank, train::RunSetup& measuring) {
   if (rank.amp.needs_timing) {
     rank.amp = settle_amp_choice(measuring.communicator.get(), rank.amp, [&] {
@@ -178,6 +182,7 @@ void settle_precision(Rank& rank, train::RunSetup& measuring) {
               amp::mode_name(rank.amp.mode), rank.amp.reason, rank.amp_timing->seconds);
   }
   measuring.precision = rank.amp.mode;
+  measuring.amp.mode = rank.amp.mode;
 }
 
 }  // namespace

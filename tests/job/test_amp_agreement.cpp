@@ -50,7 +50,6 @@ nmt::dist::CommunicatorOptions options(int port, int rank) {
 /// What each rank ended with.
 struct RankResult {
   AmpChoice choice;
-  std::optional<AmpMode> config_mode;  ///< amp.mode of its config afterwards
   int timed = 0;                       ///< calls of its timing function
   std::vector<std::string> after;      ///< a gather made after the agreement
 };
@@ -73,8 +72,6 @@ std::vector<RankResult> agree(const std::vector<nmt::dist::DeviceInfo>& machines
         return times[static_cast<size_t>(r)];
       });
     }
-    // What the rank's settled config stores.
-    out.config_mode = nmt::job::settled_config(config, out.choice.mode, 4096).amp.mode;
     // Every later gather pairs with the same gather of the other rank.
     out.after = comm.all_gather_strings("after " + std::to_string(r));
   });
@@ -97,7 +94,6 @@ TEST_CASE("amp auto: rank 0's bf16 CPU decides by its timing for a rank whose CP
     CHECK_FALSE(got.choice.needs_timing);
     CHECK_THAT(got.choice.reason, Catch::Matchers::Contains("CPU with AVX512-BF16") &&
                                       Catch::Matchers::Contains("(2.00x, >= 1.05x): bf16"));
-    CHECK(got.config_mode == AmpMode::kBf16);
     CHECK(got.timed == 1);  // every rank times, so ranks that share a machine share it
     CHECK(got.after == std::vector<std::string>{"after 0", "after 1"});
   }
@@ -113,7 +109,6 @@ TEST_CASE("amp auto: rank 0's CPU without bf16 decides fp32 for a rank whose CPU
     const RankResult& got = results[static_cast<size_t>(r)];
     CHECK(got.choice.mode == AmpMode::kOff);
     CHECK_THAT(got.choice.reason, Catch::Matchers::Contains("CPU without AVX512-BF16"));
-    CHECK(got.config_mode == AmpMode::kOff);
     CHECK(got.timed == 0);  // nobody times: rank 0 needs no timing
     CHECK(got.after == std::vector<std::string>{"after 0", "after 1"});
   }

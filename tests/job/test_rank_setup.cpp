@@ -143,6 +143,7 @@ TEST_CASE("rank setup: amp.mode auto is resolved once and stored in the config",
   CHECK_FALSE(rank.amp.needs_timing);
   CHECK(*rank.config.amp.mode == rank.amp.mode);
   CHECK(rank.setup.amp.mode == rank.amp.mode);
+  CHECK(rank.setup.precision == rank.amp.mode);  // what autocast and the scaler read
   // The stored config (what checkpoints hold) names the mode, so a resume keeps it.
   CHECK(rank.setup.config_yaml.find(std::string("mode: ") + nmt::amp::mode_name(rank.amp.mode)) !=
         std::string::npos);
@@ -173,6 +174,7 @@ TEST_CASE("rank setup: amp.mode auto's timing leaves training as it would have b
                                  bf16_cpu, nmt::dist::WorkerEnv{});
   REQUIRE_FALSE(b.amp_timing.has_value());
   CHECK(b.setup.amp.mode == a.setup.amp.mode);
+  CHECK(b.setup.precision == a.setup.precision);
   CHECK(a.setup.max_tokens == b.setup.max_tokens);
   const auto train = [](Rank& rank) {
     nmt::train::Trainer trainer(rank.setup, rank.data);

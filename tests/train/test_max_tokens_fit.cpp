@@ -53,7 +53,8 @@ int64_t longest(const nmt::data::PreparedData& data) {
 TEST_CASE("max_tokens fit: a configured number is the budget, nothing is measured", "[train]") {
   RunSetup s = tiny_run();
   s.data.max_tokens = 1500;
-  const MaxTokensChoice choice = choose_max_tokens(s.data.max_tokens, s, nmt::test::small_corpus().prepared, 1);
+  const MaxTokensChoice choice = choose_max_tokens(s.data.max_tokens, s,
+                                                   nmt::test::small_corpus().prepared, 1);
   CHECK(choice.max_tokens == 1500);
   CHECK_FALSE(choice.fit.has_value());
   CHECK(nmt::train::describe_max_tokens(s.data) == "1500");
@@ -62,7 +63,8 @@ TEST_CASE("max_tokens fit: a configured number is the budget, nothing is measure
 TEST_CASE("max_tokens fit: auto on CPU without auto_memory_mb falls back to the unmeasured "
           "budget and says why", "[train]") {
   const RunSetup s = tiny_run();
-  const MaxTokensChoice choice = choose_max_tokens(s.data.max_tokens, s, nmt::test::small_corpus().prepared, 1);
+  const MaxTokensChoice choice = choose_max_tokens(s.data.max_tokens, s,
+                                                   nmt::test::small_corpus().prepared, 1);
   REQUIRE(choice.fit.has_value());
   CHECK(choice.max_tokens == nmt::train::unmeasured_max_tokens(s.data));
   CHECK(choice.fit->max_tokens == choice.max_tokens);
@@ -102,7 +104,10 @@ TEST_CASE("max_tokens fit: auto with memory for not even one sentence is a Confi
   RunSetup s = tiny_run();
   s.data.auto_memory_mb = 1;
   s.data.auto_memory_fraction = 0.001;  // about 1 KiB
-  CHECK_THROWS_AS(choose_max_tokens(s.data.max_tokens, s, nmt::test::small_corpus().prepared, 1), nmt::ConfigError);
-  CHECK_THROWS_WITH(choose_max_tokens(s.data.max_tokens, s, nmt::test::small_corpus().prepared, 1),
-                    Catch::Matchers::Contains("data.max_tokens auto: rank 0:"));
+  CHECK_THROWS_AS(
+      choose_max_tokens(s.data.max_tokens, s, nmt::test::small_corpus().prepared, 1),
+      nmt::ConfigError);
+  CHECK_THROWS_WITH(
+      choose_max_tokens(s.data.max_tokens, s, nmt::test::small_corpus().prepared, 1),
+      Catch::Matchers::Contains("data.max_tokens auto: rank 0:"));
 }
