@@ -243,6 +243,10 @@ Schema bind(RunConfig& c) {
             "finish their update and write a checkpoint before SIGKILL (seconds)");
   s.real("dist.bucket_mb", &ds.bucket_mb, 0.001, 1 << 20, "gradient all-reduce bucket size (MB)");
   s.boolean("dist.overlap", &ds.overlap, "all-reduce gradient buckets during backward");
+  s.choice("dist.sharding", &ds.sharding,
+           {{"none", dist::Sharding::kNone}, {"optimizer", dist::Sharding::kOptimizer}},
+           "optimizer: each rank keeps Adam's moments for 1/ranks of the parameters (ZeRO "
+           "stage 1; 16 -> 8 + 8/ranks bytes a parameter), same updates as none");
 
   checkpoint::CheckpointOptions& ck = c.checkpoint;
   s.integer("checkpoint.every_steps", &ck.every_steps, 1, kIntMax,

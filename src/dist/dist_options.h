@@ -9,6 +9,13 @@ namespace nmt::dist {
 /// Collective backend: auto picks NCCL on CUDA devices and Gloo on CPU.
 enum class Backend { kAuto, kNccl, kGloo };
 
+/// What each rank keeps of the training state (ZeRO's stages, Rajbhandari et al. 2020).
+enum class Sharding {
+  kNone,       ///< every rank keeps everything: weights, gradients, optimizer state
+  kOptimizer,  ///< each rank keeps the optimizer state (Adam's moments) of its share of the
+               ///< parameters, steps them and sends them to the others (ZeRO stage 1)
+};
+
 struct DistOptions {
   int64_t nproc_per_node = 0;           ///< workers on this node; 0: one per GPU, or 1 on CPU
   Backend backend = Backend::kAuto;     ///< collective backend
@@ -19,6 +26,7 @@ struct DistOptions {
                                         ///< SIGKILL: one update plus a checkpoint write (s)
   double bucket_mb = 25.0;              ///< gradient all-reduce bucket size (MB)
   bool overlap = true;                  ///< all-reduce buckets during backward
+  Sharding sharding = Sharding::kNone;  ///< optimizer state on every rank, or split over them
 };
 
 }  // namespace nmt::dist

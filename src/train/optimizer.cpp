@@ -55,6 +55,13 @@ void ParameterOptimizer::zero_grad() {
   }
 }
 
+NamedTensors ParameterOptimizer::state() const {
+  NamedTensors out;
+  for (size_t i = 0; i < parameters_.size(); ++i)
+    for (auto& [name, tensor] : parameter_state(i)) out.emplace_back(name, cpu_copy(tensor));
+  return out;
+}
+
 std::vector<at::Tensor> ParameterOptimizer::grads() const {
   std::vector<at::Tensor> out;
   out.reserve(parameters_.size());
@@ -115,17 +122,17 @@ void AdamOptimizer::step(double lr, const at::Tensor* found_inf) {
   }
 }
 
-NamedTensors AdamOptimizer::state() const {
+NamedTensors AdamOptimizer::parameter_state(size_t i) const {
   namespace slot = checkpoint::optimizer_slot;
-  NamedTensors out;
-  out.reserve(3 * parameters_.size());
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    const std::string& name = parameters_[i].first;
-    out.emplace_back(slot::name(slot::kExpAvg, name), cpu_copy(exp_avg_[i]));
-    out.emplace_back(slot::name(slot::kExpAvgSq, name), cpu_copy(exp_avg_sq_[i]));
-    out.emplace_back(slot::name(slot::kStep, name), cpu_copy(steps_[i]));
-  }
-  return out;
+  const std::string& name = parameters_.at(i).first;
+  return {{slot::name(slot::kExpAvg, name), exp_avg_[i]},
+          {slot::name(slot::kExpAvgSq, name), exp_avg_sq_[i]},
+          {slot::name(slot::kStep, name), steps_[i]}};
+}
+
+NamedTensors AdamOptimizer::new_parameter_state(const std::string& name,
+                                                const at::Tensor& param) const {
+  return new_optimizer_state(Optimizer::kAdam, name, param);
 }
 
 void AdamOptimizer::load_state(const checkpoint::TensorFinder& find) {
@@ -173,6 +180,15 @@ void SgdOptimizer::step(double lr, const at::Tensor* found_inf) {
                     lr, /*dampening=*/0.0, /*nesterov=*/false, /*maximize=*/false,
                     /*is_first_step=*/false, /*grad_scale=*/std::nullopt, skip);
   }
+}
+
+NamedTensors new_optimizer_state(Optimizer kind, const std::string& name, const at::Tensor& param) {
+  namespace slot = checkpoint::optimizer_slot;
+  if (kind == Optimizer::kSgd) return {};
+  const c10::NoGradGuard no_grad;
+  return {{slot::name(slot::kExpAvg, name), at::zeros_like(param, at::MemoryFormat::Preserve)},
+          {slot::name(slot::kExpAvgSq, name), at::zeros_like(param, at::MemoryFormat::Preserve)},
+          {slot::name(slot::kStep, name), at::zeros({}, param.options().dtype(at::kFloat))}};
 }
 
 std::unique_ptr<ParameterOptimizer> make_optimizer(NamedTensors parameters,

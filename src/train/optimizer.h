@@ -44,8 +44,22 @@ class ParameterOptimizer {
   /// The parameters' device.
   c10::Device device() const { return device_; }
 
-  /// Checkpoint tensors (CPU copies), named within the optimizer group.
-  virtual NamedTensors state() const = 0;
+  /// Checkpoint tensors (CPU copies), named within the optimizer group: parameter_state of
+  /// every parameter, in parameter order.
+  virtual NamedTensors state() const;
+  /// The state tensors kept for parameter i (live, not copies), named as state() names them.
+  virtual NamedTensors parameter_state(size_t i) const = 0;
+  /// New zero tensors shaped as the state kept for `param` named `name` (the same names,
+  /// shapes, dtypes and device as parameter_state would give): where a rank receives the
+  /// state that another rank keeps (sharded_optimizer.h).
+  virtual NamedTensors new_parameter_state(const std::string& name,
+                                           const at::Tensor& param) const = 0;
+  /// What a checkpoint saves, collected by every rank of a job together: the whole state on
+  /// the rank that writes (`writer`), nothing elsewhere. An optimizer that keeps all of its
+  /// state (this one) needs no collective: state() on the writer.
+  virtual NamedTensors collect_state(bool writer) const {
+    return writer ? state() : NamedTensors{};
+  }
   /// Restores what state() saved; `find` looks up a name within the optimizer group. Throws
   /// nmt::CheckpointError naming a missing tensor or one whose shape differs (expected versus
   /// found). Nothing is changed unless every tensor is present and matches.
@@ -75,7 +89,8 @@ class AdamOptimizer final : public ParameterOptimizer {
   /// `options.optimizer` must be kAdam or kAdamW. Throws like ParameterOptimizer.
   AdamOptimizer(NamedTensors parameters, const TrainOptions& options);
   void step(double lr, const at::Tensor* found_inf = nullptr) override;
-  NamedTensors state() const override;
+  NamedTensors parameter_state(size_t i) const override;
+  NamedTensors new_parameter_state(const std::string& name, const at::Tensor& param) const override;
   void load_state(const checkpoint::TensorFinder& find) override;
 
  private:
@@ -94,12 +109,19 @@ class SgdOptimizer final : public ParameterOptimizer {
   /// Throws like ParameterOptimizer.
   SgdOptimizer(NamedTensors parameters, const TrainOptions& options);
   void step(double lr, const at::Tensor* found_inf = nullptr) override;
-  NamedTensors state() const override { return {}; }
+  NamedTensors parameter_state(size_t) const override { return {}; }
+  NamedTensors new_parameter_state(const std::string&, const at::Tensor&) const override {
+    return {};
+  }
   void load_state(const checkpoint::TensorFinder&) override {}
 
  private:
   double weight_decay_;
 };
+
+/// New zero tensors shaped as the state that optimizer `kind` keeps for `param` named `name`
+/// (Adam and AdamW: exp_avg and exp_avg_sq like it, a float32 step; SGD: none).
+NamedTensors new_optimizer_state(Optimizer kind, const std::string& name, const at::Tensor& param);
 
 /// The optimizer that options.optimizer names, over `parameters`.
 std::unique_ptr<ParameterOptimizer> make_optimizer(NamedTensors parameters,

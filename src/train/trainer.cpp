@@ -296,8 +296,9 @@ ValidationResult Trainer::validate(Progress& progress, int64_t epoch) {
 void Trainer::save(int64_t epoch, const std::optional<ValidationResult>& validation,
                    const Progress& progress) {
   const auto start = Clock::now();
-  // Gathering the random streams is the only part every rank takes; rank 0 writes the file.
-  checkpoint::NamedTensors rng_states = gather_rng_states(*updater_);
+  // Gathering the random streams (and a sharded optimizer's state) is the only part every
+  // rank takes; rank 0 writes the file.
+  GatheredState gathered = gather_state(*updater_);
   if (setup_.rank != 0) return;
   struct AddTime {  // every return below counts
     double& total;
@@ -330,7 +331,7 @@ void Trainer::save(int64_t epoch, const std::optional<ValidationResult>& validat
     meta.validations_without_improvement = validator_->record().without_improvement;
   }
   last_checkpoint_ = checkpoints_->save(
-      step_, make_checkpoint(*updater_, std::move(rng_states), data_.vocab, meta));
+      step_, make_checkpoint(*updater_, std::move(gathered), data_.vocab, meta));
   log::info("checkpoint", "saved {} ({:.1f} MiB in {:.2f} s)", last_checkpoint_.string(),
             double(std::filesystem::file_size(last_checkpoint_)) / (1 << 20), seconds_since(start));
 }

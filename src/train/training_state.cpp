@@ -113,17 +113,24 @@ checkpoint::NamedTensors gather_rng_states(const Updater& updater) {
   return out;
 }
 
-checkpoint::CheckpointData make_checkpoint(Updater& updater, checkpoint::NamedTensors rng_states,
+GatheredState gather_state(Updater& updater) {
+  GatheredState gathered;
+  gathered.rng = gather_rng_states(updater);
+  gathered.optimizer = updater.optimizer().collect_state(updater.setup().rank == 0);
+  return gathered;
+}
+
+checkpoint::CheckpointData make_checkpoint(Updater& updater, GatheredState gathered,
                                            const data::Vocabularies& vocab,
                                            const checkpoint::RunMetadata& meta) {
   checkpoint::CheckpointData out;
   for (const auto& item : updater.model()->named_parameters())
     checkpoint::add_tensor(out, TensorGroup::kModel, item.key(), item.value().detach());
-  checkpoint::add_tensors(out, TensorGroup::kOptimizer, updater.optimizer().state());
+  checkpoint::add_tensors(out, TensorGroup::kOptimizer, std::move(gathered.optimizer));
   checkpoint::add_tensors(out, TensorGroup::kScaler, updater.scaler().state());
   if (const ParameterAverage* average = updater.average())
     checkpoint::add_tensors(out, TensorGroup::kEma, average->state());
-  checkpoint::add_tensors(out, TensorGroup::kRng, std::move(rng_states));
+  checkpoint::add_tensors(out, TensorGroup::kRng, std::move(gathered.rng));
   namespace file = checkpoint::vocabulary_file;
   checkpoint::add_tensor(out, TensorGroup::kVocabulary, file::kSource,
                          checkpoint::file_bytes_tensor(vocab.src.model_path()));

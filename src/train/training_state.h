@@ -3,7 +3,8 @@
 // Adam moments, the loss scaler, every rank's random generator states, the SentencePiece
 // model file(s) and the typed metadata (checkpoint/run_metadata.h: step, data position,
 // validation record). One file restores every rank, so saving gathers the random states of
-// all ranks first: a collective that every rank calls, while only rank 0 writes.
+// all ranks (and a sharded optimizer's state) first: a collective that every rank calls,
+// while only rank 0 writes.
 
 #include <cstdint>
 #include <filesystem>
@@ -31,9 +32,20 @@ class Updater;
 /// "cpu", and "cuda" on a GPU). Every rank must call it when several run.
 checkpoint::NamedTensors gather_rng_states(const Updater& updater);
 
-/// A checkpoint of this state: the model, optimizer and scaler of `updater`, the generator
-/// states from gather_rng_states, the vocabulary file(s) and `meta`.
-checkpoint::CheckpointData make_checkpoint(Updater& updater, checkpoint::NamedTensors rng_states,
+/// What the ranks hand to the checkpoint that rank 0 writes.
+struct GatheredState {
+  checkpoint::NamedTensors rng;        ///< every rank's generator states (gather_rng_states)
+  checkpoint::NamedTensors optimizer;  ///< the whole optimizer state; empty but on rank 0
+};
+
+/// Collects GatheredState: the random states, and the optimizer state that a sharded
+/// optimizer (dist.sharding) keeps spread over the ranks. Every rank must call it when
+/// several run.
+GatheredState gather_state(Updater& updater);
+
+/// A checkpoint of this state: the model and scaler of `updater`, what gather_state collected
+/// (random states, optimizer state), the vocabulary file(s) and `meta`.
+checkpoint::CheckpointData make_checkpoint(Updater& updater, GatheredState gathered,
                                            const data::Vocabularies& vocab,
                                            const checkpoint::RunMetadata& meta);
 

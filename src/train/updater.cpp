@@ -18,6 +18,7 @@
 #include "train/loss.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
+#include "train/sharded_optimizer.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -98,9 +99,18 @@ Updater::Updater(UpdaterSetup setup) : s_(std::make_unique<State>()) {
   for (const auto& item : s_->model->named_parameters()) named.emplace_back(item.key(), item.value());
   // A frozen parameter (model.freeze_output_bias) is averaged and saved, never stepped: AdamW's
   // weight decay would move it even with a zero gradient.
-  for (const auto& entry : named)
-    if (entry.second.requires_grad()) trained.push_back(entry);
-  s_->optimizer = make_optimizer(trained, u.train);
+  int64_t trained_elements = 0;
+  for (const auto& entry : named) {
+    if (!entry.second.requires_grad()) continue;
+    trained.push_back(entry);
+    trained_elements += entry.second.numel();
+  }
+  const bool sharded = u.dist.sharding == dist::Sharding::kOptimizer && s_->comm() &&
+                       s_->comm()->world_size() > 1;
+  if (sharded)
+    s_->optimizer = std::make_unique<ShardedOptimizer>(trained, u.train, u.communicator);
+  else
+    s_->optimizer = make_optimizer(trained, u.train);
   for (const auto& [name, tensor] : named) s_->params.push_back(tensor);
   s_->scaler = std::make_unique<amp::DynamicLossScaler>(u.amp, u.device,
                                                          u.precision == amp::AmpMode::kFp16);
@@ -124,6 +134,10 @@ Updater::Updater(UpdaterSetup setup) : s_(std::make_unique<State>()) {
   log::info("train", "{} ranks ({}); gradients summed in {} bucket(s) of about {} MB{}",
             s_->comm()->world_size(), s_->comm()->backend_name(), s_->reducer->num_buckets(),
             u.dist.bucket_mb, u.dist.overlap ? ", overlapping backward" : ", after backward");
+  if (const auto* shards = dynamic_cast<const ShardedOptimizer*>(s_->optimizer.get()))
+    log::info("train", "optimizer state sharded (dist.sharding optimizer): rank {} keeps it for "
+              "{} of {} trained elements",
+              u.rank, shards->owned_elements(), trained_elements);
 }
 
 Updater::~Updater() = default;

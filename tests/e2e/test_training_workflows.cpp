@@ -83,6 +83,47 @@ TEST_CASE("a job resumed on other ranks x update_freq of the same product contin
   CHECK(checkpoint_diff(checkpoint_path(one_to_two.path(), 8), checkpoint_path(one.path(), 8), "0") == 0);
 }
 
+TEST_CASE("a run with sharded optimizer state saves and resumes as an unsharded one, bitwise",
+          "[e2e][dist][sharding]") {
+  // dist.sharding optimizer: each of the 2 ranks keeps Adam's moments for its share of the
+  // parameters; the checkpoint gathers them under the usual names. So a sharded run's
+  // checkpoints are an unsharded run's, bit for bit, and either resumes as the other.
+  TempDir data, plain, sharded, sharded_to_one, plain_to_sharded;
+  const auto corpus = corpus_slice(data, 2000);
+  const std::string two = " --nproc-per-node 2 --set train.max_steps=8";
+  const std::string shard = " --set dist.sharding=optimizer";
+  auto r = run_command("timeout 300 " + kTrain + flags(plain.path(), corpus) + two);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  r = run_command("timeout 300 " + kTrain + flags(sharded.path(), corpus) + two + shard);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("optimizer state sharded"));
+  // Every tensor of the file (--all): the optimizer's moments too, gathered from both ranks.
+  for (int step : {4, 8}) {
+    const auto diff = run_command(nmt::test::kCkptBin + " diff --all " +
+                                  checkpoint_path(sharded.path(), step) + " " +
+                                  checkpoint_path(plain.path(), step));
+    INFO(diff.out << diff.err);
+    CHECK(diff.exit_code == 0);
+  }
+  // The sharded run's checkpoint at 4 resumed unsharded on 1 rank x update_freq 2.
+  copy_checkpoints(sharded.path(), sharded_to_one.path(), 4);
+  r = run_command(kTrain + flags(sharded_to_one.path(), corpus) +
+                  " --nproc-per-node 1 --set data.update_freq=2 --set train.max_steps=8");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(checkpoint_diff(checkpoint_path(sharded_to_one.path(), 8), checkpoint_path(plain.path(), 8),
+                        "0") == 0);
+  // The unsharded run's checkpoint at 4 resumed sharded on 2 ranks.
+  copy_checkpoints(plain.path(), plain_to_sharded.path(), 4);
+  r = run_command("timeout 300 " + kTrain + flags(plain_to_sharded.path(), corpus) + two + shard);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(checkpoint_diff(checkpoint_path(plain_to_sharded.path(), 8),
+                        checkpoint_path(plain.path(), 8), "0") == 0);
+}
+
 TEST_CASE("4 ranks resumed as 2 x 2 or 1 x 4 continue to a tolerance, not bitwise",
           "[e2e][dist]") {
   // Bitwise holds for 2 ranks <-> 1 x 2 (above): a sum of two terms is the same in either

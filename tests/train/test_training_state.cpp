@@ -151,7 +151,7 @@ TEST_CASE("a checkpoint from before the typed layout restores and is written aga
   // Written again from the restored state: the same tensors, names, dtypes and bytes (the
   // vocabulary comes from the file `vocab` was loaded from, which holds the same bytes).
   const CheckpointData again =
-      nmt::train::make_checkpoint(updater, nmt::train::gather_rng_states(updater), vocab, meta);
+      nmt::train::make_checkpoint(updater, nmt::train::gather_state(updater), vocab, meta);
   CHECK(contents(again) == contents(legacy));
   CHECK(again.metadata == legacy.metadata);
 }
@@ -165,14 +165,14 @@ TEST_CASE("save, restore into a fresh Updater, and both continue bitwise",
   Updater second(u);
   train(first, 1, 3);
   const CheckpointData saved = snapshot(nmt::train::make_checkpoint(
-      first, nmt::train::gather_rng_states(first), vocab, metadata_at(3, vocab)));
+      first, nmt::train::gather_state(first), vocab, metadata_at(3, vocab)));
   train(first, 4, 2);  // uninterrupted: batches and dropout from the generator as it was saved
   const CheckpointData a = nmt::train::make_checkpoint(
-      first, nmt::train::gather_rng_states(first), vocab, metadata_at(5, vocab));
+      first, nmt::train::gather_state(first), vocab, metadata_at(5, vocab));
   nmt::train::restore_checkpoint(saved, "memory", second, vocab);
   train(second, 4, 2);
   const CheckpointData b = nmt::train::make_checkpoint(
-      second, nmt::train::gather_rng_states(second), vocab, metadata_at(5, vocab));
+      second, nmt::train::gather_state(second), vocab, metadata_at(5, vocab));
   CHECK(contents(a) == contents(b));
   // Training changed the parameters (so the comparison above compares something).
   const auto changed = [&](TensorGroup group) {
@@ -191,7 +191,7 @@ TEST_CASE("a random stream the checkpoint lacks starts from fresh_rank_seed",
   Updater first(small_setup());
   train(first, 1, 1);
   CheckpointData saved = snapshot(nmt::train::make_checkpoint(
-      first, nmt::train::gather_rng_states(first), vocab, metadata_at(1, vocab)));
+      first, nmt::train::gather_state(first), vocab, metadata_at(1, vocab)));
   const uint64_t seed = nmt::train::fresh_rank_seed(5, 0, 1);
   at::manual_seed(seed);
   const at::Tensor expected = at::rand({4});
@@ -232,7 +232,7 @@ TEST_CASE("fine-tuning takes the model group and nothing else, shapes checked by
   Updater trained(small_setup());
   train(trained, 1, 2);
   const CheckpointData saved = snapshot(nmt::train::make_checkpoint(
-      trained, nmt::train::gather_rng_states(trained), vocab, metadata_at(2, vocab)));
+      trained, nmt::train::gather_state(trained), vocab, metadata_at(2, vocab)));
   Updater tuned(small_setup());
   nmt::train::load_initial_parameters(saved, "memory", tuned, vocab);
   for (const auto& item : tuned.model()->named_parameters())
