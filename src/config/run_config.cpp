@@ -207,6 +207,10 @@ Schema bind(RunConfig& c) {
   s.boolean("train.cache_host_memory", &t.cache_host_memory,
             "keep freed CPU tensor memory of 1 MiB and more for reuse (up to a quarter of RAM) "
             "instead of returning it to the system, which page-faults it in again every step");
+  s.boolean("train.activation_checkpointing", &t.activation_checkpointing,
+            "keep only each encoder and decoder layer's inputs and recompute its forward in "
+            "backward: about one more forward per update for not keeping the layers' "
+            "activations; same gradients");
 
   amp::AmpOptions& a = c.amp;
   std::vector<std::pair<std::string, std::optional<amp::AmpMode>>> amp_modes;
@@ -392,6 +396,7 @@ std::string config_hash(const RunConfig& config) {
   copy.train.tensorboard = false;
   copy.train.threads = 0;
   copy.train.cache_host_memory = true;
+  copy.train.activation_checkpointing = false;  // memory, not results: same gradients
   const std::string text = bind(copy).to_yaml(false);
   Fnv1a64 hash;
   hash.update(text);

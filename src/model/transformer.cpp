@@ -2,8 +2,10 @@
 
 #include <cmath>
 
+#include <ATen/core/grad_mode.h>
 #include <torch/nn/init.h>
 
+#include "model/recompute.h"
 #include "util/error.h"
 
 namespace nmt::model {
@@ -19,6 +21,29 @@ InputEmbeddingOptions embedding_options(const ModelOptions& o, int64_t vocab_siz
 
 torch::nn::LayerNorm make_final_norm(int64_t d_model) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}));
+}
+
+/// layer(x, mask), recomputed in backward when `recompute`.
+at::Tensor run_layer(EncoderLayer& layer, const at::Tensor& x, const at::Tensor& mask,
+                     bool recompute) {
+  if (!recompute) return layer(x, mask);
+  return recompute_in_backward(
+      [layer, mask](const std::vector<at::Tensor>& in) mutable { return layer(in[0], mask); }, {x},
+      layer->parameters());
+}
+
+/// layer(x, its projection of memory, src_mask), recomputed in backward when `recompute`.
+/// Recomputed, the layer keeps its input and the encoder output that every layer shares
+/// rather than its own keys and values (2 [B, S, d] per layer), for two more [S, d] x [d, d]
+/// products.
+at::Tensor run_layer(DecoderLayer& layer, const at::Tensor& x, const at::Tensor& memory,
+                     const at::Tensor& src_mask, bool recompute) {
+  if (!recompute) return layer(x, layer->project_memory(memory), src_mask);
+  return recompute_in_backward(
+      [layer, src_mask](const std::vector<at::Tensor>& in) mutable {
+        return layer(in[0], layer->project_memory(in[1]), src_mask);
+      },
+      {x, memory}, layer->parameters());
 }
 
 }  // namespace
@@ -86,9 +111,15 @@ EncoderOutput TransformerImpl::encode(const at::Tensor& src_ids) {
   const at::Tensor pad_mask = src_ids.eq(pad_id_);
   const at::Tensor mask = attention_mask_from_padding(pad_mask);
   at::Tensor x = encoder_embed_(src_ids);
-  for (EncoderLayer& layer : encoder_layers_) x = layer(x, mask);
+  const bool recompute = recomputes_layers();
+  for (EncoderLayer& layer : encoder_layers_) x = run_layer(layer, x, mask, recompute);
   if (encoder_norm_) x = encoder_norm_(x);
   return {x, pad_mask};
+}
+
+bool TransformerImpl::recomputes_layers() const {
+  // Only where backward follows: in eval or without grad there is no graph to spare.
+  return activation_checkpointing_ && is_training() && at::GradMode::is_enabled();
 }
 
 at::Tensor TransformerImpl::project(const at::Tensor& x) {
@@ -102,8 +133,9 @@ at::Tensor TransformerImpl::decode(const at::Tensor& tgt_in_ids, const EncoderOu
               tgt_in_ids.sizes());
   const at::Tensor mask = attention_mask_from_padding(encoded.src_pad_mask);
   at::Tensor x = decoder_embed_(tgt_in_ids);
+  const bool recompute = recomputes_layers();
   for (DecoderLayer& layer : decoder_layers_) {
-    x = layer(x, layer->project_memory(encoded.out), mask);
+    x = run_layer(layer, x, encoded.out, mask, recompute);
   }
   return project(x);
 }

@@ -76,10 +76,17 @@ class TransformerImpl : public torch::nn::Module {
   const ModelOptions& options() const { return options_; }
   /// The padding id.
   int64_t pad_id() const { return pad_id_; }
+  /// Activation checkpointing: in training with grad mode on, each encoder and decoder layer
+  /// keeps only its inputs and runs its forward again in backward (model/recompute.h), for
+  /// about one more forward per update. Not a shape option (not in ModelOptions): the model's
+  /// parameters, and so its checkpoints, are the same either way.
+  void set_activation_checkpointing(bool on) { activation_checkpointing_ = on; }
 
  private:
   /// Final pre-norm LayerNorm (if any) and output projection.
   at::Tensor project(const at::Tensor& x);
+  /// Whether this forward recomputes its layers in backward.
+  bool recomputes_layers() const;
 
   ModelOptions options_;
   int64_t pad_id_;
@@ -93,6 +100,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::LayerNorm decoder_norm_{nullptr};    ///< pre-norm only
   torch::nn::Linear output_projection_{nullptr};  ///< untied only
   at::Tensor output_bias_;                        ///< options.output_bias only
+  bool activation_checkpointing_ = false;         ///< see set_activation_checkpointing
 };
 TORCH_MODULE(Transformer);
 

@@ -162,6 +162,20 @@ TEST_CASE("config hash follows what the run computes, not where it writes", "[co
   CHECK(nmt::config::config_hash(a).size() == 16);
 }
 
+TEST_CASE("train.activation_checkpointing: off by default, read from --set, not hashed",
+          "[config]") {
+  ConfigSources sources{"configs/tiny.yaml"};
+  const RunConfig off = load_run_config(sources);
+  CHECK_FALSE(off.train.activation_checkpointing);
+  sources.overrides = {"train.activation_checkpointing=true"};
+  const RunConfig on = load_run_config(sources);
+  CHECK(on.train.activation_checkpointing);
+  // It changes what backward keeps, not what it computes: ranks and resumes may differ in it.
+  CHECK(nmt::config::config_hash(on) == nmt::config::config_hash(off));
+  sources.overrides = {"train.activation_checkpointing=sometimes"};
+  CHECK_THAT(load_error(sources), Contains("train.activation_checkpointing"));
+}
+
 TEST_CASE("model_difference names the first shape key that differs, ignores dropout",
           "[config]") {
   const nmt::config::RunConfig base = load_run_config({NMT_SOURCE_DIR "/configs/tiny.yaml"});
