@@ -207,6 +207,9 @@ Schema bind(RunConfig& c) {
   s.boolean("train.cache_host_memory", &t.cache_host_memory,
             "keep freed CPU tensor memory of 1 MiB and more for reuse (up to a quarter of RAM) "
             "instead of returning it to the system, which page-faults it in again every step");
+  s.integer("train.max_oom_skips", &t.max_oom_skips, 1, kIntMax,
+            "updates skipped in a row because a rank ran out of memory (every rank skips the "
+            "update together) that stop the run");
   s.boolean("train.activation_checkpointing", &t.activation_checkpointing,
             "keep only each encoder and decoder layer's inputs and recompute its forward in "
             "backward: about one more forward per update for not keeping the layers' "

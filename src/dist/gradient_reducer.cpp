@@ -196,6 +196,9 @@ void GradientReducer::reset_locked() {
   }
   next_launch_ = 0;
   error_.clear();
+  // A backward that threw (a rank out of memory, train/oom_skip.h) never runs its queued
+  // "backward end" callback: the next backward must queue one again.
+  callback_queued_ = false;
 }
 
 void GradientReducer::finalize() {

@@ -99,6 +99,7 @@ double Progress::interval(int64_t step, int64_t epoch, const IntervalTotals& t,
   record["grad_norm"] = grad_norm;
   record["loss_scale"] = scaler.scale;
   record["skipped_updates"] = scaler.skipped_total;
+  record["oom_skipped_updates"] = t.oom_skipped_updates;
   record["peak_memory_mb"] = peak_mb;
   record["host_private_mb"] = double(host.private_bytes) / (1 << 20);
   record["host_shared_mb"] = double(host.shared_bytes) / (1 << 20);

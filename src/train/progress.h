@@ -34,6 +34,8 @@ struct IntervalTotals {
   /// on a GPU training never waits for the device, so the host's times are how long it took
   /// to queue the work, and the record leaves the split out (null, with time_split saying so).
   bool split_measured = true;
+  /// Updates skipped so far in this run because a rank ran out of memory (all ranks agree).
+  int64_t oom_skipped_updates = 0;
 };
 
 /// Progress of one rank's run.

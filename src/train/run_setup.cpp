@@ -36,6 +36,7 @@ UpdaterSetup updater_setup(const RunSetup& run, const data::Vocabularies& vocab)
   u.device = run.device;
   u.communicator = run.communicator;
   u.identity = fmt::format("config {} | vocabulary {}", run.config_hash, vocab_fingerprint(vocab));
+  u.oom_faults = oom_faults_from_environment();
   return u;
 }
 

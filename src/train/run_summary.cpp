@@ -34,6 +34,7 @@ std::string run_summary_json(const RunSummary& s) {
   o["kind"] = run_kind_name(s.kind);
   o["stop_reason"] = stop_reason_name(s.stop_reason);
   o["final_step"] = s.final_step;
+  o["oom_skipped_updates"] = s.oom_skipped_updates;
   o["epoch"] = s.epoch;
   o["world_size"] = s.world_size;
   o["parameter_hashes"] = s.parameter_hashes;

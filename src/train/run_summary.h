@@ -48,6 +48,7 @@ struct RunSummary {
   RunKind kind = RunKind::kTrain;
   StopReason stop_reason = StopReason::kCompleted;
   int64_t final_step = 0;         ///< updates done in total (resumed ones included)
+  int64_t oom_skipped_updates = 0;  ///< of this run's, skipped: a rank ran out of memory
   int64_t epoch = 0;              ///< epoch of the last update
   int64_t world_size = 1;         ///< ranks
   std::vector<std::string> parameter_hashes;  ///< per rank: XXH64 of the final parameters

@@ -51,6 +51,8 @@ struct TrainOptions {
   int64_t patience = 0;                 ///< stop after this many validations without improvement; 0: never
   int64_t threads = 0;                  ///< intra-op CPU threads per worker; 0: cores / workers
   bool cache_host_memory = true;        ///< reuse freed CPU tensor memory (dist/host_allocator.h)
+  /// Updates skipped in a row because a rank ran out of memory that stop the run (oom_skip.h).
+  int64_t max_oom_skips = 3;
   /// Recompute each encoder and decoder layer's forward in backward instead of keeping its
   /// activations (model/recompute.h): about one more forward per update, same gradients.
   bool activation_checkpointing = false;

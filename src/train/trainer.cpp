@@ -271,6 +271,7 @@ double Trainer::log_interval(Progress& progress, IntervalStats& interval, int64_
   t.sync_s = interval.sync_s;
   t.optimizer_s = interval.optimizer_s;
   t.split_measured = !setup_.device.is_cuda();
+  t.oom_skipped_updates = updater_->oom_skipped_updates();
   run_tokens_ += interval.src_tokens + interval.tgt_tokens;
   train_seconds_ += t.seconds;
   const at::Tensor& norm = updater_->last_grad_norm();
@@ -364,6 +365,7 @@ RunSummary Trainer::finish(StopReason stop_reason, int64_t epoch,
   summary.validation_s = validation_seconds_;
   summary.checkpoint_s = checkpoint_seconds_;
   summary.final_step = step_;
+  summary.oom_skipped_updates = updater_->oom_skipped_updates();
   summary.last_valid_loss = last_valid_loss_;
   summary.last_checkpoint = last_checkpoint_.string();
   if (resumed_from_) {

@@ -1,6 +1,7 @@
 #include "train/updater.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "dist/gradient_reducer.h"
 #include "dist/process_group.h"
 #include "dist/progress_marks.h"
+#include "dist/sum_over_ranks.h"
 #include "model/flops.h"
 #include "model/transformer.h"
 #include "train/ema.h"
@@ -36,6 +38,7 @@ void IntervalStats::add_counts(const IntervalStats& o) {
   src_tokens += o.src_tokens;
   padded_tokens += o.padded_tokens;
   updates += o.updates;
+  oom_skips += o.oom_skips;
   data_wait_s += o.data_wait_s;
   forward_s += o.forward_s;
   backward_s += o.backward_s;
@@ -57,6 +60,11 @@ struct Updater::State {
   double loss_normalizer = 1.0;
   bool sync_phases = false;
   at::Tensor last_grad_norm;
+  std::unique_ptr<OomSkips> oom_skips;
+  /// NMT_FAULT_OOM's backward faults: a hook on a parameter in the middle of backward order
+  /// (the first encoder parameter: the decoder's gradients, and their buckets, come first)
+  /// throws while armed with the step it fails (0: disarmed).
+  std::shared_ptr<int64_t> fault_armed = std::make_shared<int64_t>(0);
 
   dist::Communicator* comm() const { return setup.communicator.get(); }
 
@@ -73,6 +81,31 @@ struct Updater::State {
     scaler->scale(loss_normalizer == 1.0 ? sums.loss : sums.loss / loss_normalizer).backward();
   }
 
+  /// An injected fault of this rank in update `step` and `phase`, if any.
+  bool fault_at(int64_t step, FaultPhase phase) const {
+    for (const OomFault& f : setup.oom_faults)
+      if (f.rank == setup.rank && f.step == step && f.phase == phase) return true;
+    return false;
+  }
+
+  /// Forward and backward of one batch; an allocation failure is caught and described ("" when
+  /// none), so that this rank still joins the gradient all-reduce that the others run.
+  std::string forward_backward_or_oom(int64_t step, bool last, const data::BatchTensors& batch,
+                                      IntervalStats& interval);
+
+  /// Every rank's failed batch ("" for none), in rank order: one small all-reduce, and the
+  /// descriptions gathered only when somebody failed.
+  std::vector<std::string> agree_on_failures(const std::string& mine) {
+    if (!comm()) return {mine};
+    std::vector<double> failed = dist::own_slot(setup.rank, setup.world_size, mine.empty() ? 0 : 1);
+    std::vector<dist::SummedField> fields;
+    dist::append_fields(fields, failed);
+    dist::sum_over_ranks(comm(), fields);
+    for (double f : failed)
+      if (f > 0) return comm()->all_gather_strings(mine);
+    return std::vector<std::string>(static_cast<size_t>(setup.world_size));
+  }
+
   /// Refuses to train together unless every rank has the same identity and parameter count.
   void check_ranks_agree() {
     const std::string mine =
@@ -86,6 +119,58 @@ struct Updater::State {
     }
   }
 };
+
+std::string Updater::State::forward_backward_or_oom(int64_t step, bool last,
+                                                     const data::BatchTensors& batch,
+                                                     IntervalStats& interval) {
+  const UpdaterSetup& u = setup;
+  const auto sync = [&] {
+    if (sync_phases && u.device.is_cuda()) dist::synchronize_cuda(u.device.index());
+  };
+  FaultPhase phase = FaultPhase::kForward;
+  try {
+    if (fault_at(step, FaultPhase::kForward)) throw_injected_oom(u.rank, step, phase);
+    const bool non_blocking = u.device.is_cuda();
+    const at::Tensor src = batch.src.to(u.device, non_blocking);
+    const at::Tensor tgt_in = batch.tgt_in.to(u.device, non_blocking);
+    const at::Tensor tgt_out = batch.tgt_out.to(u.device, non_blocking);
+    interval.flops +=
+        model::real_training_flops(u.model, u.tgt_vocab_size, batch.src_lengths, batch.tgt_lengths);
+    interval.kernel_flops += model::training_flops(u.model, u.tgt_vocab_size, src.size(0),
+                                                   src.size(1), tgt_out.size(1),
+                                                   model::AttentionCount::kKernel);
+    sync();
+    const auto t0 = Clock::now();
+    const LossSums sums = forward(src, tgt_in, tgt_out);
+    sync();
+    const auto t1 = Clock::now();
+    phase = FaultPhase::kBackward;
+    *fault_armed = last && fault_at(step, FaultPhase::kBackward) ? step : 0;
+    backward(sums);
+    *fault_armed = 0;
+    sync();
+    interval.forward_s += std::chrono::duration<double>(t1 - t0).count();
+    interval.backward_s += seconds_since(t1);
+    interval.loss_sum.add_(sums.loss.detach());
+    interval.nll_sum.add_(sums.nll);
+    return "";
+  } catch (const DistError&) {
+    throw;  // a collective that failed (even for memory) is not a batch to skip
+  } catch (const std::exception& e) {
+    *fault_armed = 0;
+    if (!dist::is_out_of_memory(e)) throw;
+    const std::string described = fmt::format(
+        "{} of a batch of {} sentences x {} source / {} target tokens (padded)",
+        phase == FaultPhase::kForward ? "forward" : "backward", batch.src.size(0),
+        batch.src.size(1), batch.tgt_out.size(1));
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+    const std::string reason = c10_error ? c10_error->what_without_backtrace() : e.what();
+    log::warn("train", "step {}: out of memory in {}: {}", step, described,
+              reason.substr(0, reason.find('\n')));
+    if (u.device.is_cuda()) dist::release_cached_cuda_memory();
+    return described;
+  }
+}
 
 Updater::Updater(UpdaterSetup setup) : s_(std::make_unique<State>()) {
   s_->setup = std::move(setup);
@@ -129,6 +214,20 @@ Updater::Updater(UpdaterSetup setup) : s_(std::make_unique<State>()) {
     s_->comm()->broadcast(s_->params, 0);  // every rank starts from rank 0's parameters
   }
   if (u.train.ema_decay > 0) s_->average = std::make_unique<ParameterAverage>(named, u.train.ema_decay);
+  s_->oom_skips = std::make_unique<OomSkips>(u.train.max_oom_skips);
+  for (const OomFault& fault : u.oom_faults) {
+    if (fault.phase != FaultPhase::kBackward || fault.rank != u.rank) continue;
+    for (auto& [name, tensor] : named) {
+      if (name.rfind("encoder_layers.", 0) != 0 || !tensor.requires_grad()) continue;
+      tensor.register_hook([armed = s_->fault_armed, rank = u.rank](const at::Tensor& grad) {
+        const int64_t step = std::exchange(*armed, 0);
+        if (step == 0) return at::Tensor(grad);
+        throw_injected_oom(rank, step, FaultPhase::kBackward);
+      });
+      break;
+    }
+    break;
+  }
   if (!s_->comm()) return;
   s_->reducer = std::make_unique<dist::GradientReducer>(
       s_->params, u.communicator, dist::GradientReducerOptions{u.dist.bucket_mb, u.dist.overlap});
@@ -151,6 +250,7 @@ UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
   s.optimizer->zero_grad();
   int64_t update_tokens = 0;
   UpdatePosition position;
+  std::string failed;  // this rank's batch that ran out of memory, described ("" if none)
   for (int64_t k = 0; k < u.update_freq; ++k) {
     const auto wait_start = Clock::now();
     data::BatchTensors batch = next_batch();
@@ -161,27 +261,9 @@ UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
     interval.src_tokens += batch.src_tokens;
     interval.padded_tokens += batch.src.numel() + batch.tgt_out.numel();
     if (s.reducer) s.reducer->set_sync(k + 1 == u.update_freq);
-    if (batch.empty()) continue;  // a rank without data this step still joins the update
-    const bool non_blocking = u.device.is_cuda();
-    const at::Tensor src = batch.src.to(u.device, non_blocking);
-    const at::Tensor tgt_in = batch.tgt_in.to(u.device, non_blocking);
-    const at::Tensor tgt_out = batch.tgt_out.to(u.device, non_blocking);
-    interval.flops +=
-        model::real_training_flops(u.model, u.tgt_vocab_size, batch.src_lengths, batch.tgt_lengths);
-    interval.kernel_flops += model::training_flops(u.model, u.tgt_vocab_size, src.size(0),
-                                                   src.size(1), tgt_out.size(1),
-                                                   model::AttentionCount::kKernel);
-    sync_for_timing();
-    const auto t0 = Clock::now();
-    const LossSums sums = s.forward(src, tgt_in, tgt_out);
-    sync_for_timing();
-    const auto t1 = Clock::now();
-    s.backward(sums);
-    sync_for_timing();
-    interval.forward_s += std::chrono::duration<double>(t1 - t0).count();
-    interval.backward_s += seconds_since(t1);
-    interval.loss_sum.add_(sums.loss.detach());
-    interval.nll_sum.add_(sums.nll);
+    // A rank without data this step, or that ran out of memory, still joins the update.
+    if (batch.empty() || !failed.empty()) continue;
+    failed = s.forward_backward_or_oom(step, k + 1 == u.update_freq, batch, interval);
   }
   // One mark per update, where a rank enters the gradient all-reduce: peers name a rank that
   // stalls before it (a failed collective reports who is behind), at one store write a step.
@@ -192,6 +274,14 @@ UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
     sync_for_timing();
     interval.sync_s += seconds_since(t0);
     t0 = Clock::now();
+  }
+  if (s.oom_skips->record(step, s.agree_on_failures(failed))) {
+    // Somebody's gradients are partial: nobody steps, and what the batches held goes.
+    s.optimizer->zero_grad();
+    if (u.device.is_cuda()) dist::release_cached_cuda_memory();
+    ++interval.oom_skips;
+    ++interval.updates;
+    return position;
   }
   std::vector<at::Tensor> grads;
   grads.reserve(s.params.size());
@@ -240,6 +330,7 @@ ParameterAverage* Updater::average() { return s_->average.get(); }
 amp::DynamicLossScaler& Updater::scaler() { return *s_->scaler; }
 const UpdaterSetup& Updater::setup() const { return s_->setup; }
 const at::Tensor& Updater::last_grad_norm() const { return s_->last_grad_norm; }
+int64_t Updater::oom_skipped_updates() const { return s_->oom_skips->total(); }
 
 int64_t Updater::gradient_bucket_bytes() const {
   if (!s_->reducer) return 0;

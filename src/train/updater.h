@@ -24,6 +24,7 @@
 #include "data/batch_tensors.h"
 #include "dist/dist_options.h"
 #include "model/model_options.h"
+#include "train/oom_skip.h"
 #include "train/train_options.h"
 
 namespace nmt::dist {
@@ -61,6 +62,8 @@ struct UpdaterSetup {
   /// What every rank must have alike besides the parameter count (config hash, vocabulary
   /// fingerprint): checked when several ranks start.
   std::string identity;
+  /// Allocation failures to inject (NMT_FAULT_OOM, train/oom_skip.h): tests and drills.
+  std::vector<OomFault> oom_faults;
 };
 
 /// Figures of the updates between two log lines. Losses stay on the device until read.
@@ -71,6 +74,7 @@ struct IntervalStats {
   int64_t src_tokens = 0;     ///< real source tokens of this rank
   int64_t padded_tokens = 0;  ///< source + target positions computed by this rank
   int64_t updates = 0;        ///< updates done
+  int64_t oom_skips = 0;      ///< of those, skipped by every rank: a rank ran out of memory
   double data_wait_s = 0, forward_s = 0, backward_s = 0, sync_s = 0, optimizer_s = 0;
   double flops = 0;           ///< model FLOPs of this rank's batches on real tokens
   double kernel_flops = 0;    ///< FLOPs of the padded shapes, every score (model/flops.h)
@@ -105,7 +109,9 @@ class Updater {
 
   /// One optimizer update over update_freq batches from next_batch; `step` is its 1-based
   /// number (for the learning rate). The gradient norm is computed when clipping or when
-  /// want_grad_norm (for a log line). Adds its figures to `interval`.
+  /// want_grad_norm (for a log line). Adds its figures to `interval`. When a rank runs out of
+  /// memory in forward or backward, every rank skips the update together (oom_skip.h): no
+  /// step, the batches are dropped; train.max_oom_skips in a row throw nmt::Error.
   UpdatePosition update(int64_t step, const BatchSource& next_batch, IntervalStats& interval,
                         bool want_grad_norm);
   /// Forward, loss and backward of one batch under the configured amp mode, the gradients
@@ -132,6 +138,8 @@ class Updater {
   int64_t gradient_bucket_bytes() const;
   /// Peak memory of this rank so far (MiB): allocated on its GPU, or resident on the host.
   double peak_memory_mb() const;
+  /// Updates skipped so far because a rank ran out of memory (the same on every rank).
+  int64_t oom_skipped_updates() const;
   /// Waits for the device in benchmark mode (see set_sync_phases); no-op otherwise.
   void sync_for_timing() const;
 

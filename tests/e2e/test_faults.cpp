@@ -164,6 +164,33 @@ TEST_CASE("a stalled rank (SIGSTOP) makes the others fail within dist.timeout_s,
   CHECK(std::regex_search(out, std::regex("behind: rank 1 is at '|so the hang is inside")));
 }
 
+TEST_CASE("a rank out of memory mid-backward: every rank skips that update, the run finishes",
+          "[e2e][faults][oom]") {
+  // NMT_FAULT_OOM (train/oom_skip.h) makes rank 1's update 3 throw what a failed CUDA
+  // allocation throws, in the middle of its backward; rank 0 has launched its gradient buckets.
+  TempDir run;
+  auto r = run_command("NMT_FAULT_OOM=1:3:backward timeout 300 " + kTrain +
+                       small_run_flags(run.path()) +
+                       " --nproc-per-node 2 --set train.max_steps=8 --set dist.bucket_mb=0.05");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("step 3: out of memory in backward of a batch of"));
+  CHECK_THAT(r.err, Contains("update 3 skipped by every rank: out of memory (rank 1: backward of "
+                             "a batch of"));
+  const std::string summary = read_file(run.path() / "summary.json");
+  CHECK(nmt::test::json_number(summary, "final_step") == 8);
+  CHECK(nmt::test::json_number(summary, "oom_skipped_updates") == 1);
+  const std::vector<std::string> hashes = nmt::test::json_strings(summary, "parameter_hashes");
+  REQUIRE(hashes.size() == 2);
+  CHECK(hashes[0] == hashes[1]);  // the replicas stayed identical
+  // The train records from step 4 on count it.
+  int64_t counted = 0;
+  for (const auto& record : nmt::test::json_values(read_file(run.path() / "metrics.jsonl")))
+    if (record.value("type", "") == "train" && record.value("step", 0) >= 4)
+      counted += record.value("oom_skipped_updates", 0) == 1 ? 1 : 0;
+  CHECK(counted == 2);  // steps 4 and 8 (train.log_every 4)
+}
+
 TEST_CASE("a killed rank under --max-restarts 1 restarts from the last checkpoint and finishes",
           "[e2e][faults]") {
   const std::string torchrun = std::filesystem::path(kPython).parent_path() / "torchrun";

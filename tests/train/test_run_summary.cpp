@@ -18,6 +18,7 @@ TEST_CASE("run summary: summary.json of a resumed training run, every key in its
   RunSummary s;
   s.stop_reason = StopReason::kSignal;
   s.final_step = 12;
+  s.oom_skipped_updates = 1;
   s.epoch = 2;
   s.world_size = 2;
   s.parameter_hashes = {"00000000000000ab", "00000000000000ab"};
@@ -40,6 +41,7 @@ TEST_CASE("run summary: summary.json of a resumed training run, every key in its
   "kind": "train",
   "stop_reason": "signal",
   "final_step": 12,
+  "oom_skipped_updates": 1,
   "epoch": 2,
   "world_size": 2,
   "parameter_hashes": ["00000000000000ab", "00000000000000ab"],

@@ -20,6 +20,7 @@
 #include "dist/process_group.h"
 #include "model/transformer.h"
 #include "rank_threads.h"
+#include "rank_updater_fixture.h"
 #include "test_support.h"
 #include "train/ema.h"
 #include "train/optimizer.h"
@@ -33,55 +34,14 @@ using nmt::train::UpdaterSetup;
 
 namespace {
 
-constexpr int64_t kVocab = 40;
 constexpr int64_t kUpdates = 3;
 constexpr int64_t kUpdateFreq = 2;
 
-std::shared_ptr<nmt::dist::Communicator> connect(int port, int rank, int world) {
-  nmt::dist::CommunicatorOptions o;
-  o.master_port = port;
-  o.rank = rank;
-  o.world_size = world;
-  o.timeout = std::chrono::seconds(30);
-  return std::make_shared<nmt::dist::Communicator>(o);
-}
-
-/// A 1+1-layer model, AdamW with weight decay, clipping, 2 batches an update, a moving average.
 UpdaterSetup setup(int rank, int world, std::shared_ptr<nmt::dist::Communicator> comm,
                    nmt::dist::Sharding sharding) {
-  UpdaterSetup u;
-  u.model.encoder_layers = 1;
-  u.model.decoder_layers = 1;
-  u.model.d_model = 16;
-  u.model.heads = 2;
-  u.model.ffn_dim = 32;
-  u.model.dropout = 0.0;
-  u.model.max_positions = 32;
-  u.train.optimizer = nmt::train::Optimizer::kAdamW;
-  u.train.weight_decay = 0.01;
-  u.train.clip_norm = 0.5;
-  u.train.lr = 0.01;
-  u.train.warmup_steps = 1;
-  u.train.ema_decay = 0.9;
-  u.train.seed = 3;
+  UpdaterSetup u = nmt::test::rank_setup(rank, world, std::move(comm), kUpdateFreq);
   u.dist.sharding = sharding;
-  u.src_vocab_size = u.tgt_vocab_size = kVocab;
-  u.pad_id = 0;
-  u.update_freq = kUpdateFreq;
-  u.rank = rank;
-  u.world_size = world;
-  u.communicator = std::move(comm);
   return u;
-}
-
-/// The batches of every rank, made in one thread: [rank][k] for k < kUpdates x kUpdateFreq.
-std::vector<std::vector<nmt::data::BatchTensors>> make_batches(int world) {
-  at::manual_seed(11);
-  std::vector<std::vector<nmt::data::BatchTensors>> out(static_cast<size_t>(world));
-  for (auto& rank : out)
-    for (int64_t k = 0; k < kUpdates * kUpdateFreq; ++k)
-      rank.push_back(nmt::data::random_batch(3 + k % 2, 5 + k % 3, kVocab, kVocab, 1));
-  return out;
 }
 
 NamedTensors copies(const NamedTensors& tensors) {
@@ -120,21 +80,14 @@ struct RankResult {
 /// sharded one, whose moving average restarts there), kUpdates updates on the same batches.
 RankResult train_both(int rank, int world, int port,
                       const std::vector<std::vector<nmt::data::BatchTensors>>& batches) {
-  auto comm = connect(port, rank, world);
+  auto comm = nmt::test::connect_rank(port, rank, world);
   Updater plain(setup(rank, world, comm, nmt::dist::Sharding::kNone));
   Updater sharded(setup(rank, world, comm, nmt::dist::Sharding::kOptimizer));
-  {
-    at::NoGradGuard no_grad;
-    auto from = plain.model()->parameters();
-    auto to = sharded.model()->parameters();
-    for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
-  }
-  sharded.average()->restart();
+  nmt::test::copy_parameters(plain, sharded);
   RankResult r;
   r.initial_params = parameters_of(plain);
   for (Updater* u : {&plain, &sharded}) {
-    size_t next = 0;
-    const nmt::train::BatchSource source = [&] { return batches[size_t(rank)][next++]; };
+    const nmt::train::BatchSource source = nmt::test::batches_in_order(batches[size_t(rank)]);
     nmt::train::IntervalStats interval = nmt::train::IntervalStats::zero(c10::kCPU);
     for (int64_t step = 1; step <= kUpdates; ++step) u->update(step, source, interval, false);
   }
@@ -181,7 +134,7 @@ TEST_CASE(
     "[train][sharding][gloo]") {
   for (const int world : {2, 4}) {
     INFO(world << " ranks");
-    const auto batches = make_batches(world);
+    const auto batches = nmt::test::rank_batches(world, kUpdates * kUpdateFreq);
     const int port = nmt::dist::find_free_port();
     std::vector<RankResult> results(static_cast<size_t>(world));
     const auto errors = nmt::test::run_ranks(
