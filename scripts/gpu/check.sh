@@ -7,7 +7,8 @@
 #   3. trains the base config on the shipped corpus in bf16 and fp16 (loss, NaN, loss scale);
 #   4. NCCL with world size 1 through the real code path; 2 ranks on the one GPU with Gloo
 #      (identical parameters, per-rank peak memory with token-balanced and with naive
-#      sentence-count batches: the seed's problem, measured);
+#      sentence-count batches: the seed's problem, measured); sharded optimizer state,
+#      activation checkpointing and an injected out-of-memory skip on the same runs;
 #   5. data.max_tokens: auto on the base config (the budget it measures, and the peak after);
 #   6. benchmark and MFU of base and big in bf16 and fp16 next to the PyTorch reference loop
 #      (32768-token batches; unsynced tokens/s as the headline, the synced split beside it);
@@ -224,6 +225,15 @@ if wants dist && have_binary; then
     --set dist.backend=gloo
   step gloo-2ranks-naive "$train" "${dist[@]}" --set run_dir="$out/gloo-2ranks-naive" \
     --nproc-per-node 2 --set dist.backend=gloo --set data.batching=sentences
+  # Memory for big models (#46): optimizer state sharded over the 2 ranks (parameters must match
+  # gloo-2ranks'), each layer's forward recomputed in backward (peak against nccl-world1's), and
+  # an out-of-memory throw in the middle of a CUDA backward that the run skips and survives.
+  step gloo-2ranks-sharded "$train" "${dist[@]}" --set run_dir="$out/gloo-2ranks-sharded" \
+    --nproc-per-node 2 --set dist.backend=gloo --set dist.sharding=optimizer
+  step nccl-world1-recompute "$train" "${dist[@]}" --set run_dir="$out/nccl-world1-recompute" \
+    --set dist.backend=$nccl --set train.activation_checkpointing=true
+  step nccl-world1-oom env NMT_FAULT_OOM=0:3:backward "$train" "${dist[@]}" \
+    --set run_dir="$out/nccl-world1-oom" --set dist.backend=$nccl
 fi
 
 # --- 5. data.max_tokens: auto ---------------------------------------------------------------

@@ -88,7 +88,8 @@ def training(out):
 
 
 def distributed(out):
-    for name in ("nccl-world1", "gloo-2ranks", "gloo-2ranks-naive"):
+    for name in ("nccl-world1", "gloo-2ranks", "gloo-2ranks-naive", "gloo-2ranks-sharded",
+                 "nccl-world1-recompute", "nccl-world1-oom"):
         s = summary(out, name)
         if not s:
             continue
@@ -98,7 +99,8 @@ def distributed(out):
         print(f"\n{name}: step {s.get('final_step')} ({s.get('stop_reason')}); parameter hashes "
               f"{sorted(set(s.get('parameter_hashes') or []))}; peak MiB per rank "
               f"{[number(p) for p in peaks]} (spread {number(spread, '.1f')}%); "
-              f"{number(s.get('tokens_per_s'))} tok/s")
+              f"{number(s.get('tokens_per_s'))} tok/s; out-of-memory skips "
+              f"{s.get('oom_skipped_updates')}")
 
 
 def cuda_cases(out):

@@ -33,7 +33,8 @@ from nmt_tools.paths import ROOT
 CHECK = os.path.join(ROOT, "scripts", "gpu", "check.sh")
 SUMMARY = os.path.join(ROOT, "scripts", "gpu", "summary.py")
 STEPS = ["build", "test-cuda", "vocab", "train-bf16", "train-fp16", "nccl-world1", "gloo-2ranks",
-         "gloo-2ranks-naive", "auto-base", "bench", "ctest"]
+         "gloo-2ranks-naive", "gloo-2ranks-sharded", "nccl-world1-recompute", "nccl-world1-oom",
+         "auto-base", "bench", "ctest"]
 
 
 def fail(message):
@@ -127,7 +128,9 @@ def test_rehearsal_runs_every_step_on_cpu(binaries) -> None:
             print(f"--- {step}.log\n{log(out, step + '.log')[-3000:]}")
         expect(not failed, f"steps failed: {failed}")
         for wanted in ("bf16: loss", "fp16: loss", "nccl-world1: step 4", "gloo-2ranks: step 4",
-                       "gloo-2ranks-naive: step 4", "[cuda] test cases:", "auto-base: max_tokens",
+                       "gloo-2ranks-naive: step 4", "gloo-2ranks-sharded: step 4",
+                       "nccl-world1-recompute: step 4", "nccl-world1-oom: step 4",
+                       "out-of-memory skips 1", "[cuda] test cases:", "auto-base: max_tokens",
                        "tiny-config"):
             expect(wanted in summary, f"the summary lacks {wanted!r}")
         with tarfile.open(os.path.join(out, "logs.tar.gz")) as tar:
