@@ -18,9 +18,9 @@ struct GradientReducer::Bucket {
   int64_t numel = 0;
   at::ScalarType dtype = at::kFloat;
   c10::Device device = c10::kCPU;
-  size_t pending = 0;                // params not ready yet in this update
-  at::Tensor buffer;                 // flat gradients, reused across updates
-  std::shared_ptr<PendingOp> op;     // all-reduce in flight
+  size_t pending = 0;             // params not ready yet in this update
+  at::Tensor buffer;              // flat gradients, reused across updates
+  std::shared_ptr<PendingOp> op;  // all-reduce in flight
 };
 
 namespace {
@@ -42,8 +42,7 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
 
 }  // namespace
 
-GradientReducer::GradientReducer(std::vector<at::Tensor> params,
-                                 std::shared_ptr<Communicator> comm,
+GradientReducer::GradientReducer(std::vector<at::Tensor> params, std::shared_ptr<Communicator> comm,
                                  GradientReducerOptions options)
     : options_(options), comm_(std::move(comm)) {
   NMT_CHECK(comm_ != nullptr, DistError, "gradient reducer: no communicator");
@@ -53,8 +52,10 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> params,
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& p = params[i];
     if (!p.defined() || !p.requires_grad()) continue;
-    NMT_CHECK(p.is_leaf(), DistError, "rank {}: gradient reducer: parameter {} is not a leaf "
-              "tensor", comm_->rank(), i);
+    NMT_CHECK(p.is_leaf(), DistError,
+              "rank {}: gradient reducer: parameter {} is not a leaf "
+              "tensor",
+              comm_->rank(), i);
     NMT_CHECK(p.device() == comm_->options().device, DistError,
               "rank {}: gradient reducer: parameter {} is on {}, the communicator on {}",
               comm_->rank(), i, p.device().str(), comm_->options().device.str());
@@ -89,10 +90,11 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> params,
   reset_locked();
 
   for (size_t k = 0; k < params_.size(); ++k) {
-    std::shared_ptr<torch::autograd::Node> node = torch::autograd::impl::grad_accumulator(params_[k]);
+    std::shared_ptr<torch::autograd::Node> node =
+        torch::autograd::impl::grad_accumulator(params_[k]);
     NMT_CHECK(node != nullptr, DistError,
-              "rank {}: gradient reducer: parameter {} has no gradient accumulator",
-              comm_->rank(), param_index_[k]);
+              "rank {}: gradient reducer: parameter {} has no gradient accumulator", comm_->rank(),
+              param_index_[k]);
     hook_keys_.push_back(
         node->add_post_hook(std::make_unique<GradReadyHook>([this, k] { on_grad_ready(k); })));
     grad_accumulators_.push_back(std::move(node));
@@ -147,7 +149,8 @@ void GradientReducer::on_grad_ready(size_t k) {
     error_ = fmt::format(
         "the gradient of parameter {} changed after its bucket {} was launched (more than "
         "one backward with sync on before finalize(); call set_sync(false) for all but the "
-        "last micro-batch)", param_index_[k], b);
+        "last micro-batch)",
+        param_index_[k], b);
     return;
   }
   ready_[k] = true;
@@ -170,16 +173,54 @@ void GradientReducer::launch_ready_locked() {
   }
 }
 
+namespace {
+
+/// Whether `grad` is `view` itself (the bucket's slice), not a tensor of its own.
+bool is_view_of(const at::Tensor& grad, const at::Tensor& view) {
+  return grad.defined() && grad.data_ptr() == view.data_ptr() && grad.sizes() == view.sizes() &&
+         grad.strides() == view.strides();
+}
+
+}  // namespace
+
+at::Tensor GradientReducer::slice_locked(size_t k) {
+  Bucket& b = buckets_[bucket_of_[k]];
+  if (!b.buffer.defined())
+    b.buffer = at::zeros({b.numel}, at::TensorOptions().dtype(b.dtype).device(b.device));
+  return b.buffer.narrow(0, static_cast<int64_t>(offset_of_[k]), params_[k].numel())
+      .view(params_[k].sizes());
+}
+
+void GradientReducer::zero_grad() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const at::Tensor view = slice_locked(k);
+    if (!is_view_of(params_[k].grad(), view)) params_[k].mutable_grad() = view;
+  }
+  for (Bucket& b : buckets_) b.buffer.zero_();
+}
+
+bool GradientReducer::holds_gradients() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const Bucket& b = buckets_[bucket_of_[k]];
+    if (!b.buffer.defined()) return false;
+    const at::Tensor view =
+        b.buffer.narrow(0, static_cast<int64_t>(offset_of_[k]), params_[k].numel())
+            .view(params_[k].sizes());
+    if (!is_view_of(params_[k].grad(), view)) return false;
+  }
+  return true;
+}
+
 void GradientReducer::launch_locked(size_t index) {
   Bucket& b = buckets_[index];
-  if (!b.buffer.defined()) {
-    b.buffer = at::empty({b.numel}, at::TensorOptions().dtype(b.dtype).device(b.device));
-  }
   for (size_t k : b.params) {
-    at::Tensor slice = b.buffer.narrow(0, static_cast<int64_t>(offset_of_[k]), params_[k].numel());
+    at::Tensor slice = slice_locked(k);
     const at::Tensor& grad = params_[k].grad();
+    if (is_view_of(grad, slice)) continue;  // accumulated in place by backward
     if (grad.defined()) {
-      slice.view(grad.sizes()).copy_(grad);
+      slice.copy_(grad);
     } else {
       slice.zero_();  // no gradient this update: still take part, with zeros
     }
@@ -236,12 +277,12 @@ void GradientReducer::finalize() {
     }
     for (size_t k : b.params) {
       at::Tensor& p = params_[k];
-      const at::Tensor sum =
-          b.buffer.narrow(0, static_cast<int64_t>(offset_of_[k]), p.numel()).view(p.sizes());
+      const at::Tensor sum = slice_locked(k);
+      if (is_view_of(p.grad(), sum)) continue;  // summed where it is
       if (p.grad().defined()) {
         p.mutable_grad().copy_(sum);
       } else {
-        p.mutable_grad() = sum.clone();
+        p.mutable_grad() = sum;  // from now on the gradient lives in the bucket
       }
     }
   }

@@ -4,7 +4,7 @@
 // `update_freq` micro-batches:
 //
 //   GradientReducer reducer(params, comm, options);
-//   optimizer.zero_grad();
+//   reducer.zero_grad();                       // .grad are zeroed views of the buckets
 //   for (int k = 0; k < update_freq; ++k) {
 //     reducer.set_sync(k + 1 == update_freq);  // inner micro-batches only accumulate
 //     loss(k).backward();                      // last one: buckets launch as grads are ready
@@ -15,6 +15,12 @@
 // gradients become ready in backward) and launched strictly in bucket order, so every rank
 // runs the same collectives in the same order. A parameter without a gradient in an update
 // contributes zeros and ends with the reduced gradient of the others.
+//
+// The gradients live in the buckets (DDP's gradient_as_bucket_view): zero_grad() makes each
+// .grad a zeroed view of its bucket's slice, backward accumulates into it in place, and the
+// all-reduce sums the bucket where it is, so a rank holds one copy of the gradients, not two.
+// A .grad that is not such a view (set to none, or replaced, by someone else) still works: it
+// is copied into the bucket and the sum back, as a separate tensor costs.
 
 #include <cstdint>
 #include <memory>
@@ -47,6 +53,10 @@ class GradientReducer {
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
+  /// Zeroes the gradients in place as views of the buckets (allocating them at the first call).
+  void zero_grad();
+  /// Whether every parameter's .grad is a view of its bucket (as zero_grad leaves it).
+  bool holds_gradients() const;
   /// false: backward passes only accumulate locally (inner micro-batches); true (default):
   /// the next backward launches the buckets as their gradients become ready.
   void set_sync(bool sync);
@@ -66,29 +76,30 @@ class GradientReducer {
 
  private:
   struct Bucket;
-  void on_grad_ready(size_t param);        // called from the autograd hooks
-  void on_backward_end();                  // queued autograd callback
-  void launch_ready_locked();              // launches consecutive complete buckets
+  void on_grad_ready(size_t param);  // called from the autograd hooks
+  void on_backward_end();            // queued autograd callback
+  void launch_ready_locked();        // launches consecutive complete buckets
   void launch_locked(size_t bucket);
+  at::Tensor slice_locked(size_t param);  // params_[param]'s view of its bucket
   void reset_locked();
   void record_locked(std::string event);
 
   GradientReducerOptions options_;
   std::shared_ptr<Communicator> comm_;
-  std::vector<at::Tensor> params_;          // only those that require grad
-  std::vector<size_t> param_index_;         // params_[i] is the constructor's params[index]
+  std::vector<at::Tensor> params_;   // only those that require grad
+  std::vector<size_t> param_index_;  // params_[i] is the constructor's params[index]
   std::vector<Bucket> buckets_;
-  std::vector<size_t> bucket_of_;           // bucket of params_[i]
-  std::vector<size_t> offset_of_;           // element offset of params_[i] in its bucket
-  std::vector<uintptr_t> hook_keys_;        // to remove the hooks
+  std::vector<size_t> bucket_of_;     // bucket of params_[i]
+  std::vector<size_t> offset_of_;     // element offset of params_[i] in its bucket
+  std::vector<uintptr_t> hook_keys_;  // to remove the hooks
   std::vector<std::shared_ptr<void>> grad_accumulators_;  // keep the hooked nodes alive
 
   mutable std::mutex mutex_;
   bool sync_ = true;
-  bool callback_queued_ = false;            // "backward end" callback for this backward
-  std::vector<bool> ready_;                 // per params_ entry, in this update
-  size_t next_launch_ = 0;                  // buckets [0, next_launch_) are in flight
-  std::string error_;                       // misuse seen in a hook, thrown by finalize
+  bool callback_queued_ = false;  // "backward end" callback for this backward
+  std::vector<bool> ready_;       // per params_ entry, in this update
+  size_t next_launch_ = 0;        // buckets [0, next_launch_) are in flight
+  std::string error_;             // misuse seen in a hook, thrown by finalize
   std::vector<std::string> events_;
 };
 

@@ -51,10 +51,9 @@ void measure(const RunSetup& setup, const data::PreparedData& data, int64_t memo
   RunSetup probe_setup = setup;
   probe_setup.max_tokens = unmeasured_max_tokens(d);  // the budget auto stands for meanwhile
   Updater probe(updater_setup(probe_setup, data.vocab));
-  // Probes do not sync; with several ranks the all-reduce buckets (one flat copy of the
-  // gradients) are allocated at the first update: count them here.
+  // Probes do not sync. With several ranks the gradients live in the all-reduce's buckets,
+  // which the first zero_grad allocates: the peak below counts them.
   probe.set_gradient_sync(false);
-  const int64_t bucket_bytes = probe.gradient_bucket_bytes();
   const auto step = [&](int64_t sentences) -> std::optional<int64_t> {
     probe.zero_grad();
     if (cuda) {
@@ -76,9 +75,8 @@ void measure(const RunSetup& setup, const data::PreparedData& data, int64_t memo
       log::debug("train", "max_tokens auto: {} x {} tokens: out of memory", sentences, fit.length);
       return std::nullopt;
     }
-    const int64_t peak = (cuda ? dist::peak_cuda_memory_bytes(index)
-                               : dist::host_allocator_stats().peak_in_use_bytes) +
-                         bucket_bytes;
+    const int64_t peak = cuda ? dist::peak_cuda_memory_bytes(index)
+                              : dist::host_allocator_stats().peak_in_use_bytes;
     probe.zero_grad();
     log::debug("train", "max_tokens auto: {} x {} tokens: peak {:.0f} MiB", sentences, fit.length,
                double(peak) / kMiB);

@@ -68,6 +68,13 @@ struct Updater::State {
 
   dist::Communicator* comm() const { return setup.communicator.get(); }
 
+  /// Clears the gradients: zeroed in place where they live in the all-reduce's buckets (one
+  /// copy of them, not two), else set to none.
+  void zero_grad() {
+    if (reducer) reducer->zero_grad();
+    else optimizer->zero_grad();
+  }
+
   /// The loss of a batch on the device, under autocast.
   LossSums forward(const at::Tensor& src, const at::Tensor& tgt_in, const at::Tensor& tgt_out) {
     amp::AutocastScope autocast(setup.precision, setup.device.type());
@@ -247,7 +254,7 @@ UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
   State& s = *s_;
   const UpdaterSetup& u = s.setup;
   s.model->train();
-  s.optimizer->zero_grad();
+  s.zero_grad();
   int64_t update_tokens = 0;
   UpdatePosition position;
   std::string failed;  // this rank's batch that ran out of memory, described ("" if none)
@@ -277,7 +284,7 @@ UpdatePosition Updater::update(int64_t step, const BatchSource& next_batch,
   }
   if (s.oom_skips->record(step, s.agree_on_failures(failed))) {
     // Somebody's gradients are partial: nobody steps, and what the batches held goes.
-    s.optimizer->zero_grad();
+    s.zero_grad();
     if (u.device.is_cuda()) dist::release_cached_cuda_memory();
     ++interval.oom_skips;
     ++interval.updates;
@@ -316,7 +323,7 @@ void Updater::forward_backward(const data::BatchTensors& batch) {
   s_->backward(s_->forward(batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device)));
 }
 
-void Updater::zero_grad() { s_->optimizer->zero_grad(); }
+void Updater::zero_grad() { s_->zero_grad(); }
 
 void Updater::set_sync_phases(bool sync) { s_->sync_phases = sync; }
 
@@ -331,13 +338,6 @@ amp::DynamicLossScaler& Updater::scaler() { return *s_->scaler; }
 const UpdaterSetup& Updater::setup() const { return s_->setup; }
 const at::Tensor& Updater::last_grad_norm() const { return s_->last_grad_norm; }
 int64_t Updater::oom_skipped_updates() const { return s_->oom_skips->total(); }
-
-int64_t Updater::gradient_bucket_bytes() const {
-  if (!s_->reducer) return 0;
-  int64_t bytes = 0;
-  for (const at::Tensor& p : s_->params) bytes += p.numel() * static_cast<int64_t>(p.element_size());
-  return bytes;
-}
 
 double Updater::peak_memory_mb() const {
   const c10::Device device = s_->setup.device;

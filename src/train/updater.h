@@ -117,7 +117,8 @@ class Updater {
   /// Forward, loss and backward of one batch under the configured amp mode, the gradients
   /// left in place and not summed over ranks: what max_tokens auto measures.
   void forward_backward(const data::BatchTensors& batch);
-  /// Clears the gradients.
+  /// Clears the gradients (with several ranks: zeroes them in the all-reduce's buckets, where
+  /// they live; dist/gradient_reducer.h).
   void zero_grad();
   /// Benchmark mode: wait for the device after each phase, so each phase's time is its own.
   void set_sync_phases(bool sync);
@@ -133,9 +134,6 @@ class Updater {
   const UpdaterSetup& setup() const;
   /// Norm of the last update's gradients (device scalar; undefined when none was computed).
   const at::Tensor& last_grad_norm() const;
-  /// Bytes of one flat copy of the gradients when they are summed over ranks (the all-reduce
-  /// buckets, allocated at the first update), else 0.
-  int64_t gradient_bucket_bytes() const;
   /// Peak memory of this rank so far (MiB): allocated on its GPU, or resident on the host.
   double peak_memory_mb() const;
   /// Updates skipped so far because a rank ran out of memory (the same on every rank).

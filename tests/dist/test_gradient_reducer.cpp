@@ -189,6 +189,48 @@ TEST_CASE("reduced gradients are the sum of both ranks' local gradients, overlap
         position(overlap_events[1], "backward end"));
 }
 
+TEST_CASE("after zero_grad the gradients live in the buckets and are summed where they are, "
+          "bit for bit as separate gradients are",
+          "[dist][gloo]") {
+  const int port = nmt::dist::find_free_port();
+  std::vector<std::vector<at::Tensor>> in_buckets(2), separate(2);
+  std::vector<std::vector<bool>> held(2);
+  auto errors = run_ranks(2, [&](int r) {
+    auto comm = connect(port, r);
+    auto p = make_params();
+    GradientReducer reducer(p, comm, small_buckets(true));
+    held[r].push_back(reducer.holds_gradients());  // nothing allocated yet: false
+    for (int update = 0; update < 2; ++update) {
+      reducer.zero_grad();
+      held[r].push_back(reducer.holds_gradients());  // true
+      loss(p, inputs(r, 0), r).backward();
+      reducer.finalize();
+      held[r].push_back(reducer.holds_gradients());  // true: backward added in place
+    }
+    in_buckets[r] = grads(p);
+    // Gradients set to none (what ParameterOptimizer::zero_grad does): backward makes tensors
+    // of its own, which are copied into the buckets and the sums back.
+    auto q = make_params();
+    GradientReducer other(q, comm, small_buckets(true));
+    clear_grads(q);
+    loss(q, inputs(r, 0), r).backward();
+    held[r].push_back(other.holds_gradients());  // false
+    other.finalize();
+    separate[r] = grads(q);
+  });
+  REQUIRE(errors == std::vector<std::string>{"", ""});
+  const auto expected = expected_sum();
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    CHECK(held[r] == std::vector<bool>{false, true, true, true, true, false});
+    for (size_t i = 0; i < expected.size(); ++i) {
+      INFO("parameter " << i);
+      CHECK(at::allclose(in_buckets[r][i], expected[i], 1e-5, 1e-6));
+      CHECK(at::equal(in_buckets[r][i], separate[r][i]));
+    }
+  }
+}
+
 TEST_CASE("set_sync(false) accumulates locally, two micro-batches equal one big batch",
           "[dist][gloo]") {
   const int port = nmt::dist::find_free_port();
