@@ -37,20 +37,30 @@ namespace {
 
 std::string reason(const std::exception& e) { return one_line_reason(e); }
 
-/// Groups tensors by (dtype, device) in order of first appearance; a flat copy per group is
-/// handed to `run`, then copied back. One collective per group instead of one per tensor.
+/// The most a coalesced collective copies at once: a flat copy of a whole model (the initial
+/// broadcast of the parameters, a sharded optimizer's share) would cost every rank that much
+/// memory on top, at its peak.
+constexpr int64_t kCoalescedBytes = int64_t{64} << 20;
+
+/// Groups tensors by (dtype, device) in order of first appearance, each group up to
+/// kCoalescedBytes (a larger tensor alone); a flat copy per group is handed to `run`, then
+/// copied back. One collective per group instead of one per tensor.
 template <class Run>
 void coalesced(std::vector<at::Tensor>& tensors, Run run) {
   std::vector<bool> done(tensors.size(), false);
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (done[i]) continue;
     std::vector<size_t> group;
+    int64_t bytes = 0;
     for (size_t j = i; j < tensors.size(); ++j) {
-      if (!done[j] && tensors[j].scalar_type() == tensors[i].scalar_type() &&
-          tensors[j].device() == tensors[i].device()) {
-        group.push_back(j);
-        done[j] = true;
-      }
+      if (done[j] || tensors[j].scalar_type() != tensors[i].scalar_type() ||
+          tensors[j].device() != tensors[i].device())
+        continue;
+      const int64_t size = tensors[j].numel() * static_cast<int64_t>(tensors[j].element_size());
+      if (!group.empty() && bytes + size > kCoalescedBytes) continue;
+      group.push_back(j);
+      done[j] = true;
+      bytes += size;
     }
     if (group.size() == 1 && tensors[i].is_contiguous()) {
       run(tensors[i]);

@@ -99,6 +99,37 @@ TEST_CASE("broadcast copies the root tensors, all_gather_strings and barrier wor
   }
 }
 
+TEST_CASE("collectives over more than 64 MiB of tensors copy them in pieces, with the same "
+          "results",
+          "[dist][gloo]") {
+  // Five float tensors of 24 MiB and one of 80 MiB (alone: larger than a piece) in one call:
+  // coalesced into pieces of at most 64 MiB, so no rank holds a flat copy of all 200 MiB.
+  const int port = nmt::dist::find_free_port();
+  std::vector<std::vector<at::Tensor>> reduced(2), broadcast(2);
+  auto errors = run_ranks(2, [&](int r) {
+    Communicator comm(options(port, r, 2, 60s));
+    std::vector<at::Tensor> t;
+    for (int i = 0; i < 5; ++i) t.push_back(at::full({6 << 20}, float(10 * i + r)));
+    t.insert(t.begin() + 2, at::full({20 << 20}, float(100 + r)));
+    std::vector<at::Tensor> b;
+    for (const at::Tensor& x : t) b.push_back(x.clone());
+    comm.all_reduce_sum(t);
+    comm.broadcast(b, /*root=*/1);
+    reduced[r] = t;
+    broadcast[r] = b;
+  });
+  require_no_errors(errors);
+  const std::vector<float> firsts{0, 10, 100, 20, 30, 40};
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    for (size_t i = 0; i < firsts.size(); ++i) {
+      INFO("tensor " << i);
+      CHECK(at::equal(reduced[r][i], at::full_like(reduced[r][i], 2 * firsts[i] + 1)));
+      CHECK(at::equal(broadcast[r][i], at::full_like(broadcast[r][i], firsts[i] + 1)));
+    }
+  }
+}
+
 TEST_CASE("a rank that never joins fails the rendezvous within the timeout", "[dist][gloo]") {
   const int port = nmt::dist::find_free_port();
   const auto t0 = std::chrono::steady_clock::now();
