@@ -206,13 +206,17 @@ TEST_CASE("the built-in launcher, torchrun and mpirun train the same vocabulary 
 
 TEST_CASE("SIGTERM to the launcher or to one rank stops every rank after the next update with a checkpoint",
           "[e2e][dist]") {
-  // log_every larger than the run: the ranks must not wait for a log step to agree.
+  // log_every larger than the run: the ranks must not wait for a log step to agree. The run
+  // whose rank 1 is stopped shards its optimizer state (dist.sharding): the stop checkpoint
+  // gathers it from both ranks.
   for (const std::string target : {"launcher", "rank 1"}) {
     INFO("SIGTERM to the " << target);
     TempDir run;
+    const std::string sharding = target == "rank 1" ? " --set dist.sharding=optimizer" : "";
     const std::string args = exact_run_flags(run.path()) +
                              " --nproc-per-node 2 --set train.log_every=100000"
-                             " --set checkpoint.every_steps=100000 --set train.max_steps=100000";
+                             " --set checkpoint.every_steps=100000 --set train.max_steps=100000" +
+                             sharding;
     // The signal goes out once the ranks have built their trainers and batches (the "steps
     // in epoch" line) and trained for 2 s more.
     const std::string pick = target == "launcher"
@@ -244,6 +248,14 @@ TEST_CASE("SIGTERM to the launcher or to one rank stops every rank after the nex
     REQUIRE(std::regex_search(r.out, m, std::regex("seconds=([0-9.]+)")));
     UNSCOPED_INFO("SIGTERM to " << target << ": exit after " << m[1] << " s at step " << *step);
     CHECK(std::stod(m[1]) < 60);
+    if (sharding.empty()) continue;
+    // The stop checkpoint holds the whole optimizer state: one process resumes from it.
+    const auto resumed = run_command(kTrain + exact_run_flags(run.path()) +
+                                     " --set data.update_freq=2 --set train.max_steps=" +
+                                     std::to_string(static_cast<int>(*step) + 1));
+    INFO(resumed.err);
+    CHECK(resumed.exit_code == 0);
+    CHECK_THAT(resumed.err, Contains("resum"));
   }
 }
 
