@@ -38,7 +38,10 @@ def children(pid):
 
 
 def memory_of(pid):
-    """(private, shared, rss) bytes from /proc/<pid>/smaps_rollup, or None when gone."""
+    """(private, shared, rss, anonymous) bytes from /proc/<pid>/smaps_rollup, or None when
+    gone. Private counts every page mapped by this process alone, clean file pages too (a
+    mapped file's pages that no other process has touched yet); anonymous is the memory the
+    kernel cannot drop, only swap."""
     try:
         with open("/proc/%d/smaps_rollup" % pid) as f:
             fields = {}
@@ -50,7 +53,7 @@ def memory_of(pid):
         return None
     private = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
     shared = fields.get("Shared_Clean", 0) + fields.get("Shared_Dirty", 0)
-    return private, shared, fields.get("Rss", 0)
+    return private, shared, fields.get("Rss", 0), fields.get("Anonymous", 0)
 
 
 def run(args):
@@ -75,7 +78,7 @@ def run(args):
     start = time.time()
     log = open(args.run_dir + ".log", "w")
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    samples = []  # (time, pid, private, shared, rss)
+    samples = []  # (time, pid, private, shared, rss, anonymous)
     known = {proc.pid}
     next_scan = 0.0
     while proc.poll() is None:
@@ -95,11 +98,12 @@ def run(args):
 
 
 def peak(samples, pids, begin, end):
-    """Peak (private, shared, rss) MiB of each pid within [begin, end], the largest of them."""
+    """Peak (private, shared, rss, anonymous) MiB of each pid within [begin, end], the
+    largest of them."""
     best = None
-    for t, pid, private, shared, rss in samples:
+    for t, pid, private, shared, rss, anonymous in samples:
         if pid in pids and begin - SAMPLE_S <= t <= end + SAMPLE_S:
-            m = (private / MB, shared / MB, rss / MB)
+            m = (private / MB, shared / MB, rss / MB, anonymous / MB)
             best = m if best is None else tuple(max(a, b) for a, b in zip(best, m))
     return best
 
@@ -152,13 +156,15 @@ def report(args, start, end, samples):
             row["cache_bytes"] = cache_bytes
         if name in ("plan", "first update"):
             row["per_rank"] = [{k: r.get(k) for k in ("rank", "pid", "seconds", "max_rss_mb",
-                                                      "host_private_mb", "host_shared_mb")
+                                                      "host_private_mb", "host_shared_mb",
+                                                      "plans_made")
                                 if k in r} for r in sorted(found, key=lambda r: r["rank"])]
             for entry in row["per_rank"]:
                 p = peak(samples, {entry["pid"]}, start, end)
                 if p:
                     entry["run_peak_private_mb"] = round(p[0], 1)
                     entry["run_peak_shared_mb"] = round(p[1], 1)
+                    entry["run_peak_anonymous_mb"] = round(p[3], 1)
         rows.append(row)
     result = {"pairs": args.pairs, "ranks": args.ranks, "config": args.config,
               "cache_bytes": cache_bytes, "wall_s": round(end - start, 1),
@@ -176,6 +182,14 @@ def report(args, start, end, samples):
             r["phase"], r["seconds"], r["since_start_s"], r.get("pairs_per_s", "-"),
             r.get("pairs_per_s_per_core", "-"), fmt(r["peak_private_mb"]),
             fmt(r["peak_shared_mb"]), r["processes"]))
+    for r in rows:
+        if r["phase"] != "plan":
+            continue
+        for e in r["per_rank"]:  # who planned, and what each rank held over the whole run
+            print("  rank %s: %s; run peak private %s MiB (anonymous %s), shared %s MiB" % (
+                e["rank"], {1: "planned", 0: "mapped the plan"}.get(e.get("plans_made"), "planned"),
+                fmt(e.get("run_peak_private_mb")), fmt(e.get("run_peak_anonymous_mb")),
+                fmt(e.get("run_peak_shared_mb"))))
     t = result["training"]
     if t:
         print("training, steps %d-%d of rank 0: median %.0f tokens/s, data wait %.2f s in all, "
@@ -210,7 +224,7 @@ def training_figures(args):
 def report_without_phases(args, start, end, samples):
     caches = glob.glob(os.path.join(args.run_dir, "cache", "train.*.tok"))
     per_pid = {}
-    for t, pid, private, shared, rss in samples:
+    for t, pid, private, shared, rss, _ in samples:
         p = per_pid.setdefault(pid, [0, 0, 0])
         p[0], p[1], p[2] = max(p[0], private / MB), max(p[1], shared / MB), max(p[2], rss / MB)
     result = {"pairs": args.pairs, "ranks": args.ranks, "config": args.config,

@@ -7,9 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "data/plan_file.h"
 #include "util/error.h"
-#include "util/phase_progress.h"
 #include "util/hash.h"
+#include "util/phase_progress.h"
 
 namespace nmt::data {
 namespace {
@@ -25,23 +26,6 @@ void deterministic_shuffle(T* items, size_t count, uint64_t stream) {
 }
 
 }  // namespace
-
-uint64_t hilbert_index(uint32_t x, uint32_t y, int order) {
-  uint64_t d = 0;
-  for (uint32_t s = 1u << (order - 1); s > 0; s >>= 1) {
-    const uint32_t rx = (x & s) ? 1 : 0;
-    const uint32_t ry = (y & s) ? 1 : 0;
-    d += static_cast<uint64_t>(s) * s * ((3 * rx) ^ ry);
-    if (ry == 0) {  // rotate the quadrant so the curve stays continuous
-      if (rx == 1) {
-        x = s - 1 - x;
-        y = s - 1 - y;
-      }
-      std::swap(x, y);
-    }
-  }
-  return d;
-}
 
 int64_t Step::global_tgt_tokens() const {
   int64_t total = 0;
@@ -108,8 +92,9 @@ bool operator==(const BatchPlanOptions& a, const BatchPlanOptions& b) {
          a.accumulation == b.accumulation && a.seed == b.seed && a.batching == b.batching;
 }
 
-BatchPlanner::BatchPlanner(CorpusSet corpus, BatchPlanOptions options)
-    : corpus_(std::move(corpus)), options_(options) {
+BatchPlanner::BatchPlanner(CorpusSet corpus, BatchPlanOptions options,
+                           std::filesystem::path plan_dir)
+    : corpus_(std::move(corpus)), options_(options), plan_dir_(std::move(plan_dir)) {
   NMT_CHECK(options_.world_size >= 1 && options_.accumulation >= 1, DataError,
             "batch plan: world size {} and accumulation {} must be >= 1", options_.world_size,
             options_.accumulation);
@@ -251,51 +236,6 @@ std::vector<uint32_t> BatchPlanner::length_order(uint64_t stream, const Slots& s
   return length_order_of(slots.src, slots.tgt, stream);
 }
 
-std::vector<uint32_t> length_order_of(const std::vector<int32_t>& src,
-                                      const std::vector<int32_t>& tgt, uint64_t stream,
-                                      LengthSort method) {
-  const auto n = static_cast<uint32_t>(src.size());
-  int64_t longest = 1;
-  for (uint32_t i = 0; i < n; ++i) longest = std::max<int64_t>({longest, src[i], tgt[i]});
-  int order_bits = 1;
-  while ((int64_t{1} << order_bits) <= longest) ++order_bits;
-  // Sort by (Hilbert index, per-epoch hash): pairs of equal lengths are interchangeable for
-  // padding, so the hash reshuffles batch contents each epoch at no cost in efficiency.
-  const auto hilbert = [&src, &tgt, order_bits](uint32_t i) {
-    return hilbert_index(static_cast<uint32_t>(src[i]), static_cast<uint32_t>(tgt[i]), order_bits);
-  };
-  const auto tie_key = [stream](uint32_t i) {
-    return (splitmix64(stream ^ i) & ~uint64_t{0xffffffff}) | i;
-  };
-  std::vector<uint32_t> order(n);
-  const size_t cells = size_t{1} << (2 * order_bits);
-  if (method == LengthSort::kKeys ||
-      (method == LengthSort::kAuto && (cells > (size_t{1} << 24) || cells > n))) {
-    // Few pairs, or sentences past 4,096 tokens: one sort of 16-byte keys.
-    std::vector<std::pair<uint64_t, uint64_t>> keys(n);
-    for (uint32_t i = 0; i < n; ++i) keys[i] = {hilbert(i), tie_key(i)};
-    std::sort(keys.begin(), keys.end());
-    for (uint32_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i].second & 0xffffffff);
-    return order;
-  }
-  // The same order in half the memory (tens of millions of pairs): the Hilbert indices are
-  // few (2^(2 x order_bits)), so pairs are counted into a bucket per index, and only each
-  // bucket's 8-byte tie keys are sorted.
-  std::vector<uint32_t> start(cells + 1, 0);
-  for (uint32_t i = 0; i < n; ++i) ++start[hilbert(i) + 1];
-  for (size_t c = 0; c < cells; ++c) start[c + 1] += start[c];
-  std::vector<uint64_t> keys(n);
-  {
-    std::vector<uint32_t> next(start.begin(), start.end() - 1);
-    for (uint32_t i = 0; i < n; ++i) keys[next[hilbert(i)]++] = tie_key(i);
-  }
-  for (size_t c = 0; c < cells; ++c)
-    if (start[c + 1] - start[c] > 1)
-      std::sort(keys.begin() + start[c], keys.begin() + start[c + 1]);
-  for (uint32_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i] & 0xffffffff);
-  return order;
-}
-
 EpochPlan BatchPlanner::plan_epoch(int64_t epoch, const std::vector<ConsumedUpdates>& consumed) const {
   const uint64_t stream = splitmix64(splitmix64(options_.seed) ^ static_cast<uint64_t>(epoch));
   NMT_CHECK(consumed.empty() || options_.batching == Batching::kTokens, DataError,
@@ -350,11 +290,42 @@ std::shared_ptr<const EpochPlan> BatchPlanner::shared_plan(
   std::lock_guard<std::mutex> lock(kept_mutex_);
   if (!kept_ || kept_->epoch != epoch || kept_consumed_ != consumed) {
     kept_.reset();  // before planning: two epochs' plans need not be held at once
-    kept_ = std::make_shared<const EpochPlan>(plan_epoch(epoch, consumed));
+    const auto make = [&] { return plan_epoch(epoch, consumed); };
+    if (plan_dir_.empty()) {
+      kept_ = std::make_shared<const EpochPlan>(make());
+      ++plans_made_;
+    } else {
+      const SharedPlan shared = plan_through_files(plan_dir_, plan_key(epoch, consumed), make);
+      kept_ = shared.plan;
+      plans_made_ += shared.made ? 1 : 0;
+    }
     kept_consumed_ = consumed;
-    ++plans_made_;
   }
   return kept_;
+}
+
+uint64_t BatchPlanner::plan_key(int64_t epoch, const std::vector<ConsumedUpdates>& consumed) const {
+  Fnv1a64 h;
+  h.update("nmt batch plan 1");  // the planner's algorithm: a change of plans changes this
+  for (const CorpusPart& part : corpus_.parts()) {
+    h.update(part.cache.path().filename().string());  // the cache's name holds its content key
+    h.update_value(part.cache.size());
+    h.update_value(part.weight);
+  }
+  h.update_value(corpus_.temperature());
+  h.update_value(options_.max_tokens);
+  h.update_value(options_.max_sentences);
+  h.update_value(options_.batch_overhead);
+  h.update_value(options_.world_size);
+  h.update_value(options_.accumulation);
+  h.update_value(options_.seed);
+  h.update_value(static_cast<int>(options_.batching));
+  h.update_value(epoch);
+  for (const ConsumedUpdates& c : consumed) {
+    h.update_value(c.group);
+    h.update_value(c.updates);
+  }
+  return h.digest();
 }
 
 int64_t BatchPlanner::plans_made() const {
@@ -372,13 +343,15 @@ EpochPlan BatchPlanner::plan_by_sentence_count(int64_t epoch, size_t per_rank) c
   plan.ranks = options_.world_size;
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
+  std::vector<Span> spans;
   for (size_t start = 0; start < n; start += per_rank * w) {
     for (size_t r = 0; r < w; ++r) {
       const size_t begin = std::min(n, start + r * per_rank);
       const size_t end = std::min(n, begin + per_rank);
-      plan.spans.push_back(make_span(order, begin, end, slots));
+      spans.push_back(make_span(order, begin, end, slots));
     }
   }
+  plan.spans = std::move(spans);
   plan.pairs = std::move(slots.ids);  // slot j's pair, in the order of the spans
   return plan;
 }

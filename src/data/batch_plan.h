@@ -10,11 +10,14 @@
 // plan from the seed: no data needs to be sent.
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "data/corpus_set.h"
+#include "data/flat_array.h"
+#include "data/length_order.h"
 
 namespace nmt::log {
 class PhaseProgress;
@@ -77,7 +80,8 @@ struct PlanStats {
 /// length order the batches were cut from), so a plan costs 4 bytes a pair and 40 a batch,
 /// and cutting needs no second copy of the ids. By our count planning peaks at the length
 /// order (24 bytes a pair), before any batch is cut (figures at 20M pairs:
-/// docs/performance-log.md).
+/// docs/performance-log.md). The arrays are owned by a plan made here, or mapped from the
+/// plan file that one rank of the node wrote (data/plan_file.h).
 struct EpochPlan {
   /// A batch as stored: pairs[begin, begin + size) and its padded shape (as in Batch).
   struct Span {
@@ -89,8 +93,8 @@ struct EpochPlan {
   };
   int64_t epoch = 0;
   int64_t ranks = 1;            ///< batches per step
-  std::vector<uint32_t> pairs;  ///< indices into the corpus, batch after batch
-  std::vector<Span> spans;      ///< step s's batch for rank r at s x ranks + r
+  FlatArray<uint32_t> pairs;    ///< indices into the corpus, batch after batch
+  FlatArray<Span> spans;        ///< step s's batch for rank r at s x ranks + r
   int64_t num_steps() const { return static_cast<int64_t>(spans.size()) / ranks; }
   const Span& span(int64_t step, int64_t rank) const {
     return spans[static_cast<size_t>(step * ranks + rank)];
@@ -115,8 +119,10 @@ struct ConsumedUpdates {
 class BatchPlanner {
  public:
   /// Plans over `corpus` (one token cache converts to a set of one). Throws DataError when a
-  /// sentence cannot fit max_tokens or there are fewer pairs than ranks.
-  BatchPlanner(CorpusSet corpus, BatchPlanOptions options);
+  /// sentence cannot fit max_tokens or there are fewer pairs than ranks. With `plan_dir`,
+  /// shared_plan's plans go through files there, made by one process of those sharing the
+  /// folder and mapped by all (data/plan_file.h): training passes the token cache's folder.
+  BatchPlanner(CorpusSet corpus, BatchPlanOptions options, std::filesystem::path plan_dir = {});
   /// The plan of an epoch (1-based), the same on every rank for the same seed. With
   /// `consumed` (oldest first), the plan covers only the pairs that those earlier updates of
   /// the epoch did not train on: each is replanned in turn from what the ones before left
@@ -127,11 +133,17 @@ class BatchPlanner {
   /// for the same (epoch, consumed) instead of planned again. Iterators plan through it, so
   /// that amp.mode auto's timing and the training after it, sharing a planner, plan epoch 1
   /// once (tens of millions of pairs take a minute to plan). Thread-safe; one plan is kept.
+  /// With a plan folder, the plan is mapped from its file there (made here only when no
+  /// other process of the folder made it first).
   std::shared_ptr<const EpochPlan> shared_plan(
       int64_t epoch, const std::vector<ConsumedUpdates>& consumed = {}) const;
   /// Plans computed by shared_plan so far (each a plan_epoch): 1 for epoch 1 however many
-  /// iterators start in it.
+  /// iterators start in it; 0 when another process's plan file was mapped instead.
   int64_t plans_made() const;
+  /// The key of a plan: a hash of the corpora (their token caches and weights), the options,
+  /// the epoch and `consumed`: the name of its file in the plan folder.
+  uint64_t plan_key(int64_t epoch, const std::vector<ConsumedUpdates>& consumed) const;
+  const std::filesystem::path& plan_dir() const { return plan_dir_; }
   /// For comparison: DataParallel-style batching by sentence count in corpus order, each
   /// global batch of world_size x B sentences split evenly across ranks, with the largest B
   /// whose mean padded tokens per batch do not exceed the reference plan's (the same average
@@ -166,25 +178,12 @@ class BatchPlanner {
 
   CorpusSet corpus_;
   BatchPlanOptions options_;
+  std::filesystem::path plan_dir_;  ///< where shared_plan's plans are shared; empty: in memory
   /// shared_plan's one kept plan and what it was asked for.
   mutable std::mutex kept_mutex_;
   mutable std::shared_ptr<const EpochPlan> kept_;
   mutable std::vector<ConsumedUpdates> kept_consumed_;
   mutable int64_t plans_made_ = 0;
 };
-
-/// How length_order_of sorts: kKeys one sort of 16-byte keys, kBuckets a counting sort on the
-/// Hilbert index and a sort of 8-byte keys per bucket (half the memory), kAuto kBuckets where
-/// the pairs outnumber the Hilbert cells. All give the same order.
-enum class LengthSort { kAuto, kKeys, kBuckets };
-
-/// The order batches are cut from: pair indices by (Hilbert index of (src[i], tgt[i]), the
-/// top 32 bits of a hash of (stream, i), i). Lengths are with EOS, at least 1.
-std::vector<uint32_t> length_order_of(const std::vector<int32_t>& src,
-                                      const std::vector<int32_t>& tgt, uint64_t stream,
-                                      LengthSort method = LengthSort::kAuto);
-
-/// Hilbert-curve index of (x, y) on a 2^order square.
-uint64_t hilbert_index(uint32_t x, uint32_t y, int order);
 
 }  // namespace nmt::data

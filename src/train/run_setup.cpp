@@ -45,7 +45,11 @@ std::shared_ptr<const data::BatchPlanner> train_planner(const RunSetup& run,
   const data::BatchPlanOptions options = data::plan_options(
       run.data, run.max_tokens, run.world_size, static_cast<uint64_t>(run.train.seed));
   if (run.planner && run.planner->options() == options) return run.planner;
-  return std::make_shared<const data::BatchPlanner>(data.train, options);
+  // The ranks of a node share each epoch's plan through a file beside the token cache: one
+  // plans, the others map it (data/plan_file.h).
+  std::filesystem::path plan_dir;
+  if (!run.run_dir.empty()) plan_dir = run.run_dir / "cache";
+  return std::make_shared<const data::BatchPlanner>(data.train, options, plan_dir);
 }
 
 std::unique_ptr<data::BatchPrefetcher> first_epoch_batches(const RunSetup& run,

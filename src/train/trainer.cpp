@@ -146,10 +146,13 @@ RunSummary Trainer::run() {
                                 batch_ids(setup_.model, data_.vocab), setup_.data.prefetch,
                                 /*pin_memory=*/setup_.device.is_cuda());
   log_first_plan(batches.first_plan_steps(), iterator_);
-  // Every rank plans, and each rank's memory after its first update is what it holds while
-  // training: phases.jsonl gets both per rank (util/phase_record.h).
+  // The plan phase of every rank (one of a node made the plan, the others mapped it:
+  // plans_made) and its memory after the first update, what it holds while training, go to
+  // phases.jsonl per rank (util/phase_record.h).
   record_phase(setup_.run_dir, "plan", seconds_since(plan_start),
-               {{"rank", setup_.rank}, {"steps", batches.first_plan_steps()}});
+               {{"rank", setup_.rank},
+                {"steps", batches.first_plan_steps()},
+                {"plans_made", planner_->plans_made()}});
   const BatchSource next_batch = [&batches] { return batches.next(); };
   IntervalStats interval = IntervalStats::zero(setup_.device);
   int64_t last_saved = -1, last_validated = -1;

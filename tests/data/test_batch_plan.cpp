@@ -143,7 +143,7 @@ TEST_CASE("a plan's batches are runs of one array of distinct pairs, shaped by t
         CHECK(span.tgt_tokens == tgt_tokens);
       }
       CHECK(std::all_of(covered.begin(), covered.end(), [](int n) { return n == 1; }));
-      std::vector<uint32_t> distinct = plan.pairs;
+      std::vector<uint32_t> distinct(plan.pairs.begin(), plan.pairs.end());
       std::sort(distinct.begin(), distinct.end());
       CHECK(std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end());
       if (consumed.empty()) CHECK(static_cast<int64_t>(plan.pairs.size()) == cache.size());

@@ -97,6 +97,9 @@ TEST_CASE("a resume after an edit of the YAML's data section encodes nothing", "
   const std::filesystem::path phases = run.path() / "phases.jsonl";
   const int encodings = count_lines_with(read_file(phases), "\"phase\": \"encoding\"");
   CHECK(encodings >= 1);
+  // One rank planned epoch 1, the other mapped its plan file (data/plan_file.h).
+  CHECK(count_lines_with(read_file(phases), "\"plans_made\": 1") == 1);
+  CHECK(count_lines_with(read_file(phases), "\"plans_made\": 0") == 1);
   yaml.replace(yaml.find("max_len: 128"), std::string("max_len: 128").size(), "max_len: 100");
   run.write("run.yaml", yaml);
   const auto resumed =
