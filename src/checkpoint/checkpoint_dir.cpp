@@ -192,7 +192,7 @@ std::optional<std::pair<std::filesystem::path, CheckpointData>> CheckpointDir::l
   for (const auto& file : list()) {
     CheckpointData data;
     try {
-      data = load_checkpoint(file);
+      data = map_checkpoint(file);  // the node's ranks share its pages (checkpoint_file.h)
     } catch (const CheckpointError& e) {
       log::warn("checkpoint", "skipping {}: {}", file.string(), reason_of(e, file));
       continue;

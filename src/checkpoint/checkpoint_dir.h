@@ -39,7 +39,8 @@ class CheckpointDir {
   std::filesystem::path save(int64_t step, const CheckpointData& data);
   /// Checkpoint files, newest step first (temp files of interrupted saves are not listed).
   std::vector<std::filesystem::path> list() const;
-  /// The newest checkpoint that loads, verifies and passes `reject` (when given); each newer
+  /// The newest checkpoint that loads (mapped: map_checkpoint), verifies and passes `reject`
+  /// (when given); each newer
   /// file that does not is skipped with a warning that names it and says why. nullopt when
   /// there is none. When files load but `reject` refuses every one of them, throws
   /// CheckpointError naming the newest and the reason: starting fresh next to another run's

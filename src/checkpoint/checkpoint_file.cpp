@@ -3,16 +3,23 @@
 
 #include "util/utf8.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <fmt/format.h>
 
 #include "checkpoint/safetensors_header.h"
@@ -187,19 +194,54 @@ void save_checkpoint(const std::filesystem::path& file, const CheckpointData& da
 
 namespace {
 
+/// A whole file mapped copy-on-write (MAP_PRIVATE): its pages are the page cache's, shared
+/// by every process that maps the file, until a process writes one (then that page is its own).
+struct FileMapping {
+  std::shared_ptr<char> base;  ///< unmapped with the last tensor that views it
+  uint64_t size = 0;
+};
+
+FileMapping map_file(int fd, const std::filesystem::path& file) {
+  struct stat info {};
+  NMT_CHECK(::fstat(fd, &info) == 0, CheckpointError, "{}: cannot stat: {}", file.string(),
+            std::strerror(errno));
+  const auto size = static_cast<uint64_t>(info.st_size);
+  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  NMT_CHECK(base != MAP_FAILED, CheckpointError, "{}: cannot map: {}", file.string(),
+            std::strerror(errno));
+  return {std::shared_ptr<char>(static_cast<char*>(base), [size](char* p) { ::munmap(p, size); }),
+          size};
+}
+
+/// The tensor `entry` as a view of the mapped file, or an undefined tensor where its data is
+/// not aligned for its dtype (then it is read into memory of its own).
+at::Tensor mapped_tensor(const FileMapping& mapping, const Header& header,
+                         const TensorEntry& entry) {
+  const auto options = at::TensorOptions().dtype(entry.type);
+  char* data = mapping.base.get() + header.data_start + entry.begin;
+  if (reinterpret_cast<uintptr_t>(data) % options.dtype().itemsize() != 0) return {};
+  std::shared_ptr<char> keep = mapping.base;
+  return at::from_blob(
+      data, entry.shape, [keep](void*) mutable { keep.reset(); }, options);
+}
+
 /// Reads the tensors `header` describes that `keep` accepts (null: all) into data.tensors, in
 /// header order, adding the bytes of every tensor to hash, in file order; with `read_all`
-/// false, the others are not read and hash is left incomplete.
+/// false, the others are not read and hash is left incomplete. With a `mapping` of the file,
+/// kept tensors are views of it instead of copies.
 void read_tensors(int fd, const std::filesystem::path& file, const Header& header,
                   CheckpointData& data, XxHash64& hash, const TensorFilter& keep = nullptr,
-                  bool read_all = true) {
+                  bool read_all = true, const FileMapping* mapping = nullptr) {
   data.source = file;
   data.metadata = header.metadata;
   std::vector<at::Tensor> kept(header.tensors.size());
+  std::vector<char> viewed(header.tensors.size(), 0);
   for (size_t i = 0; i < header.tensors.size(); ++i) {
     const TensorEntry& entry = header.tensors[i];
-    if (!keep || keep(entry.name))
-      kept[i] = at::empty(entry.shape, at::TensorOptions().dtype(entry.type));
+    if (keep && !keep(entry.name)) continue;
+    if (mapping) kept[i] = mapped_tensor(*mapping, header, entry);
+    viewed[i] = kept[i].defined() ? 1 : 0;
+    if (!viewed[i]) kept[i] = at::empty(entry.shape, at::TensorOptions().dtype(entry.type));
   }
   // Read each tensor straight into its memory, in file order, hashing as we go; one that is
   // not kept passes through a buffer of one piece.
@@ -220,7 +262,7 @@ void read_tensors(int fd, const std::filesystem::path& file, const Header& heade
       const size_t piece = static_cast<size_t>(std::min<uint64_t>(kReadChunkBytes, bytes - done));
       char* out =
           kept[i].defined() ? static_cast<char*>(kept[i].data_ptr()) + done : passing.data();
-      read_at(fd, file, out, piece, header.data_start + entry.begin + done);
+      if (!viewed[i]) read_at(fd, file, out, piece, header.data_start + entry.begin + done);
       hash.update(out, piece);
       done += piece;
     }
@@ -232,13 +274,26 @@ void read_tensors(int fd, const std::filesystem::path& file, const Header& heade
 
 }  // namespace
 
-CheckpointData load_checkpoint(const std::filesystem::path& file, const TensorFilter& keep) {
+namespace {
+
+CheckpointData load_checkpoint(const std::filesystem::path& file, const TensorFilter& keep,
+                               bool mapped) {
   const int fd = open_for_reading(file);
   FdCloser closer(fd);
   Header header = read_header(fd, file, HeaderKind::kCheckpoint);
+  const std::optional<FileMapping> mapping =
+      mapped ? std::optional<FileMapping>(map_file(fd, file)) : std::nullopt;
+  uint64_t data_end = header.data_start;
+  for (const TensorEntry& entry : header.tensors)
+    data_end = std::max(data_end, header.data_start + entry.end);
+  // read_header saw exactly this size; a file cut since then would fault where it is read.
+  NMT_CHECK(!mapping || mapping->size >= data_end, CheckpointError,
+            "{}: truncated: {} bytes, the header describes {}", file.string(),
+            mapping ? mapping->size : 0, data_end);
   CheckpointData data;
   XxHash64 hash;
-  read_tensors(fd, file, header, data, hash, keep);
+  read_tensors(fd, file, header, data, hash, keep, /*read_all=*/true,
+               mapping ? &*mapping : nullptr);
   const bool covers_header = header.format != kFormatVersion1;
   if (covers_header) hash_header(hash, header.format, data.metadata, header.tensors);
   const std::string computed = hex64(hash.digest());
@@ -249,6 +304,16 @@ CheckpointData load_checkpoint(const std::filesystem::path& file, const TensorFi
   // The one place old attention layouts are read: the readers downstream know only the fused.
   fuse_legacy_attention(data.tensors, file.string());
   return data;
+}
+
+}  // namespace
+
+CheckpointData load_checkpoint(const std::filesystem::path& file, const TensorFilter& keep) {
+  return load_checkpoint(file, keep, /*mapped=*/false);
+}
+
+CheckpointData map_checkpoint(const std::filesystem::path& file, const TensorFilter& keep) {
+  return load_checkpoint(file, keep, /*mapped=*/true);
 }
 
 CheckpointData load_checkpoint(const std::filesystem::path& file) {

@@ -68,6 +68,16 @@ using TensorFilter = std::function<bool(std::string_view name)>;
 /// checkpoint whose optimizer state is twice as large).
 CheckpointData load_checkpoint(const std::filesystem::path& file, const TensorFilter& keep);
 
+/// load_checkpoint (the same checks, the checksum too) whose kept tensors are views of the
+/// file mapped copy-on-write instead of copies: the ranks of a node that load one checkpoint
+/// (train.init_from, a resume) share its pages in the page cache, one copy in memory read from
+/// disk once, and a rank's own memory holds only the pages it writes to. A tensor whose data
+/// is not aligned for its dtype, and an old checkpoint's fused attention, are copies. The file
+/// must not be cut short while its tensors live (checkpoints are replaced by renames, never
+/// rewritten in place).
+CheckpointData map_checkpoint(const std::filesystem::path& file,
+                              const TensorFilter& keep = nullptr);
+
 /// The header's metadata and the tensors `keep` accepts, and no other byte of the file: for a
 /// few small tensors of a large checkpoint (fine-tuning's vocabulary from a 13 GB model). The
 /// header is checked as by load_checkpoint, but not the checksum, which covers every byte; no

@@ -101,9 +101,10 @@ std::optional<LoadedCheckpoint> load_init_checkpoint(const config::RunConfig& co
 }
 
 checkpoint::CheckpointData load_init_weights(const LoadedCheckpoint& source) {
-  // The optimizer's state (twice the parameters) and the EMA are read and hashed, never held.
+  // The optimizer's state (twice the parameters) and the EMA are read and hashed, never held;
+  // the weights are views of the file mapped, one copy for the node's ranks in the page cache.
   checkpoint::CheckpointData weights =
-      checkpoint::load_checkpoint(source.path, [](std::string_view name) {
+      checkpoint::map_checkpoint(source.path, [](std::string_view name) {
         return checkpoint::in_group(checkpoint::TensorGroup::kModel, name);
       });
   NMT_CHECK(weights.metadata == source.data.metadata, CheckpointError,

@@ -95,7 +95,7 @@ std::optional<LoadedCheckpoint> find_resume_checkpoint(const config::RunConfig& 
     case Mode::kNone:
       return std::nullopt;
     case Mode::kPath:
-      return LoadedCheckpoint{from.path, checkpoint::load_checkpoint(from.path)};
+      return LoadedCheckpoint{from.path, checkpoint::map_checkpoint(from.path)};
     case Mode::kAuto:
       break;
   }

@@ -73,3 +73,65 @@ TEST_CASE("a load that keeps some tensors still checks every byte", "[checkpoint
   CHECK_THROWS_WITH(nmt::checkpoint::load_checkpoint(file, is_vocab),
                     Contains("checksum mismatch"));
 }
+
+namespace {
+
+/// The process's anonymous resident memory (RssAnon of /proc/self/status), in bytes.
+int64_t anonymous_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("RssAnon:", 0) == 0) return std::stoll(line.substr(8)) * 1024;
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("map_checkpoint: the tensors of load_checkpoint as views of the file, copied on write",
+          "[checkpoint]") {
+  nmt::test::TempDir dir;
+  const auto file = save_three(dir);
+  const CheckpointData copied = nmt::checkpoint::load_checkpoint(file);
+  {
+    const CheckpointData mapped = nmt::checkpoint::map_checkpoint(file);
+    REQUIRE(mapped.tensors.size() == copied.tensors.size());
+    for (size_t i = 0; i < copied.tensors.size(); ++i) {
+      CHECK(mapped.tensors[i].first == copied.tensors[i].first);
+      CHECK(at::equal(mapped.tensors[i].second, copied.tensors[i].second));
+    }
+    CHECK(mapped.metadata == copied.metadata);
+    // A write to a view changes this process's page, not the file.
+    mapped.tensors[0].second.add_(1);
+  }
+  const CheckpointData again = nmt::checkpoint::map_checkpoint(file, is_vocab);
+  REQUIRE(again.tensors.size() == 1);
+  CHECK(at::equal(nmt::checkpoint::load_checkpoint(file).tensors[0].second,
+                  copied.tensors[0].second));
+  // Every byte is still hashed: a damaged tensor that is not kept is refused as by load.
+  damage_first_tensor(file);
+  CHECK_THROWS_WITH(nmt::checkpoint::map_checkpoint(file, is_vocab), Contains("checksum"));
+}
+
+TEST_CASE("map_checkpoint holds no copy of the tensors in the process's own memory",
+          "[checkpoint]") {
+  // 64 MiB of weights: loaded, they are that much more anonymous memory; mapped, they are the
+  // page cache's (what the ranks of a node share), and this process's memory barely moves.
+  nmt::test::TempDir dir;
+  CheckpointData data;
+  data.tensors.emplace_back("model.weight", at::rand({16, 1 << 20}));
+  data.metadata["step"] = "1";
+  const auto file = dir.path() / "big.safetensors";
+  nmt::checkpoint::save_checkpoint(file, data);
+  data.tensors.clear();
+  constexpr int64_t kBytes = int64_t{64} << 20;
+  const int64_t before_load = anonymous_bytes();
+  REQUIRE(before_load > 0);
+  {
+    const CheckpointData loaded = nmt::checkpoint::load_checkpoint(file);
+    CHECK(anonymous_bytes() - before_load > kBytes * 3 / 4);
+  }
+  const int64_t before_map = anonymous_bytes();
+  const CheckpointData mapped = nmt::checkpoint::map_checkpoint(file);
+  CHECK(at::sum(mapped.tensors.at(0).second).item<double>() > 0);  // every page read
+  CHECK(anonymous_bytes() - before_map < kBytes / 8);
+}
