@@ -191,29 +191,6 @@ TEST_CASE("train.quantize: none by default, int8 read from --set, hashed", "[con
   CHECK_THAT(error, Contains("int8"));
 }
 
-TEST_CASE("the student presets: a deep encoder, a shallow decoder, distilled and original data",
-          "[config]") {
-  for (const char* name : {"configs/student-tiny.yaml", "configs/student-base.yaml"}) {
-    INFO(name);
-    ConfigSources sources{name};
-    // The teacher's output does not ship: until it is made, the preset names the file it lacks.
-    const std::string missing = load_error(sources);
-    CHECK_THAT(missing, Contains(std::string(name) + ":"));
-    CHECK_THAT(missing, Contains("data.train corpus distilled"));
-    CHECK_THAT(missing, Contains("data/distill/corpus.en"));
-    sources.overrides = {
-        "data.train=[{name: distilled, src: data/ddtp.en-de.train.en.gz, tgt: "
-        "data/ddtp.en-de.train.de.gz}, {name: original, src: data/ddtp.en-de.train.en.gz, tgt: "
-        "data/ddtp.en-de.train.de.gz, weight: 0.5}]"};
-    const RunConfig student = load_run_config(sources);
-    CHECK(student.model.encoder_layers == 6);
-    CHECK(student.model.decoder_layers == 2);
-    CHECK(student.model.tie_embeddings == nmt::model::TiedEmbeddings::kAll);
-    CHECK(student.model.positions == nmt::model::PositionEncoding::kMarian);
-    CHECK(student.train.quantize == nmt::model::Quantization::kNone);
-  }
-}
-
 TEST_CASE("model_difference names the first shape key that differs, ignores dropout",
           "[config]") {
   const nmt::config::RunConfig base = load_run_config({NMT_SOURCE_DIR "/configs/tiny.yaml"});

@@ -1,5 +1,6 @@
 #include "catch_torch.h"  // first: see the header
 
+#include <cmath>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -64,6 +65,10 @@ TEST_CASE("int8 quantization: a row of zeros has scale 1 and stays zero") {
   const at::Tensor value = fake_quantize_int8(x);
   CHECK(value[0].eq(0).all().item<bool>());
   CHECK(value.isfinite().all().item<bool>());
+  // A row of tiny values divides by the converter's floor, 127 / FLT_MAX: a finite scale.
+  const Int8Rows tiny = quantize_int8_rows(row({1e-38f, -1e-38f}));
+  CHECK(std::isfinite(tiny.scales[0].item<float>()));
+  CHECK(fake_quantize_int8(row({1e-38f, -1e-38f})).isfinite().all().item<bool>());
 }
 
 TEST_CASE("int8 fake quantization passes the gradient straight through") {

@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -197,14 +198,20 @@ def test_finetune_resume_export_and_codes_equal_ctranslate2(binaries, work: Path
 
 
 def test_student_presets_are_deep_shallow_and_exportable(binaries, work: Path) -> None:
-    """Each preset parses (its corpora replaced by the shipped ones: the teacher's output does
-    not ship), has a deeper encoder than decoder, and its model section is one CTranslate2's
-    exporter expresses, with positions transformers' exporter takes."""
+    """Each preset stops naming the distilled corpus it lacks (the teacher's output does not
+    ship), parses with the shipped corpora in its place, has a deeper encoder than decoder, and
+    its model section is one CTranslate2's exporter expresses, with positions transformers'
+    exporter takes."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("export_ctranslate2", EXPORT)
     exporter = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exporter)
     for preset in PRESETS:
+        missing = subprocess.run([binaries.train, "--config", CONFIGS / f"{preset}.yaml",
+                                  "--print-config"], cwd=ROOT, capture_output=True, text=True)
+        assert missing.returncode != 0
+        assert re.search(rf"{preset}\.yaml:\d+:\d+: data\.train corpus distilled: file not "
+                         r"found: 'data/distill/corpus\.en'", missing.stderr), missing.stderr
         printed = run([binaries.train, "--config", CONFIGS / f"{preset}.yaml", "--set",
                        SHIPPED_CORPORA, "--print-config"], cwd=ROOT).stdout
         config = stored_config.parse(printed, preset)
