@@ -214,6 +214,11 @@ Schema bind(RunConfig& c) {
             "keep only each encoder and decoder layer's inputs and recompute its forward in "
             "backward: about one more forward per update for not keeping the layers' "
             "activations; same gradients");
+  s.choice("train.quantize", &t.quantize,
+           {{"none", model::Quantization::kNone}, {"int8", model::Quantization::kInt8}},
+           "quantization-aware training: int8 computes with the weights (per row) and matrix "
+           "inputs (per token) that CTranslate2's int8 computes with, gradients passed straight "
+           "through; checkpoints keep float weights (docs/training.md#students-and-int8)");
 
   amp::AmpOptions& a = c.amp;
   std::vector<std::pair<std::string, std::optional<amp::AmpMode>>> amp_modes;

@@ -8,6 +8,7 @@
 #include <torch/nn/init.h>
 
 #include "checkpoint/tensor_layout.h"
+#include "model/fake_quantization.h"
 #include "util/error.h"
 
 namespace nmt::model {
@@ -59,6 +60,11 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& 
   init_projection(out_proj_);
 }
 
+at::Tensor MultiheadAttentionImpl::project(const torch::nn::Linear& linear,
+                                           const at::Tensor& x) const {
+  return quantized_linear(x, linear->weight, linear->bias, quantization_);
+}
+
 at::Tensor MultiheadAttentionImpl::split_heads(const at::Tensor& x) const {
   const int64_t heads = options_.heads();
   return x.view({x.size(0), x.size(1), heads, x.size(2) / heads}).transpose(1, 2);
@@ -66,13 +72,13 @@ at::Tensor MultiheadAttentionImpl::split_heads(const at::Tensor& x) const {
 
 std::pair<at::Tensor, KeyValue> MultiheadAttentionImpl::project_self(const at::Tensor& x) {
   TORCH_CHECK(qkv_proj_, "attention: a self-attention call on a cross-attention block");
-  const std::vector<at::Tensor> qkv = qkv_proj_(x).chunk(3, -1);
+  const std::vector<at::Tensor> qkv = project(qkv_proj_, x).chunk(3, -1);
   return {split_heads(qkv[0]), {split_heads(qkv[1]), split_heads(qkv[2])}};
 }
 
 KeyValue MultiheadAttentionImpl::project_key_value(const at::Tensor& memory) {
   TORCH_CHECK(kv_proj_, "attention: a cross-attention call on a self-attention block");
-  const std::vector<at::Tensor> kv = kv_proj_(memory).chunk(2, -1);
+  const std::vector<at::Tensor> kv = project(kv_proj_, memory).chunk(2, -1);
   return {split_heads(kv[0]), split_heads(kv[1])};
 }
 
@@ -97,7 +103,7 @@ at::Tensor MultiheadAttentionImpl::step(const at::Tensor& x, KeyValue& cache) {
 at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const KeyValue& kv,
                                           const at::Tensor& mask) {
   TORCH_CHECK(q_proj_, "attention: a cross-attention call on a self-attention block");
-  return attend_heads(split_heads(q_proj_(query)), kv, mask, /*causal=*/false);
+  return attend_heads(split_heads(project(q_proj_, query)), kv, mask, /*causal=*/false);
 }
 
 at::Tensor MultiheadAttentionImpl::attend_heads(const at::Tensor& q, const KeyValue& kv,
@@ -128,7 +134,7 @@ at::Tensor MultiheadAttentionImpl::attend_heads(const at::Tensor& q, const KeyVa
     context = at::scaled_dot_product_attention(q, kv.key, kv.value, attn_mask, dropout, causal);
   }
   // [B, heads, T, d_head] -> [B, T, d].
-  return out_proj_(context.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
+  return project(out_proj_, context.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
 }
 
 }  // namespace nmt::model

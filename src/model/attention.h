@@ -18,6 +18,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include "model/model_options.h"
+
 namespace nmt::model {
 
 /// Keys and values split into heads, each [B, heads, S, d_model / heads].
@@ -71,7 +73,12 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   /// The options this block was built with.
   const MultiheadAttentionOptions& options() const { return options_; }
 
+  /// What its projections compute with (model/fake_quantization.h); kNone when built.
+  void set_quantization(Quantization quantization) { quantization_ = quantization; }
+
  private:
+  /// One of its projections applied to x, quantized as set_quantization says.
+  at::Tensor project(const torch::nn::Linear& linear, const at::Tensor& x) const;
   /// [B, T, d] -> [B, heads, T, d / heads].
   at::Tensor split_heads(const at::Tensor& x) const;
   /// Self-attention: per-head queries and keys/values of x [B, T, d] from one product.
@@ -85,6 +92,7 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   torch::nn::Linear q_proj_{nullptr};    ///< cross-attention only
   torch::nn::Linear kv_proj_{nullptr};   ///< cross-attention only
   torch::nn::Linear out_proj_{nullptr};
+  Quantization quantization_ = Quantization::kNone;
 };
 TORCH_MODULE(MultiheadAttention);
 

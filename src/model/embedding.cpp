@@ -6,6 +6,7 @@
 #include <torch/nn/init.h>
 
 #include "model/dropout.h"
+#include "model/fake_quantization.h"
 #include "util/error.h"
 
 namespace nmt::model {
@@ -112,7 +113,8 @@ at::Tensor InputEmbeddingImpl::forward(const at::Tensor& ids, int64_t start_posi
   NMT_CHECK(end <= options_.max_positions(), nmt::DataError,
             "sequence too long: expected at most model.max_positions = {} tokens, found {}",
             options_.max_positions(), end);
-  at::Tensor x = table_(ids);
+  // Rows are quantized one by one, so quantizing the rows looked up is quantizing the table.
+  at::Tensor x = quantize_as(table_(ids), quantization_);
   if (options_.scale()) x = x * std::sqrt(static_cast<double>(options_.d_model()));
   if (learned_positions_) {
     x = x + learned_positions_->weight.slice(0, start_position, end);

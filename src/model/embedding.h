@@ -51,8 +51,12 @@ class InputEmbeddingImpl : public torch::nn::Module {
   /// The options this layer was built with.
   const InputEmbeddingOptions& options() const { return options_; }
 
+  /// What the token rows are looked up as (model/fake_quantization.h); kNone when built.
+  void set_quantization(Quantization quantization) { quantization_ = quantization; }
+
  private:
   InputEmbeddingOptions options_;
+  Quantization quantization_ = Quantization::kNone;
   torch::nn::Embedding table_{nullptr};
   torch::nn::Embedding learned_positions_{nullptr};  ///< only for kLearned
   at::Tensor sinusoid_;  ///< fixed table [rows, d]: every encoding but kLearned

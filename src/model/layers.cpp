@@ -4,6 +4,7 @@
 
 #include "checkpoint/tensor_layout.h"
 #include "model/dropout.h"
+#include "model/fake_quantization.h"
 
 namespace nmt::model {
 namespace {
@@ -38,7 +39,7 @@ FeedForwardImpl::FeedForwardImpl(const LayerOptions& options) : options_(options
 }
 
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
-  at::Tensor h = fc1_(x);
+  at::Tensor h = quantized_linear(x, fc1_->weight, fc1_->bias, quantization_);
   // kGelu is the exact (erf) form, transformers' "gelu"; kSilu is x * sigmoid(x), its "swish"
   // and "silu".
   switch (options_.activation()) {
@@ -52,7 +53,8 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
       h = at::relu(h);
       break;
   }
-  return fc2_(model::dropout(h, options_.activation_dropout(), is_training()));
+  return quantized_linear(model::dropout(h, options_.activation_dropout(), is_training()),
+                          fc2_->weight, fc2_->bias, quantization_);
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const LayerOptions& options) : options_(options) {

@@ -44,9 +44,12 @@ class FeedForwardImpl : public torch::nn::Module {
   explicit FeedForwardImpl(const LayerOptions& options);
   /// Applies the network to x [..., d].
   at::Tensor forward(const at::Tensor& x);
+  /// What fc1 and fc2 compute with (model/fake_quantization.h); kNone when built.
+  void set_quantization(Quantization quantization) { quantization_ = quantization; }
 
  private:
   LayerOptions options_;
+  Quantization quantization_ = Quantization::kNone;
   torch::nn::Linear fc1_{nullptr};
   torch::nn::Linear fc2_{nullptr};
 };

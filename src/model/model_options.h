@@ -20,6 +20,12 @@ enum class TiedEmbeddings { kNone, kDecoder, kAll };
 enum class Activation { kRelu, kGelu, kSilu };
 /// The token the decoder input starts with, by its role in the target vocabulary.
 enum class DecoderStart { kBos, kEos, kPad };
+/// What a model's forward computes its matrix products and embeddings with
+/// (model/fake_quantization.h); not a shape option: the parameters stay float either way.
+enum class Quantization {
+  kNone,  ///< float weights and inputs
+  kInt8,  ///< CTranslate2's int8: weights per row, and the inputs of its int8 products per row
+};
 
 /// Transformer hyper-parameters; defaults are transformer-base (Vaswani et al. 2017).
 struct ModelOptions {

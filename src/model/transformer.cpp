@@ -5,6 +5,7 @@
 #include <ATen/core/grad_mode.h>
 #include <torch/nn/init.h>
 
+#include "model/fake_quantization.h"
 #include "model/recompute.h"
 #include "util/error.h"
 
@@ -102,6 +103,20 @@ TransformerImpl::TransformerImpl(const ModelOptions& options, int64_t src_vocab_
   }
 }
 
+void TransformerImpl::set_quantization(Quantization quantization) {
+  quantization_ = quantization;
+  // The layers that hold what CTranslate2 quantizes; layer norms and positions stay float.
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* attention = module->as<MultiheadAttentionImpl>()) {
+      attention->set_quantization(quantization);
+    } else if (auto* ffn = module->as<FeedForwardImpl>()) {
+      ffn->set_quantization(quantization);
+    } else if (auto* embedding = module->as<InputEmbeddingImpl>()) {
+      embedding->set_quantization(quantization);
+    }
+  }
+}
+
 at::Tensor TransformerImpl::output_weight() const {
   return output_projection_ ? output_projection_->weight : target_embedding();
 }
@@ -123,7 +138,9 @@ bool TransformerImpl::recomputes_layers() const {
 }
 
 at::Tensor TransformerImpl::project(const at::Tensor& x) {
-  at::Tensor logits = at::linear(decoder_norm_ ? decoder_norm_(x) : x, output_weight());
+  // CTranslate2's projection is an int8 product like the others (bias float, added below).
+  at::Tensor logits = quantized_linear(decoder_norm_ ? decoder_norm_(x) : x, output_weight(),
+                                       /*bias=*/{}, quantization_);
   // Added after the product, as transformers does (lm_head(x) + final_logits_bias).
   return output_bias_.defined() ? logits + output_bias_ : logits;
 }

@@ -81,6 +81,13 @@ class TransformerImpl : public torch::nn::Module {
   /// about one more forward per update. Not a shape option (not in ModelOptions): the model's
   /// parameters, and so its checkpoints, are the same either way.
   void set_activation_checkpointing(bool on) { activation_checkpointing_ = on; }
+  /// Quantization-aware training and evaluation (model/fake_quantization.h): with kInt8 every
+  /// matrix CTranslate2 stores as int8 (token embeddings, attention and feed-forward
+  /// projections, the output projection) and the inputs of its int8 products are used as
+  /// CTranslate2's int8 computes with them. Not a shape option: the parameters stay float.
+  void set_quantization(Quantization quantization);
+  /// What set_quantization set; kNone when built.
+  Quantization quantization() const { return quantization_; }
 
  private:
   /// Final pre-norm LayerNorm (if any) and output projection.
@@ -101,6 +108,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::Linear output_projection_{nullptr};  ///< untied only
   at::Tensor output_bias_;                        ///< options.output_bias only
   bool activation_checkpointing_ = false;         ///< see set_activation_checkpointing
+  Quantization quantization_ = Quantization::kNone;  ///< see set_quantization
 };
 TORCH_MODULE(Transformer);
 

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "model/model_options.h"
+
 namespace nmt::train {
 
 /// The optimizer. kSgd is plain SGD (no momentum): Adam's update is nearly invariant to the
@@ -56,6 +58,9 @@ struct TrainOptions {
   /// Recompute each encoder and decoder layer's forward in backward instead of keeping its
   /// activations (model/recompute.h): about one more forward per update, same gradients.
   bool activation_checkpointing = false;
+  /// Quantization-aware training (model/fake_quantization.h): kInt8 trains and validates with
+  /// the weights and product inputs CTranslate2's int8 computes with; checkpoints stay float.
+  model::Quantization quantize = model::Quantization::kNone;
 };
 
 }  // namespace nmt::train

@@ -187,6 +187,7 @@ Updater::Updater(UpdaterSetup setup) : s_(std::make_unique<State>()) {
   s_->model = model::Transformer(u.model, u.src_vocab_size, u.tgt_vocab_size, u.pad_id);
   s_->model->to(u.device);
   s_->model->set_activation_checkpointing(u.train.activation_checkpointing);
+  s_->model->set_quantization(u.train.quantize);
   at::manual_seed(static_cast<uint64_t>(u.train.seed) * 1000003u + static_cast<uint64_t>(u.rank) + 1);
   NamedTensors named, trained;
   for (const auto& item : s_->model->named_parameters()) named.emplace_back(item.key(), item.value());

@@ -176,6 +176,21 @@ TEST_CASE("train.activation_checkpointing: off by default, read from --set, not 
   CHECK_THAT(load_error(sources), Contains("train.activation_checkpointing"));
 }
 
+TEST_CASE("train.quantize: none by default, int8 read from --set, hashed", "[config]") {
+  ConfigSources sources{"configs/tiny.yaml"};
+  const RunConfig none = load_run_config(sources);
+  CHECK(none.train.quantize == nmt::model::Quantization::kNone);
+  sources.overrides = {"train.quantize=int8"};
+  const RunConfig int8 = load_run_config(sources);
+  CHECK(int8.train.quantize == nmt::model::Quantization::kInt8);
+  // It changes what the forward computes: ranks must agree on it.
+  CHECK(nmt::config::config_hash(int8) != nmt::config::config_hash(none));
+  sources.overrides = {"train.quantize=int4"};
+  const std::string error = load_error(sources);
+  CHECK_THAT(error, Contains("train.quantize"));
+  CHECK_THAT(error, Contains("int8"));
+}
+
 TEST_CASE("model_difference names the first shape key that differs, ignores dropout",
           "[config]") {
   const nmt::config::RunConfig base = load_run_config({NMT_SOURCE_DIR "/configs/tiny.yaml"});

@@ -21,7 +21,8 @@ from nmt_tools import SKIP_EXIT_CODE  # noqa: E402
 # option, what it names, where the build puts it (relative to the build folder)
 _BINARIES = [("nmt-train", "nmt-train"), ("nmt-ckpt", "nmt-ckpt"),
              ("nmt-translate", "nmt-translate"), ("nmt-score", "nmt-score"),
-             ("hf-probe", "hf_probe"), ("hf-tokenizer-probe", "tests/hf_tokenizer_probe")]
+             ("hf-probe", "hf_probe"), ("hf-tokenizer-probe", "tests/hf_tokenizer_probe"),
+             ("int8-probe", "int8_probe")]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,6 +46,7 @@ class Binaries:
     score: Path
     hf_probe: Path
     hf_tokenizer_probe: Path
+    int8_probe: Path
 
 
 @pytest.fixture(scope="session")
