@@ -18,6 +18,7 @@
 #include "util/log.h"
 #include "util/phase_progress.h"
 #include "util/timer.h"
+#include "util/utf8.h"
 
 namespace nmt::decode {
 namespace fs = std::filesystem;
@@ -60,8 +61,12 @@ class ShardReader {
     while (reader_.line_number() < first && reader_.next(&line)) {
     }
     std::vector<std::string> lines;
-    while (static_cast<int64_t>(lines.size()) < shard_lines_ && reader_.next(&line))
+    while (static_cast<int64_t>(lines.size()) < shard_lines_ && reader_.next(&line)) {
+      const size_t bad = find_invalid_utf8(line);
+      NMT_CHECK(bad == std::string_view::npos, DataError, "{}:{}: invalid UTF-8 at byte {}",
+                reader_.path().string(), reader_.line_number(), bad + 1);
       lines.push_back(line);
+    }
     return lines;
   }
 
