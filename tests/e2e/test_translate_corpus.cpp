@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
+#include "translate_support.h"
 #include "util/file_lock.h"
 
 using Catch::Matchers::Contains;
@@ -22,33 +23,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTrain = NMT_TRAIN_BIN;
 const std::string kTranslate = NMT_TRANSLATE_BIN;
 /// Input lines of the corpus, and lines per shard: 5 shards, the last one short.
 constexpr int kLines = 23;
 constexpr int kShardLines = 5;
 constexpr int kShards = (kLines + kShardLines - 1) / kShardLines;
 
-/// A tiny checkpoint, trained once for every case of this file (and again when nmt-train
-/// changed), under a lock so that cases run in parallel share it.
+/// The shared tiny run's last checkpoint (translate_support.h).
 std::string corpus_checkpoint() {
-  const fs::path dir = fs::path(NMT_BINARY_DIR) / "tests" / "work" / "translate-corpus";
-  fs::create_directories(dir);
-  const nmt::FileLock lock = nmt::FileLock::wait_for(dir / "train.lock", [] {});
-  const fs::path checkpoint = dir / "run" / "checkpoints" / "checkpoint-00000020.safetensors";
-  const std::string stamp = std::to_string(fs::last_write_time(kTrain).time_since_epoch().count());
-  if (!fs::exists(checkpoint) || !fs::exists(dir / "stamp") || read_file(dir / "stamp") != stamp) {
-    fs::remove_all(dir / "run");
-    const auto trained = run_command(
-        kTrain +
-        " --config configs/tiny.yaml --log-level warn --set run_dir=" + (dir / "run").string() +
-        " --set train.max_steps=20 --set data.vocab_size=500 --set train.valid_every=0" +
-        nmt::test::train_slice_flags());
-    INFO(trained.err);
-    REQUIRE(trained.exit_code == 0);
-    std::ofstream(dir / "stamp") << stamp;
-  }
-  return checkpoint.string();
+  return (nmt::test::translate_run_dir() / "checkpoints" / "checkpoint-00000020.safetensors")
+      .string();
 }
 
 /// kLines lines of the shipped test set, with an empty line at 3.
