@@ -10,6 +10,9 @@
 #      sentence-count batches: the seed's problem, measured); sharded optimizer state,
 #      activation checkpointing and an injected out-of-memory skip on the same runs;
 #   5. data.max_tokens: auto on the base config (the budget it measures, and the peak after);
+#   5b. a corpus decoded by nmt-translate --nproc-per-node 2 (2 ranks on the one GPU, bf16,
+#      beam 4): killed part-way, resumed, and compared with one process decoding the same
+#      shards (the checkpoint of step 3);
 #   6. benchmark and MFU of base and big in bf16 and fp16 next to the PyTorch reference loop
 #      (32768-token batches; unsynced tokens/s as the headline, the synced split beside it);
 #   7. CTest on the GPU-relevant unit tests (CHECK_CTEST_REGEX), GPU visible: the [cuda] cases
@@ -24,13 +27,14 @@
 # machine.txt and logs.tar.gz (every step's log, metrics.jsonl, benchmark.json and run logs;
 # no checkpoints or token caches). Should one call not suffice, split it in two: the build
 # and its unpacked dependencies (build-gpu/, build-gpu-deps/) stay on a warm machine:
-#   scripts/gpu/check.sh $OUT build test train dist     then     scripts/gpu/check.sh $OUT auto bench ctest
+#   scripts/gpu/check.sh $OUT build test train dist     then     scripts/gpu/check.sh $OUT auto translate bench ctest
+#   (translate needs step 3's checkpoint: on a second call, run train again or leave translate out)
 #
-#   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist auto bench ctest; default all;
+#   scripts/gpu/check.sh OUTDIR [STEP...]     (steps: build test train dist auto translate bench ctest; default all;
 #                                              configure: the build's first half alone, not in all)
 #
 # Sizes: CHECK_TRAIN_STEPS (300), CHECK_DIST_STEPS (40), CHECK_AUTO_STEPS (30), CHECK_BENCH
-# ("1 20": repetitions and steps of compare.sh), CHECK_BUDGET_S (540).
+# ("1 20": repetitions and steps of compare.sh), CHECK_CORPUS_LINES (1000), CHECK_BUDGET_S (540).
 #
 # A rehearsal on a CPU machine (CHECK_REHEARSAL=1, CHECK_BUILD_DIR=an existing CI build, PYTHON
 # a Python with torch) runs every step with CPU stand-ins: the build step only checks the
@@ -47,7 +51,7 @@ cd "$repo"
 dest=${1:?usage: scripts/gpu/check.sh OUTDIR [STEP...]}
 shift
 steps=("$@")
-(( ${#steps[@]} )) || steps=(build test train dist auto bench ctest)
+(( ${#steps[@]} )) || steps=(build test train dist auto translate bench ctest)
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 out=$dest/work  # logs and run directories, packed into $dest/logs.tar.gz at the end
@@ -63,6 +67,7 @@ ctest_regex=${CHECK_CTEST_REGEX:-'^(test_model|test_decode|test_dist|test_dist_c
 # What the steps train: the GPU's sizes, or the CPU stand-ins of a rehearsal.
 if [[ $rehearsal == 1 ]]; then
   config=configs/tiny.yaml vocab_size=500 max_tokens=1024 nccl=gloo bench_device=cpu
+  decode=(--device cpu --amp off --max-len-a 0 --max-len-b 20) corpus_lines=${CHECK_CORPUS_LINES:-200}
   # The test set's 1,000 pairs as the training corpus: the shipped 42,000 made the vocabulary
   # and each run's encoding most of the rehearsal's time.
   data=(--set data.train_src=data/ddtp.en-de.test.en --set data.train_tgt=data/ddtp.en-de.test.de)
@@ -71,6 +76,7 @@ if [[ $rehearsal == 1 ]]; then
   sizes=(--set train.valid_every=0 --set train.log_every=2)
 else
   config=configs/transformer-base.yaml vocab_size=8000 max_tokens=8192 nccl=nccl bench_device=cuda
+  decode=(--device cuda --amp bf16) corpus_lines=${CHECK_CORPUS_LINES:-1000}
   threads=() data=()
   sizes=(--set train.valid_every=100 --set train.log_every=20)
 fi
@@ -245,6 +251,29 @@ if wants auto && have_binary; then
     --set data.vocab_size=$vocab_size "${auto_vocab[@]}" --set amp.mode=bf16 --set data.max_tokens=auto \
     --set train.max_steps=${CHECK_AUTO_STEPS:-30} --set train.log_every=10 --set train.valid_every=0 \
     --set checkpoint.every_steps=100000 --log-level debug
+fi
+
+# --- 5b. A corpus decoded on 2 ranks, killed and resumed ------------------------------------
+# Rank 0 kills itself (SIGKILL, as a lost node) after its first shard; the run started again
+# decodes only the missing shards (corpus/resumed.json) into the file that one process writes
+# from the same shards (the same batches, so bf16 rounds alike), and leaves no .parts folder.
+corpus_decoding() {
+  local translate=$build/nmt-translate dir=$out/corpus
+  mkdir -p "$dir"
+  head -n "$corpus_lines" data/ddtp.en-de.test.en > "$dir/in.en"
+  local args=(-c "$out/train-bf16" -i "$dir/in.en" "$@" --beam 4 --shard-lines 50)
+  "$translate" "${args[@]}" -o "$dir/one.de" --nproc-per-node 1 --stats-json "$dir/one.json" || return 1
+  if NMT_TRANSLATE_TEST_KILL_AFTER=0:1 "$translate" "${args[@]}" -o "$dir/two.de" --nproc-per-node 2; then
+    echo "[check] the run meant to be killed ended normally"; return 1
+  fi
+  "$translate" "${args[@]}" -o "$dir/two.de" --nproc-per-node 2 --stats-json "$dir/resumed.json" || return 1
+  cmp "$dir/one.de" "$dir/two.de" || { echo "[check] 2 ranks resumed differ from one process"; return 1; }
+  [[ ! -e $dir/two.de.parts ]] || { echo "[check] $dir/two.de.parts remains"; return 1; }
+  echo "[check] corpus: 2 ranks, killed and resumed, wrote the file of one process"
+}
+if wants translate && have_binary; then
+  export out corpus_lines  # for corpus_decoding, which step runs in a child bash
+  step corpus corpus_decoding "${decode[@]}"
 fi
 
 # --- 6. Benchmarks next to the reference loop ------------------------------------------------

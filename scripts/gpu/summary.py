@@ -124,6 +124,21 @@ def auto_fit(out):
           f"(sentences, tokens, peak MiB) {probes}; training peak {s.get('peak_memory_mb')} MiB")
 
 
+def corpus(out):
+    one = os.path.join(out, "corpus", "one.json")
+    resumed = os.path.join(out, "corpus", "resumed.json")
+    if not os.path.exists(resumed):
+        return
+    r, o = load_json(resumed), load_json(one)
+    ranks = ", ".join(f"rank {k.get('rank')} {k.get('sentences')} lines in {number(k.get('seconds'), '.1f')} s"
+                      for k in r.get("ranks", []))
+    print(f"\ncorpus: {r.get('lines')} lines in {r.get('shards')} shards; one process "
+          f"{number(o.get('sentences_per_s'), '.1f')} lines/s, "
+          f"{number(o.get('output_tokens_per_s'), '.1f')} output tokens/s; 2 ranks resumed "
+          f"{r.get('shards_decoded')} shards ({r.get('shards_resumed')} kept from the killed run) "
+          f"in {number(r.get('seconds'), '.1f')} s ({ranks})")
+
+
 def log_tail(out, name, title):
     path = os.path.join(out, f"{name}.log")
     if os.path.exists(path):
@@ -133,7 +148,7 @@ def log_tail(out, name, title):
 def main():
     out = sys.argv[1]
     print("# GPU check\n")
-    sections = [machine, steps, training, distributed, cuda_cases, auto_fit,
+    sections = [machine, steps, training, distributed, cuda_cases, auto_fit, corpus,
                 lambda o: log_tail(o, "bench", "bench")]
     for section in sections:
         try:

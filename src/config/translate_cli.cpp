@@ -46,12 +46,33 @@ void add_file_options(CLI::App& app, TranslateCommand& command) {
       ->capture_default_str()
       ->type_name("FILE");
   app.add_option("--stats-json", command.stats_json,
-                 "also write the run's figures (sentences, tokens, seconds, rates) as JSON here, "
-                 "for scripts")
+                 "also write the run's figures (sentences, tokens, seconds, rates; for a corpus "
+                 "also its shards, those decoded now, and per rank) as JSON here, for scripts")
       ->type_name("FILE");
   app.add_option("-o,--output", command.output, "where to write the translations (- for stdout)")
       ->capture_default_str()
       ->type_name("FILE");
+}
+
+/// Decoding a whole corpus on several workers, resumably.
+void add_corpus_options(CLI::App& app, TranslateCommand& command) {
+  app.add_option("--nproc-per-node,--nproc_per_node", command.nproc_per_node,
+                 "decode the input file as a corpus on N workers of this node (one per GPU; "
+                 "CPU workers where there is none), built in OUTPUT.parts/ shard by shard: "
+                 "a killed run started again with the same arguments decodes only what is "
+                 "missing, and OUTPUT appears when complete. 1: one process, resumably. Under "
+                 "torchrun, mpirun or Slurm each rank runs as such a worker without it. Needs "
+                 "-i FILE and -o FILE")
+      ->check(CLI::Range(1, 1024))
+      ->type_name("N");
+  app.add_option("--shard-lines", command.shard_lines,
+                 "input lines per shard of a corpus (the unit that is kept and resumed)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->type_name("N");
+  app.add_flag("--force", command.force,
+               "a corpus run whose OUTPUT.parts/ was made with other arguments starts over "
+               "(without it, the run is refused, naming what differs)");
 }
 
 /// How outputs are searched for or drawn.
@@ -200,6 +221,7 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   app.set_version_flag("--version", std::string(NMT_VERSION));
   TranslateFlags flags;
   add_file_options(app, command);
+  add_corpus_options(app, command);
   add_search_options(app, command.options.search, flags);
   add_run_options(app, command, flags);
   try {

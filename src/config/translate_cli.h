@@ -16,6 +16,11 @@ struct TranslateCommand {
   std::string output = "-";          ///< output file ("-": stdout)
   std::string log_level = "info";    ///< console log level
   std::string stats_json;            ///< if set, the run's figures as JSON (for scripts)
+  /// Set: decode the input as a corpus on this many workers (decode/corpus_translation.h),
+  /// resumably; unset: one process, as a plain filter (unless a launcher started it as a rank).
+  std::optional<int> nproc_per_node;
+  int64_t shard_lines = 10000;  ///< input lines per shard of a corpus (lines)
+  bool force = false;           ///< a corpus folder of a run with other arguments: start over
 };
 
 /// Parses argv. Prints help, version or a usage error itself and sets exit_code then.

@@ -28,6 +28,7 @@ struct TranslateOptions {
   WeightsChoice weights = WeightsChoice::kAuto;  ///< trained or moving-average weights
   int64_t max_tokens = 4096;  ///< padded source tokens per batch (sentences x longest)
   DeviceChoice device = DeviceChoice::kAuto;  ///< kAuto: CUDA when available, else CPU
+  int64_t cuda_index = 0;                     ///< which GPU runs it (one rank's of several)
   amp::AmpMode amp = amp::AmpMode::kOff;      ///< autocast precision of the forward passes
   int64_t threads = 0;                        ///< CPU intra-op threads; 0: LibTorch's default
   bool with_scores = false;                   ///< output lines are "text\tscore" (normalized score)

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <numeric>
 #include <optional>
+#include <sstream>
 
 #include <fmt/ranges.h>
 
@@ -97,7 +98,7 @@ void check_options(const TranslateOptions& options) {
             options.average);
 }
 
-at::Device pick_device(DeviceChoice choice) {
+at::Device pick_device(DeviceChoice choice, int64_t cuda_index) {
   const bool has_cuda = at::hasCUDA();
   switch (choice) {
     case DeviceChoice::kCpu:
@@ -106,11 +107,12 @@ at::Device pick_device(DeviceChoice choice) {
       NMT_CHECK(has_cuda, DeviceError,
                 "--device cuda: no CUDA device is visible to this process (or LibTorch is a CPU "
                 "build); use --device cpu");
-      return at::Device(at::kCUDA, 0);
+      return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_index));
     case DeviceChoice::kAuto:
       break;
   }
-  return has_cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  return has_cuda ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_index))
+                  : at::Device(at::kCPU);
 }
 
 }  // namespace
@@ -125,12 +127,13 @@ struct Translator::Impl {
   SearchIds ids;
   std::vector<int32_t> prefix;  ///< ids first in every source (--tgt-lang's tag, --src-lang's code)
   log::PhaseProgress* progress = nullptr;  ///< set during translate_file, when it reports
+  const std::function<void(int64_t)>* on_batch = nullptr;  ///< set during translate(..., on_batch)
   int64_t done = 0;                        ///< sentences translated so far in translate_file
 
   Impl(const TranslateOptions& o, const ModelConfigReader& read_config) : options(o) {
     check_options(options);
     if (options.threads > 0) at::set_num_threads(static_cast<int>(options.threads));
-    device = pick_device(options.device);
+    device = pick_device(options.device, options.cuda_index);
     NMT_CHECK(amp::autocast_supported(options.amp, device.type()), ConfigError,
               "--amp {} is not supported on {}", amp::mode_name(options.amp), device.str());
     files = checkpoint::model_checkpoints(options.checkpoint, options.average);
@@ -227,6 +230,7 @@ struct Translator::Impl {
       translate_batch(order, begin, end, sources, out, first_line);
       done += static_cast<int64_t>(end - begin);
       if (progress) progress->update(double(done));
+      if (on_batch && *on_batch) (*on_batch)(done);
       begin = end;
     }
     return out;
@@ -298,6 +302,35 @@ std::vector<std::vector<Translation>> Translator::translate(const std::vector<st
               bad + 1);
   }
   return impl_->run(lines, nullptr);
+}
+
+std::vector<std::vector<Translation>> Translator::translate(
+    const std::vector<std::string>& lines, int64_t first_line, TranslateStats* stats,
+    const std::function<void(int64_t)>& on_batch) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const size_t bad = find_invalid_utf8(lines[i]);
+    NMT_CHECK(bad == std::string_view::npos, DataError, "line {}: invalid UTF-8 at byte {}",
+              first_line + static_cast<int64_t>(i) + 1, bad + 1);
+  }
+  impl_->done = 0;
+  impl_->on_batch = &on_batch;
+  struct Reset {
+    Impl* impl;
+    ~Reset() { impl->on_batch = nullptr; }
+  } reset{impl_.get()};
+  std::vector<std::vector<Translation>> out = impl_->run(lines, stats, first_line);
+  if (stats) {
+    stats->sentences += static_cast<int64_t>(lines.size());
+    for (const auto& translations : out)
+      if (!translations.empty()) stats->output_tokens += translations[0].tokens.size();
+  }
+  return out;
+}
+
+std::string Translator::output_text(const std::vector<Translation>& translations) const {
+  std::ostringstream out;
+  impl_->write(out, translations);
+  return out.str();
 }
 
 TranslateStats Translator::translate_file(const std::string& input, const std::string& output) {

@@ -56,6 +56,17 @@ class Translator {
   /// (1-based) of the first invalid UTF-8 line.
   std::vector<std::vector<Translation>> translate(const std::vector<std::string>& lines);
 
+  /// translate() for lines [first_line, first_line + lines.size()) of a larger input (0-based):
+  /// sampling draws as translate_file does for them, and errors name the line in the whole
+  /// input. Adds the figures to `stats` (sentences, tokens; not seconds) and calls `on_batch`
+  /// (when set) with the count of these lines done after each batch.
+  std::vector<std::vector<Translation>> translate(const std::vector<std::string>& lines,
+                                                  int64_t first_line, TranslateStats* stats,
+                                                  const std::function<void(int64_t)>& on_batch);
+
+  /// The output lines of one input line, as translate_file writes them ("\n"-terminated).
+  std::string output_text(const std::vector<Translation>& translations) const;
+
   /// Translates the lines of input ("-": stdin) into output ("-": stdout): search.nbest output
   /// lines per input line, in input order; with with_scores each line is "text\tscore".
   /// Reports progress on stderr for long inputs. Throws DataError naming file:line for

@@ -160,6 +160,19 @@ TEST_CASE("a multilingual run validates each pair, translates each direction, an
   int differing = 0;
   for (std::string a, b; std::getline(de_lines, a) && std::getline(en_lines, b);) differing += a != b;
   CHECK(differing == 5);
+  // A corpus on 2 ranks with --tgt-lang (#47): the lines of one process decoding the same
+  // shards (the same batches, so the scores agree to the last digit).
+  const auto corpus_to_de = [&](const std::string& name, const std::string& ranks) {
+    const std::string out = (io.path() / name).string();
+    const auto r = run_command(translate + " --tgt-lang de --shard-lines 2 -o " + out +
+                               " --nproc-per-node " + ranks);
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    return nmt::test::read_file(out);
+  };
+  const std::string corpus_one = corpus_to_de("one.de", "1");
+  CHECK(std::count(corpus_one.begin(), corpus_one.end(), '\n') == 5);
+  CHECK(corpus_to_de("two.de", "2") == corpus_one);
   // Without --tgt-lang, or with a language the model does not know: one line listing them.
   const auto missing = run_command(translate);
   CHECK(missing.exit_code != 0);

@@ -1,5 +1,6 @@
-// End-to-end: nmt-train trains a tiny checkpoint on the shipped corpus, then nmt-translate
-// translates files and stdin with it, as a checkpoint file and as a run directory.
+// End-to-end: nmt-train trains a tiny checkpoint on the shipped corpus (once, shared by the
+// cases of test_e2e_translate: translate_support.h), then nmt-translate translates files and
+// stdin with it, as a checkpoint file and as a run directory.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "test_support.h"
+#include "translate_support.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -22,7 +24,6 @@ using nmt::test::TempDir;
 
 namespace {
 
-const std::string kTrain = NMT_TRAIN_BIN;
 const std::string kTranslate = NMT_TRANSLATE_BIN;
 
 /// Runs nmt-translate with `args`; fails the test with its stderr when it fails.
@@ -37,13 +38,7 @@ std::string translate(const std::string& args) {
 
 TEST_CASE("nmt-translate translates with a checkpoint trained by nmt-train", "[e2e][translate]") {
   TempDir dir;
-  const auto run_dir = dir.path() / "run";
-  const auto trained = run_command(
-      kTrain + " --config configs/tiny.yaml --log-level warn --set run_dir=" + run_dir.string() +
-      " --set train.max_steps=20 --set data.vocab_size=500 --set train.valid_every=0"
-      " --set checkpoint.every_steps=10" + nmt::test::train_slice_flags());
-  INFO(trained.err);
-  REQUIRE(trained.exit_code == 0);
+  const auto run_dir = nmt::test::translate_run_dir();
   const std::string checkpoint =
       (run_dir / "checkpoints" / "checkpoint-00000020.safetensors").string();
 

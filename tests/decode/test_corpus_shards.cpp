@@ -1,0 +1,101 @@
+#include "catch_torch.h"  // first: see the header
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "decode/corpus_shards.h"
+#include "test_support.h"
+#include "util/error.h"
+
+using Catch::Matchers::Contains;
+using nmt::decode::Manifest;
+using nmt::decode::ShardFolder;
+using nmt::decode::ShardRecord;
+using nmt::test::read_file;
+using nmt::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+Manifest manifest(const std::string& beam) {
+  return {{"input", "/data/in.en"}, {"beam", beam}, {"shard_lines", "3"}};
+}
+
+ShardRecord record(int64_t rank, int64_t lines) { return {rank, "run A", lines, 7, 5, 0.5}; }
+
+}  // namespace
+
+TEST_CASE("corpus manifests name the keys that differ", "[decode][corpus]") {
+  const Manifest a = manifest("4");
+  CHECK(nmt::decode::manifest_differences(a, a).empty());
+  CHECK(nmt::decode::manifest_differences(a, manifest("1")) == std::vector<std::string>{"beam"});
+  Manifest extra = a;
+  extra.emplace_back("tgt_lang", "de");
+  CHECK(nmt::decode::manifest_differences(a, extra) == std::vector<std::string>{"tgt_lang"});
+  CHECK(nmt::decode::parse_manifest(nmt::decode::manifest_json(extra), "m") == extra);
+  CHECK_THROWS_WITH(nmt::decode::parse_manifest("{\"beam\": 4}", "m.json"),
+                    Contains("m.json: key \"beam\": expected a string"));
+}
+
+TEST_CASE("shard file names and the temps of dead writers", "[decode][corpus]") {
+  CHECK(nmt::decode::shard_file_name(12, "txt") == "shard-00000012.txt");
+  CHECK(nmt::decode::is_shard_file_name("shard-00000012.txt"));
+  CHECK(nmt::decode::is_shard_file_name("shard-00000012.json"));
+  CHECK_FALSE(nmt::decode::is_shard_file_name("shard-00000012.lock"));
+  CHECK_FALSE(nmt::decode::is_shard_file_name("shard-12.txt"));
+  CHECK_FALSE(nmt::decode::is_shard_file_name("manifest.json"));
+  CHECK(nmt::decode::parts_folder("out/de.txt") == fs::path("out/de.txt.parts"));
+
+  TempDir dir;
+  const fs::path out = dir.path() / "out.de";
+  const fs::path parts = nmt::decode::parts_folder(out);
+  fs::create_directories(parts);
+  // A writer killed mid-shard (no such pid) and a live one (this test's parent is alive).
+  const auto dead = dir.write("out.de.parts/shard-00000001.txt.tmp-2147480000", "half");
+  const auto live =
+      dir.write("out.de.parts/shard-00000002.txt.tmp-" + std::to_string(::getppid()), "writing");
+  ShardFolder folder(out, manifest("4"), false, true);
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+}
+
+TEST_CASE("a corpus folder keeps shards, resumes them and assembles the output",
+          "[decode][corpus]") {
+  TempDir dir;
+  const fs::path out = dir.path() / "out.de";
+  {
+    ShardFolder folder(out, manifest("4"), false, false);
+    auto claim = folder.claim(1, false);
+    REQUIRE(claim);
+    // Held: nobody else claims it, not even this process through another open file.
+    CHECK_FALSE(folder.claim(1, false));
+    folder.commit(1, "d\ne\nf\n", record(1, 3));
+  }
+  // Resumed with the same manifest: shard 1 is done and kept; another manifest is refused,
+  // naming what differs, unless forced.
+  ShardFolder again(out, manifest("4"), false, false);
+  CHECK(again.done(1));
+  CHECK_FALSE(again.claim(1, true));
+  CHECK_THROWS_AS(ShardFolder(out, manifest("1"), false, false), nmt::ConfigError);
+  CHECK_THROWS_WITH(ShardFolder(out, manifest("1"), false, false),
+                    Contains("(beam differs)") && Contains("--force"));
+  {
+    ShardFolder forced(out, manifest("1"), true, false);
+    CHECK_FALSE(forced.done(1));
+  }
+  ShardFolder folder(out, manifest("1"), false, false);
+  folder.commit(0, "a\nb\nc\n", record(0, 3));
+  folder.commit(1, "d\ne\nf\n", record(1, 3));
+  folder.commit(2, "g\n", record(0, 1));
+  const std::vector<ShardRecord> records = folder.records(3);
+  REQUIRE(records.size() == 3);
+  CHECK(records[1].rank == 1);
+  CHECK(records[2].lines == 1);
+  CHECK(records[2].run == "run A");
+  folder.assemble(out, 3);
+  CHECK(read_file(out) == "a\nb\nc\nd\ne\nf\ng\n");
+  CHECK_FALSE(fs::exists(nmt::decode::parts_folder(out)));
+}
