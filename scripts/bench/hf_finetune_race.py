@@ -2,7 +2,7 @@
 """nmt-train against transformers as a user of each fine-tunes: one epoch, then one validation
 with BLEU (issue #49).
 
-    hf_finetune_race.py --bin BUILD_DIR --work DIR [--pairs 2000] [--batch-sizes 16,32]
+    hf_finetune_race.py --bin BUILD_DIR --work DIR [--pairs 600] [--batch-sizes 16,32]
                         [--valid-pairs 500] [--threads N] [--lr 3e-4] [--precision fp32|bf16]
 
 The work of scripts/bench/hf-finetune-race.sh (which sets --bin and --work):
@@ -199,7 +199,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bin", required=True, help="the build folder with nmt-train and nmt-ckpt")
     p.add_argument("--work", required=True)
-    p.add_argument("--pairs", type=int, default=2000)
+    p.add_argument("--pairs", type=int, default=600)
     p.add_argument("--batch-sizes", default="16,32", help="transformers' sentences per batch")
     p.add_argument("--valid-pairs", type=int, default=500)
     p.add_argument("--threads", type=int, default=os.cpu_count())
