@@ -30,7 +30,6 @@ Prints a table; writes DIR/result.json. A benchmark, not a test: no figure is as
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -38,53 +37,12 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from nmt_tools.hf_finetune import (DROPOUT, LABEL_SMOOTHING, SEED, make_model_dir,  # noqa: E402
+                                   nmt_warmup, read_metrics, valid_loss)
 from nmt_tools.paths import DATA  # noqa: E402
 from nmt_tools.process import run  # noqa: E402
-from nmt_tools.spm import spm_pieces, train_spm  # noqa: E402
-from nmt_tools.text import read_lines, write_json  # noqa: E402
 
 VALID_PAIRS = 200
-SPM_LINES = 20000  # lines per side the SentencePiece models are trained on
-SPM_PIECES = 4000  # pieces per side; the union is the vocabulary (a few thousand)
-DROPOUT = 0.1
-LABEL_SMOOTHING = 0.1
-SEED = 1
-
-
-def build_tokenizer(transformers, work):
-    """A MarianTokenizer as OPUS-MT's conversion writes one: two SentencePiece models, one id
-    table (</s> 0, <unk> 1, the pieces of both, <pad> last)."""
-    en = read_lines(DATA / "ddtp.en-de.train.en.gz", SPM_LINES)
-    de = read_lines(DATA / "ddtp.en-de.train.de.gz", SPM_LINES)
-    src = str(train_spm(en, os.path.join(work, "source"), "unigram", SPM_PIECES))
-    tgt = str(train_spm(de, os.path.join(work, "target"), "unigram", SPM_PIECES))
-    pieces = sorted(set(spm_pieces(src)) | set(spm_pieces(tgt)))
-    random.Random(SEED).shuffle(pieces)
-    vocab = os.path.join(work, "vocab.json")
-    tokens = ["</s>", "<unk>"] + pieces + ["<pad>"]
-    write_json(vocab, {token: i for i, token in enumerate(tokens)})
-    return transformers.MarianTokenizer(source_spm=src, target_spm=tgt, vocab=vocab)
-
-
-def make_model_dir(model_dir, work):
-    import torch
-    import transformers
-
-    tok = build_tokenizer(transformers, work)
-    tok.save_pretrained(model_dir)
-    vocab = len(tok)
-    config = transformers.MarianConfig(
-        vocab_size=vocab, decoder_vocab_size=vocab, d_model=512, encoder_layers=6,
-        decoder_layers=6, encoder_attention_heads=8, decoder_attention_heads=8,
-        encoder_ffn_dim=2048, decoder_ffn_dim=2048, max_position_embeddings=512,
-        activation_function="swish", dropout=DROPOUT, attention_dropout=0.0,
-        activation_dropout=0.0, scale_embedding=True, pad_token_id=tok.pad_token_id,
-        eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id,
-        forced_eos_token_id=None)
-    torch.manual_seed(SEED)
-    model = transformers.MarianMTModel(config)
-    model.save_pretrained(model_dir, safe_serialization=True)
-    return vocab, sum(p.numel() for p in model.parameters())
 
 
 def write_config(path, run_dir, summary, a, checkpoint):
@@ -143,11 +101,10 @@ def hf_train(model_dir, batches, pad, a, out_dir):
             return torch.utils.data.SequentialSampler(items)
 
         def create_scheduler(self, num_training_steps, optimizer=None):
-            # nmt-train's warm-up: update k (from 1) at lr * k / warmup; transformers'
-            # constant_with_warmup gives update k lr * (k - 1) / warmup (the first at 0).
+            # nmt-train's warm-up (nmt_warmup), not transformers' constant_with_warmup.
             if self.lr_scheduler is None:
                 self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
-                    optimizer or self.optimizer, lambda s: min(1.0, (s + 1) / max(1, a.warmup)))
+                    optimizer or self.optimizer, lambda s: nmt_warmup(s, a.warmup))
             return self.lr_scheduler
 
     args = transformers.Seq2SeqTrainingArguments(
@@ -178,32 +135,6 @@ def hf_train(model_dir, batches, pad, a, out_dir):
     update_s = [b - e for e, b in zip(ends, ends[1:])]
     return (seconds, update_s, [r["loss"] for r in logged], [r["learning_rate"] for r in logged],
             trainer.model)
-
-
-def valid_loss(model, tok, src_lines, tgt_lines):
-    """Cross entropy per target token (no label smoothing), teacher-forced, in eval mode."""
-    import torch
-
-    model.eval()
-    total, tokens = 0.0, 0
-    with torch.no_grad():
-        for begin in range(0, len(src_lines), 25):
-            batch = tok(src_lines[begin:begin + 25], text_target=tgt_lines[begin:begin + 25],
-                        return_tensors="pt", padding=True)
-            labels = batch["labels"].masked_fill(batch["labels"].eq(tok.pad_token_id), -100)
-            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                           labels=labels).logits
-            total += torch.nn.functional.cross_entropy(
-                logits.float().reshape(-1, logits.size(-1)), labels.reshape(-1),
-                ignore_index=-100, reduction="sum").item()
-            tokens += int(labels.ne(-100).sum())
-    return total / tokens
-
-
-def read_metrics(run_dir):
-    with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
-        records = [json.loads(line) for line in f if line.strip()]
-    return [r for r in records if r.get("type") == "train"]
 
 
 def main():
