@@ -18,7 +18,7 @@ namespace {
 /// Pairs read, scored and written per chunk (each chunk is batched in length order).
 constexpr size_t kChunkPairs = 10000;
 
-int64_t count_lines(const std::string& file) {
+int64_t lines_in(const std::string& file) {
   data::LineReader reader(file);
   std::string line;
   while (reader.next(&line)) {
@@ -45,7 +45,7 @@ int64_t count_pair_lines(const std::string& source, const std::string& target) {
   NMT_CHECK(source != "-" && !source.empty(), ConfigError,
             "--score: the source must be a file (-i FILE), not stdin: its lines are counted "
             "against the target's first");
-  const int64_t sources = count_lines(source), targets = count_lines(target);
+  const int64_t sources = lines_in(source), targets = lines_in(target);
   NMT_CHECK(sources == targets, DataError,
             "--score: {} has {} lines but {} has {}: a target line is needed for each source "
             "line",

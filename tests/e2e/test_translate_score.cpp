@@ -100,7 +100,8 @@ TEST_CASE("nmt-translate --score refuses files of different line counts",
   TempDir dir;
   const fs::path src = head_of(dir, "data/ddtp.en-de.test.en", 5, "in.en");
   const fs::path tgt = head_of(dir, "data/ddtp.en-de.test.de", 4, "in.de");
-  for (const std::string corpus : {"", " --nproc-per-node 1 -o " + (dir.path() / "o").string()}) {
+  for (const std::string& corpus :
+       std::vector<std::string>{"", " --nproc-per-node 1 -o " + (dir.path() / "o").string()}) {
     const auto r = translate("-c " + score_checkpoint() + " -i " + src.string() + " --score " +
                              tgt.string() + corpus);
     INFO(r.err);
@@ -137,19 +138,28 @@ TEST_CASE("nmt-translate --score --nproc-per-node 2 writes the file of one proce
 
 TEST_CASE("the corpus mean of nmt-translate --score is the validation nll of nmt-train",
           "[e2e][translate][score]") {
-  // The shared run's copy resumes at its last step with these pairs as the validation set and
-  // validates them once (nothing is trained: it stopped at train.max_steps 20); --score scores
-  // them with the same checkpoint. Short pairs, so that data.max_len filters none.
-  const std::string checkpoint = score_checkpoint();
+  // A copy of the shared run resumes for one update (nmt-train does nothing at its last step)
+  // with these pairs as the validation set, which it validates at step 21 and saves; --score
+  // scores them with that checkpoint. Short pairs, so that data.max_len filters none.
   TempDir dir;
-  const fs::path src = head_of(dir, "data/ddtp.en-de.valid.en", 40, "valid.en");
-  const fs::path tgt = head_of(dir, "data/ddtp.en-de.valid.de", 40, "valid.de");
+  // Pairs of the validation set whose sides have at most 150 bytes (data.max_len 128 pieces
+  // filters 2 of the first 40 otherwise, which --score would count).
+  std::ifstream en("data/ddtp.en-de.valid.en"), de("data/ddtp.en-de.valid.de");
+  std::string en_text, de_text, en_line, de_line;
+  for (int n = 0; n < 40 && std::getline(en, en_line) && std::getline(de, de_line);) {
+    if (en_line.size() > 150 || de_line.size() > 150) continue;
+    en_text += en_line + "\n";
+    de_text += de_line + "\n";
+    ++n;
+  }
+  const fs::path src = dir.write("valid.en", en_text);
+  const fs::path tgt = dir.write("valid.de", de_text);
   const fs::path run = dir.path() / "run";
   fs::copy(nmt::test::translate_run_dir(), run, fs::copy_options::recursive);
   const auto trained = run_command(
       std::string(NMT_TRAIN_BIN) +
       " --config configs/tiny.yaml --log-level warn --set run_dir=" + run.string() +
-      " --set train.max_steps=20 --set data.vocab_size=500 --set train.valid_every=20"
+      " --set train.max_steps=21 --set data.vocab_size=500 --set train.valid_every=21"
       " --set checkpoint.every_steps=10 --set data.valid_src=" +
       src.string() + " --set data.valid_tgt=" + tgt.string() + nmt::test::train_slice_flags());
   INFO(trained.err);
@@ -160,7 +170,8 @@ TEST_CASE("the corpus mean of nmt-translate --score is the validation nll of nmt
     if (record.value("type", "") == "valid") valid = record;
   }
   REQUIRE(valid.is_object());
-  REQUIRE(valid["step"] == 20);
+  REQUIRE(valid["step"] == 21);
+  const std::string checkpoint = (run / "checkpoints" / "checkpoint-00000021.safetensors").string();
 
   const fs::path out = dir.path() / "scores";
   translate_ok("-c " + checkpoint + " -i " + src.string() + " --score " + tgt.string() + " -o " +
