@@ -229,8 +229,9 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
       "The model, its config and its SentencePiece vocabulary all come from the checkpoint.\n"
       "Every input line gives one output line (--nbest N: N lines), in input order; an empty\n"
       "line gives an empty line. With --score TGT it scores given pairs instead (one line of\n"
-      "\"SUM<TAB>MEAN<TAB>TOKENS\" per pair). Errors are reported as one line, with exit code 1\n"
-      "(2 for a wrong command line).",
+      "\"SUM<TAB>MEAN<TAB>TOKENS\" per pair).\n"
+      "Errors are reported as one line, with exit code 1 (2 for a\n"
+      "wrong command line).",
       "nmt-translate"};
   app.set_version_flag("--version", std::string(NMT_VERSION));
   TranslateFlags flags;
