@@ -24,6 +24,7 @@ struct TranslateFlags {
   CLI::Option* beam = nullptr;
   CLI::Option* nbest = nullptr;
   CLI::Option* sampling = nullptr;
+  CLI::Option* score = nullptr;
   std::string sampling_spec;
   uint64_t seed = 0;
   std::string device = "auto";
@@ -49,7 +50,16 @@ void add_file_options(CLI::App& app, TranslateCommand& command) {
                  "also write the run's figures (sentences, tokens, seconds, rates; for a corpus "
                  "also its shards, those decoded now, and per rank) as JSON here, for scripts")
       ->type_name("FILE");
-  app.add_option("-o,--output", command.output, "where to write the translations (- for stdout)")
+  app.add_option("--score", command.score_targets,
+                 "score the given pairs instead of translating: source line i of the input "
+                 "with target line i of FILE (as many lines; the input must be a file), "
+                 "teacher-forced, batched by --max-tokens; output line i is "
+                 "\"SUM<TAB>MEAN<TAB>TOKENS\": the sum of the target's log-probabilities, "
+                 "that sum per target token, and the target tokens (EOS included), as "
+                 "training's loss counts them. Search options do not apply")
+      ->type_name("FILE");
+  app.add_option("-o,--output", command.output,
+                 "where to write the translations or scores (- for stdout)")
       ->capture_default_str()
       ->type_name("FILE");
 }
@@ -187,6 +197,9 @@ void check_search_options(const TranslateFlags& flags, decode::SearchOptions& s)
     s.sampling->seed = flags.seed;
     s.beam = 1;
   }
+  if (flags.score->count() > 0 && (flags.sampling->count() > 0 || flags.nbest->count() > 0))
+    throw CLI::ValidationError(
+        "--score scores the given targets: --sampling and --nbest do not apply");
   if (s.nbest > s.beam)
     throw CLI::ValidationError("--nbest", "--nbest " + std::to_string(s.nbest) +
                                               " exceeds --beam " + std::to_string(s.beam));
@@ -215,12 +228,15 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
       "nmt-translate: translates text, one sentence per line, with a checkpoint of nmt-train.\n"
       "The model, its config and its SentencePiece vocabulary all come from the checkpoint.\n"
       "Every input line gives one output line (--nbest N: N lines), in input order; an empty\n"
-      "line gives an empty line. Errors are reported as one line, with exit code 1 (2 for a\n"
+      "line gives an empty line. With --score TGT it scores given pairs instead (one line of\n"
+      "\"SUM<TAB>MEAN<TAB>TOKENS\" per pair).\n"
+      "Errors are reported as one line, with exit code 1 (2 for a\n"
       "wrong command line).",
       "nmt-translate"};
   app.set_version_flag("--version", std::string(NMT_VERSION));
   TranslateFlags flags;
   add_file_options(app, command);
+  flags.score = app.get_option("--score");
   add_corpus_options(app, command);
   add_search_options(app, command.options.search, flags);
   add_run_options(app, command, flags);

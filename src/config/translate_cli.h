@@ -16,6 +16,9 @@ struct TranslateCommand {
   std::string output = "-";          ///< output file ("-": stdout)
   std::string log_level = "info";    ///< console log level
   std::string stats_json;            ///< if set, the run's figures as JSON (for scripts)
+  /// Set: score the pairs (input line i, this file's line i) teacher-forced instead of
+  /// translating; each output line is "sum<TAB>mean<TAB>tokens" (decode/pair_scoring.h).
+  std::string score_targets;
   /// Set: decode the input as a corpus on this many workers (decode/corpus_translation.h),
   /// resumably; unset: one process, as a plain filter (unless a launcher started it as a rank).
   std::optional<int> nproc_per_node;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/corpus_reader.h"
+#include "decode/pair_scoring.h"
 #include "decode/sampling.h"
 #include "decode/translator.h"
 #include "util/atomic_file.h"
@@ -48,7 +49,7 @@ std::string file_stamp(const fs::path& file) {
                      static_cast<int64_t>(time.time_since_epoch().count()));
 }
 
-/// Reads the input forward, one shard's lines at a time (never the whole input).
+/// Reads a file forward, one shard's lines at a time (never the whole file).
 class ShardReader {
  public:
   ShardReader(const std::string& input, int64_t shard_lines)
@@ -75,6 +76,16 @@ class ShardReader {
   int64_t shard_lines_;
 };
 
+/// The input and, when scoring, the targets, read shard by shard together.
+struct PairReader {
+  ShardReader sources;
+  std::optional<ShardReader> targets;
+
+  explicit PairReader(const CorpusOptions& corpus) : sources(corpus.input, corpus.shard_lines) {
+    if (!corpus.targets.empty()) targets.emplace(corpus.targets, corpus.shard_lines);
+  }
+};
+
 /// One rank's decoding of its shards, with its progress lines.
 class CorpusRank {
  public:
@@ -93,12 +104,16 @@ class CorpusRank {
   /// Decodes the shards of `wanted` (increasing) that are not done and that nobody else
   /// decodes; with `wait`, waits for those that a live rank holds and decodes them if it died.
   void pass(const std::vector<int64_t>& wanted, bool wait) {
-    std::unique_ptr<ShardReader> reader;  // opened at the first shard to decode
+    std::unique_ptr<PairReader> reader;  // opened at the first shard to decode
     for (const int64_t shard : wanted) {
       std::optional<FileLock> claim = folder_.claim(shard, wait);
       if (!claim) continue;
-      if (!reader) reader = std::make_unique<ShardReader>(corpus_.input, corpus_.shard_lines);
-      decode(shard, reader->read(shard));
+      if (!reader) reader = std::make_unique<PairReader>(corpus_);
+      const std::vector<std::string> lines = reader->sources.read(shard);
+      if (reader->targets)
+        score(shard, lines, reader->targets->read(shard));
+      else
+        decode(shard, lines);
     }
   }
 
@@ -134,6 +149,25 @@ class CorpusRank {
     const auto results = translator_.translate(lines, first, &stats, on_batch);
     std::string text;
     for (const auto& translations : results) text += translator_.output_text(translations);
+    keep(shard, text, stats, start);
+  }
+
+  /// Scores the pairs of a shard (--score).
+  void score(int64_t shard, const std::vector<std::string>& sources,
+             const std::vector<std::string>& targets) {
+    const auto start = Clock::now();
+    TranslateStats stats;
+    const int64_t first = shard * corpus_.shard_lines;
+    const auto on_batch = [&](int64_t done) { report(done); };
+    std::string text;
+    for (const PairScore& s : translator_.score(sources, targets, first, &stats, on_batch))
+      text += score_line(s);
+    keep(shard, text, stats, start);
+  }
+
+  /// Commits a shard's output and counts it.
+  void keep(int64_t shard, const std::string& text, const TranslateStats& stats,
+            Clock::time_point start) {
     folder_.commit(shard, text,
                    {corpus_.rank, corpus_.run, stats.sentences, stats.source_tokens,
                     stats.output_tokens, seconds_since(start)});
@@ -216,8 +250,14 @@ Manifest corpus_manifest(const CorpusOptions& corpus, const TranslateOptions& op
                          const std::vector<fs::path>& checkpoints) {
   const SearchOptions& s = options.search;
   Manifest m;
+  // A translation's manifest is as before scoring existed, so that its folders still resume.
+  if (!corpus.targets.empty()) m.emplace_back("mode", "score");
   m.emplace_back("input", fs::absolute(corpus.input).lexically_normal().string());
   m.emplace_back("input_file", file_stamp(corpus.input));
+  if (!corpus.targets.empty()) {
+    m.emplace_back("targets", fs::absolute(corpus.targets).lexically_normal().string());
+    m.emplace_back("targets_file", file_stamp(corpus.targets));
+  }
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     const std::string key = checkpoints.size() == 1 ? "checkpoint" : fmt::format("checkpoint{}", i);
     m.emplace_back(key, fs::absolute(checkpoints[i]).lexically_normal().string() + " (" +
@@ -246,7 +286,8 @@ void translate_corpus(Translator& translator, const TranslateOptions& options,
   NMT_CHECK(corpus.shard_lines >= 1, ConfigError, "shard lines: expected >= 1, found {}",
             corpus.shard_lines);
   const auto start = Clock::now();
-  const int64_t lines = count_lines(corpus.input);
+  const int64_t lines = corpus.targets.empty() ? count_lines(corpus.input)
+                                               : count_pair_lines(corpus.input, corpus.targets);
   CorpusRank rank(translator, corpus, corpus_manifest(corpus, options, translator.checkpoints()),
                   lines);
   if (corpus.rank == 0)

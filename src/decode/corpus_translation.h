@@ -36,6 +36,9 @@ struct CorpusSync {
 struct CorpusOptions {
   std::string input;            ///< the text to translate (plain or gzip), read by every rank
   std::string output;           ///< where the translations go (built in "<output>.parts/")
+  /// Set: score the pairs (input line i, targets line i) teacher-forced instead of translating
+  /// (decode/pair_scoring.h's lines); the file is read by every rank.
+  std::string targets;
   int64_t shard_lines = 10000;  ///< input lines per shard (lines)
   int rank = 0;                 ///< this rank, in [0, world_size)
   int world_size = 1;           ///< ranks decoding the corpus together
@@ -46,7 +49,8 @@ struct CorpusOptions {
   CorpusSync sync;                                 ///< the job's barriers
 };
 
-/// The identity of a corpus job: the input (path, size, modification time), the checkpoint
+/// The identity of a corpus job: with --score the mode ("score"), the input and with --score
+/// the targets (path, size, modification time), the checkpoint
 /// files (path, size, modification time) and every option that changes the output.
 Manifest corpus_manifest(const CorpusOptions& corpus, const TranslateOptions& options,
                          const std::vector<std::filesystem::path>& checkpoints);

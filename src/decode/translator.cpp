@@ -26,6 +26,7 @@
 #include "checkpoint/tensor_groups.h"
 #include "data/corpus_reader.h"
 #include "data/vocab.h"
+#include "decode/forced_scores.h"
 #include "decode/language_prefixes.h"
 #include "decode/sampling.h"
 #include "decode/search.h"
@@ -194,6 +195,15 @@ struct Translator::Impl {
     return ids_out;
   }
 
+  /// Target ids to predict before EOS: the forced prefix and the line's pieces, cut to the
+  /// model's positions.
+  std::vector<int64_t> encode_target(const std::string& line) const {
+    std::vector<int64_t> out(ids.forced_prefix.begin(), ids.forced_prefix.end());
+    for (const int32_t piece : tgt_vocab.encode(line)) out.push_back(piece);
+    out.resize(std::min<size_t>(out.size(), model->options().max_positions - 1));
+    return out;
+  }
+
   /// Translates lines (already checked for UTF-8), batched by padded source tokens; the
   /// first is input line first_line (0-based), which names the sentences' sampling streams.
   std::vector<std::vector<Translation>> run(const std::vector<std::string>& lines,
@@ -323,6 +333,38 @@ std::vector<std::vector<Translation>> Translator::translate(
     stats->sentences += static_cast<int64_t>(lines.size());
     for (const auto& translations : out)
       if (!translations.empty()) stats->output_tokens += translations[0].tokens.size();
+  }
+  return out;
+}
+
+std::vector<PairScore> Translator::score(const std::vector<std::string>& sources,
+                                         const std::vector<std::string>& targets,
+                                         int64_t first_line, TranslateStats* stats,
+                                         const std::function<void(int64_t)>& on_batch) {
+  NMT_CHECK(sources.size() == targets.size(), DataError,
+            "lines {}..: {} source lines but {} target lines", first_line + 1, sources.size(),
+            targets.size());
+  std::vector<std::vector<int64_t>> src(sources.size()), tgt(targets.size());
+  int64_t truncated = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    for (const std::string* line : {&sources[i], &targets[i]}) {
+      const size_t bad = find_invalid_utf8(*line);
+      NMT_CHECK(bad == std::string_view::npos, DataError, "line {}: invalid UTF-8 at byte {}",
+                first_line + static_cast<int64_t>(i) + 1, bad + 1);
+    }
+    src[i] = impl_->encode(sources[i], &truncated);
+    if (src[i].empty()) src[i].push_back(impl_->src_vocab.eos_id());
+    tgt[i] = impl_->encode_target(targets[i]);
+  }
+  const ForcedScoreOptions options{impl_->options.max_tokens, impl_->device, impl_->options.amp};
+  const ForcedIds ids{impl_->ids.start, impl_->ids.eos, impl_->ids.pad};
+  std::vector<PairScore> out = forced_scores(impl_->model, ids, src, tgt, options, on_batch);
+  if (stats) {
+    stats->sentences += static_cast<int64_t>(out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      stats->source_tokens += static_cast<int64_t>(src[i].size());
+      stats->output_tokens += out[i].tokens;
+    }
   }
   return out;
 }

@@ -29,6 +29,12 @@ struct Translation {
   double normalized_score = 0;  ///< score / length penalty
 };
 
+/// The teacher-forced score of one (source, target) pair (nmt-translate --score).
+struct PairScore {
+  double log_prob = 0;  ///< sum of log-probabilities of the target tokens and EOS
+  int64_t tokens = 0;   ///< target tokens scored (EOS included)
+};
+
 /// Totals of a translate_file() call.
 struct TranslateStats {
   int64_t sentences = 0;      ///< input lines
@@ -63,6 +69,17 @@ class Translator {
   std::vector<std::vector<Translation>> translate(const std::vector<std::string>& lines,
                                                   int64_t first_line, TranslateStats* stats,
                                                   const std::function<void(int64_t)>& on_batch);
+
+  /// Teacher-forced scores of pairs (sources[i], targets[i]), lines [first_line, first_line +
+  /// sources.size()) of a larger input (0-based, for messages): the target as training reads
+  /// it (the target language's prefix, the pieces cut to the model's positions, EOS) given the
+  /// source as translate() encodes it (a blank one: EOS alone). Batched by --max-tokens in
+  /// length order (decode/forced_scores.h). Adds sentences, source tokens and target tokens
+  /// (as output_tokens) to `stats` and calls `on_batch` as translate() does. Throws DataError
+  /// for unequal counts or invalid UTF-8 (naming the line).
+  std::vector<PairScore> score(const std::vector<std::string>& sources,
+                               const std::vector<std::string>& targets, int64_t first_line,
+                               TranslateStats* stats, const std::function<void(int64_t)>& on_batch);
 
   /// The output lines of one input line, as translate_file writes them ("\n"-terminated).
   std::string output_text(const std::vector<Translation>& translations) const;

@@ -12,6 +12,7 @@
 
 #include "config/stored_config.h"
 #include "decode/corpus_translation.h"
+#include "decode/pair_scoring.h"
 #include "decode/translator.h"
 #include "dist/device.h"
 #include "dist/launcher.h"
@@ -33,7 +34,10 @@ namespace fs = std::filesystem;
 /// One process, as a filter: what nmt-translate has always done.
 int translate_one_process(const config::TranslateCommand& command) {
   decode::Translator translator(command.options, config::stored_model_options);
-  const decode::TranslateStats stats = translator.translate_file(command.input, command.output);
+  const decode::TranslateStats stats =
+      command.score_targets.empty()
+          ? translator.translate_file(command.input, command.output)
+          : decode::score_file(translator, command.input, command.score_targets, command.output);
   if (!command.stats_json.empty()) {
     const double seconds = stats.seconds;
     nlohmann::ordered_json o;
@@ -58,6 +62,8 @@ void check_corpus_files(const config::TranslateCommand& command) {
             "FILE.parts/ and resumed from there");
   NMT_CHECK(fs::is_regular_file(command.input), ConfigError, "{}: no such input file",
             command.input);
+  NMT_CHECK(command.score_targets.empty() || fs::is_regular_file(command.score_targets),
+            ConfigError, "--score {}: no such file", command.score_targets);
 }
 
 /// The job's lock on OUT.parts: a second job on the same output is refused while one lives.
@@ -119,6 +125,7 @@ int run_corpus_rank(const config::TranslateCommand& command, const dist::WorkerE
   decode::CorpusOptions corpus;
   corpus.input = command.input;
   corpus.output = command.output;
+  corpus.targets = command.score_targets;
   corpus.shard_lines = command.shard_lines;
   corpus.rank = worker.rank;
   corpus.world_size = worker.world_size;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "decode/corpus_shards.h"
+#include "decode/corpus_translation.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -38,6 +39,26 @@ TEST_CASE("corpus manifests name the keys that differ", "[decode][corpus]") {
   CHECK(nmt::decode::parse_manifest(nmt::decode::manifest_json(extra), "m") == extra);
   CHECK_THROWS_WITH(nmt::decode::parse_manifest("{\"beam\": 4}", "m.json"),
                     Contains("m.json: key \"beam\": expected a string"));
+}
+
+TEST_CASE("a scoring job's manifest differs from a translation's by its mode and targets",
+          "[decode][corpus]") {
+  TempDir dir;
+  nmt::decode::CorpusOptions corpus;
+  corpus.input = dir.write("in.en", "a\n").string();
+  corpus.output = (dir.path() / "out").string();
+  const nmt::decode::TranslateOptions options;
+  const std::vector<std::filesystem::path> checkpoints{dir.write("c.safetensors", "x")};
+  const Manifest translation = nmt::decode::corpus_manifest(corpus, options, checkpoints);
+  corpus.targets = dir.write("in.de", "b\n").string();
+  const Manifest scoring = nmt::decode::corpus_manifest(corpus, options, checkpoints);
+  CHECK(nmt::decode::manifest_differences(scoring, translation) ==
+        std::vector<std::string>{"mode", "targets", "targets_file"});
+  corpus.targets = dir.write("other.de", "b\n").string();
+  const std::vector<std::string> other = nmt::decode::manifest_differences(
+      scoring, nmt::decode::corpus_manifest(corpus, options, checkpoints));
+  REQUIRE_FALSE(other.empty());
+  CHECK(other.front() == "targets");  // and targets_file, unless written in the same instant
 }
 
 TEST_CASE("shard file names and the temps of dead writers", "[decode][corpus]") {
