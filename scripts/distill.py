@@ -97,11 +97,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--student", default="tiny",
                    help="tiny, base (configs/student-*.yaml) or a config file")
     p.add_argument("--student-steps", type=int, default=0, help="0: the preset's max_steps")
-    p.add_argument("--student-minutes", type=float, default=0, help="0: no time limit")
+    p.add_argument("--student-minutes", type=int, default=0, help="0: no time limit")
     p.add_argument("--original-weight", type=float, default=0.5,
                    help="data.train weight of the original pairs (0: distilled pairs only)")
     p.add_argument("--qat-steps", type=int, default=5000, help="updates of the int8 fine-tune")
-    p.add_argument("--qat-minutes", type=float, default=0, help="0: no time limit")
+    p.add_argument("--qat-minutes", type=int, default=0, help="0: no time limit")
     p.add_argument("--qat-lr", type=float, default=0.0002)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="passed to both nmt-train runs, after the pipeline's own (repeatable)")
@@ -146,7 +146,7 @@ def check_options(args: argparse.Namespace) -> None:
         fail(PROG, "--backward scores pairs to filter them, and --keep 100 filters none: "
                    "give --keep below 100, or leave --backward out")
     for option in ("corpus_lines", "test_lines", "student_steps", "qat_steps", "shard_lines",
-                   "nproc"):
+                   "nproc", "student_minutes", "qat_minutes"):
         if getattr(args, option) < 0:
             fail(PROG, f"--{option.replace('_', '-')} {getattr(args, option)}: expected >= 0")
     for option in ("beam", "eval_beam", "threads_all", "eval_repeats"):

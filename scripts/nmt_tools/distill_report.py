@@ -60,7 +60,7 @@ def _number(value: Any, digits: int) -> str:
 def print_table(report: dict) -> None:
     threads = report["settings"]["threads_all"]
     header = (f"{'model':<34}{'BLEU':>7}{'chrF':>7}{'size MB':>9}"
-              f"{'sent/s 1 thread':>17}{f'sent/s {threads} threads':>19}")
+              f"{'sent/s 1 thread':>17}{f'sent/s {threads} thread' + 's' * (threads > 1):>19}")
     print(f"\ntest set: {report['corpus']['test_sentences']:,} sentences, beam "
           f"{report['settings']['eval_beam']}; speeds: CTranslate2 on CPU (the teacher's "
           "nmt-translate row: its own device and threads, in the 1-thread column's place)")

@@ -9,7 +9,8 @@ is there with the same settings, and runs the others in order: a stage killed ha
 marker and runs again, resuming its own partial output where the binary it runs can (nmt-train
 its run directory, nmt-translate its OUTPUT.parts/). A finished stage whose settings differ
 from the ones asked for now is refused, naming what differs, rather than silently reused or
-silently redone: `redo(NAME)` clears it and every later stage (markers and outputs) first.
+silently redone (every marker is checked before anything runs): `redo(NAME)` clears it and
+every later stage (markers and outputs) first.
 
 A stage's settings are what its output depends on: options, and the identity (path, size,
 modification time) of inputs from outside the work directory. Outputs of earlier stages are
@@ -95,11 +96,21 @@ class Pipeline:
             raise StageError(f"{path}: not the marker of stage {name}; remove it to redo it")
         return marker
 
+    def check(self, redo: Optional[str] = None) -> None:
+        """Refuses, before anything is run or removed, a finished stage whose settings differ
+        (those from `redo` on are to be redone and are not checked)."""
+        names = [s.name for s in self.stages]
+        if redo is not None and redo not in names:
+            raise StageError(f"--redo {redo}: no such stage; the stages are {', '.join(names)}")
+        for stage in self.stages[:names.index(redo) if redo else len(names)]:
+            marker = self.finished(stage.name)
+            if marker is not None:
+                self._check_same_settings(stage, marker)
+
     def redo(self, name: str) -> None:
         """Removes the markers and outputs of stage `name` and of every stage after it."""
+        self.check(name)
         names = [s.name for s in self.stages]
-        if name not in names:
-            raise StageError(f"--redo {name}: no such stage; the stages are {', '.join(names)}")
         for stage in self.stages[names.index(name):]:
             for output in stage.outputs:
                 if not path_within(output, self.work) or Path(output) == self.work:
@@ -118,6 +129,7 @@ class Pipeline:
 
     def run(self) -> dict[str, dict[str, Any]]:
         """Runs what is not finished; returns every stage's result by name."""
+        self.check()
         self.markers.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
         results = {}
@@ -167,16 +179,16 @@ class Pipeline:
         return _normalized(result)
 
     def _eta(self, k: int) -> str:
-        """What is known of the time left: the pipeline's ETA when every stage from k on has a
-        budget, else the budgets there are (the binaries print the ETA within a stage)."""
-        rest = [s for s in self.stages[k - 1:] if not s.skip_reason]
-        known = [s for s in rest if s.budget_s]
+        """What is known of the time the later stages take: their time limits, where they have
+        them (the binaries print the ETA within a stage)."""
+        later = [s for s in self.stages[k:] if not s.skip_reason]
+        known = [s for s in later if s.budget_s]
         if not known:
             return ""
         total = duration(sum(s.budget_s for s in known))
-        if len(known) == len(rest):
-            return f"; ETA at most {total}"
-        return f"; time-limited stages to come ({', '.join(s.name for s in known)}) at most {total}"
+        if len(known) == len(later):
+            return f"; the later stages at most {total}"
+        return f"; later time-limited stages ({', '.join(s.name for s in known)}) at most {total}"
 
 
 def once(record: Path, settings: dict[str, Any], run: Callable[[], dict[str, Any]],

@@ -12,7 +12,7 @@ for int8, exported and evaluated; BLEU is near 0 here, what is checked is the pi
   3. a third run redoes nothing: no file of the work directory changes but report.json;
   4. with the filter's marker removed, the filter alone runs again;
   5. a finished stage asked for with other settings is refused, naming the setting and
-     --redo.
+     --redo, before anything runs or is removed (also under --redo of a later stage).
 Skipped without the ctranslate2 or sentencepiece package.
 
 test_refusals_and_commands (seconds, stand-in binaries that record their command line): bad
@@ -174,13 +174,18 @@ def test_tiny_pipeline_resumes_stage_by_stage(binaries, work: Path) -> None:
     check(changed == ["data/filter.json", "data/kept.src", "data/kept.tgt", "stages/filter.json"],
           f"without its marker the filter alone runs again: changed {changed}")
 
-    # 5. Other settings for a finished stage: refused, naming them.
-    refused = subprocess.run(cmd[:cmd.index("--keep")] + ["--keep", "70"] +
-                             cmd[cmd.index("--keep") + 2:], cwd=ROOT, capture_output=True,
-                             text=True)
+    # 5. Other settings for a finished stage: refused, naming them, before anything is run or
+    # removed (also with --redo of a later stage).
+    other = cmd[:cmd.index("--keep")] + ["--keep", "70"] + cmd[cmd.index("--keep") + 2:]
+    refused = subprocess.run(other, cwd=ROOT, capture_output=True, text=True)
     check(refused.returncode == 1 and "stage filter finished earlier with other settings"
           in refused.stderr and "keep: 80.0 -> 70.0" in refused.stderr
           and "--redo filter" in refused.stderr, f"other settings refused: {refused.stderr}")
+    refused = subprocess.run(other + ["--redo", "student"], cwd=ROOT, capture_output=True,
+                             text=True)
+    check(refused.returncode == 1 and "keep: 80.0 -> 70.0" in refused.stderr
+          and mtimes(work / "distill") == after,
+          "and with --redo student, before the student's outputs are removed")
     assert not failures, f"{len(failures)} check(s) failed: {failures}"
 
 
