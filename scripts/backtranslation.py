@@ -35,22 +35,9 @@ import time
 
 from nmt_tools.paths import DATA as DATA_DIR
 from nmt_tools.text import read_lines, write_lines
+from nmt_tools.venv import reexec_with_venv
 
 DATA = str(DATA_DIR / "ddtp.en-de")
-
-
-def reexec_with_venv(build_dir):
-    """Runs this script again with the build's NMT_PYTHON when PyYAML is missing here."""
-    cache = os.path.join(build_dir, "CMakeCache.txt")
-    python = None
-    if os.path.exists(cache):
-        for line in open(cache, encoding="utf-8"):
-            if line.startswith("NMT_PYTHON:"):
-                python = line.split("=", 1)[1].strip()
-    if not python or os.path.realpath(python) == os.path.realpath(sys.executable):
-        sys.exit("backtranslation.py: error: needs PyYAML; run scripts/setup.sh first "
-                 f"(no NMT_PYTHON in {cache})")
-    os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
 
 
 WORK_DIR_MARKER = ".backtranslation-work-dir"
@@ -288,5 +275,5 @@ if __name__ == "__main__":
     try:
         import yaml  # noqa: F401
     except ImportError:
-        reexec_with_venv(os.path.abspath(arguments.build_dir))
+        reexec_with_venv(os.path.abspath(arguments.build_dir), "backtranslation.py", "PyYAML")
     Pipeline(arguments).main()

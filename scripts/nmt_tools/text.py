@@ -2,6 +2,7 @@
 import gzip
 import itertools
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -32,3 +33,17 @@ def write_json(path: Path, value: Any) -> None:
     """`value` as indented JSON, non-ASCII characters kept as they are."""
     with open(path, "w", encoding="utf-8") as f:
         json.dump(value, f, ensure_ascii=False, indent=1)
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    """`value` as indented JSON in `path`, which appears only complete: written to a temporary
+    file beside it, flushed to disk, then renamed over it (a kill leaves the old file or none,
+    never half of one; resumable scripts take the file's presence as "this step finished")."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(value, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
