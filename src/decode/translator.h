@@ -1,7 +1,8 @@
 #pragma once
 // Translating text with a trained checkpoint: loads the model (optionally averaging the newest
-// checkpoints of a run) and its SentencePiece vocabulary from the checkpoint, encodes lines,
-// batches them by tokens, searches (search.h) and detokenizes. No torch types in this header.
+// checkpoints of a run) and its SentencePiece vocabulary from the checkpoint
+// (decode/model_loading.h), encodes lines, batches them by tokens (batch_search.h), searches
+// (search.h) and detokenizes. No torch types in this header.
 
 #include <cstdint>
 #include <filesystem>
