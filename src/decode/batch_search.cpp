@@ -13,8 +13,7 @@ namespace nmt::decode {
 namespace {
 
 /// Searches the sources order[begin, end) as one batch, right-padded.
-std::vector<std::vector<Hypothesis>> search_batch(model::TransformerImpl& model,
-                                                  const SearchIds& ids,
+std::vector<std::vector<Hypothesis>> search_batch(const Ensemble& models, const SearchIds& ids,
                                                   const std::vector<std::vector<int64_t>>& sources,
                                                   const std::vector<size_t>& order, size_t begin,
                                                   size_t end, int64_t first_line,
@@ -33,15 +32,15 @@ std::vector<std::vector<Hypothesis>> search_batch(model::TransformerImpl& model,
   }
   src = src.to(options.device);
   amp::AutocastScope autocast(options.amp, options.device.type());
-  return search(model, src, ids, options.search, sentences);
+  return search(models, src, ids, options.search, sentences);
 }
 
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> search_batches(
-    model::TransformerImpl& model, const SearchIds& ids,
-    const std::vector<std::vector<int64_t>>& sources, int64_t first_line,
-    const BatchSearchOptions& options, const std::function<void(int64_t)>& on_batch) {
+    const Ensemble& models, const SearchIds& ids, const std::vector<std::vector<int64_t>>& sources,
+    int64_t first_line, const BatchSearchOptions& options,
+    const std::function<void(int64_t)>& on_batch) {
   std::vector<std::vector<Hypothesis>> out(sources.size());
   std::vector<size_t> order;
   int64_t done = 0;
@@ -62,7 +61,7 @@ std::vector<std::vector<Hypothesis>> search_batches(
                options.max_tokens)
       ++end;
     std::vector<std::vector<Hypothesis>> hyps =
-        search_batch(model, ids, sources, order, begin, end, first_line, options);
+        search_batch(models, ids, sources, order, begin, end, first_line, options);
     for (size_t k = begin; k < end; ++k) out[order[k]] = std::move(hyps[k - begin]);
     done += static_cast<int64_t>(end - begin);
     if (on_batch) on_batch(done);

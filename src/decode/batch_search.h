@@ -12,9 +12,9 @@
 #include <c10/core/Device.h>
 
 #include "amp/amp_options.h"
+#include "decode/ensemble.h"
 #include "decode/search.h"
 #include "decode/search_options.h"
-#include "model/transformer.h"
 
 namespace nmt::decode {
 
@@ -22,7 +22,7 @@ namespace nmt::decode {
 struct BatchSearchOptions {
   int64_t max_tokens = 4096;              ///< padded source tokens per batch
   int64_t pad = 0;                        ///< the source padding id
-  at::Device device{at::kCPU};            ///< where the model is
+  at::Device device{at::kCPU};            ///< where the models are
   amp::AmpMode amp = amp::AmpMode::kOff;  ///< autocast precision of the forward passes
   SearchOptions search;                   ///< beam, lengths, n-best, sampling
 };
@@ -32,8 +32,8 @@ struct BatchSearchOptions {
 /// first_line + i. Calls on_batch (when set) after each batch with the count of sources done
 /// so far, blank ones included.
 std::vector<std::vector<Hypothesis>> search_batches(
-    model::TransformerImpl& model, const SearchIds& ids,
-    const std::vector<std::vector<int64_t>>& sources, int64_t first_line,
-    const BatchSearchOptions& options, const std::function<void(int64_t)>& on_batch);
+    const Ensemble& models, const SearchIds& ids, const std::vector<std::vector<int64_t>>& sources,
+    int64_t first_line, const BatchSearchOptions& options,
+    const std::function<void(int64_t)>& on_batch);
 
 }  // namespace nmt::decode

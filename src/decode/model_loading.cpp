@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -51,37 +53,11 @@ void log_loaded(const LoadedModel& m, const TranslateOptions& options, TensorGro
                                         : std::string());
 }
 
-}  // namespace
-
-void check_translate_options(const TranslateOptions& options) {
-  validate(options.search);
-  NMT_CHECK(options.max_tokens >= 1, ConfigError, "max_tokens: expected an integer >= 1, found {}",
-            options.max_tokens);
-  NMT_CHECK(options.average >= 0, ConfigError, "average: expected an integer >= 0, found {}",
-            options.average);
-}
-
-at::Device pick_device(DeviceChoice choice, int64_t cuda_index) {
-  const bool has_cuda = at::hasCUDA();
-  switch (choice) {
-    case DeviceChoice::kCpu:
-      return at::Device(at::kCPU);
-    case DeviceChoice::kCuda:
-      NMT_CHECK(has_cuda, DeviceError,
-                "--device cuda: no CUDA device is visible to this process (or LibTorch is a CPU "
-                "build); use --device cpu");
-      return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_index));
-    case DeviceChoice::kAuto:
-      break;
-  }
-  return has_cuda ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_index))
-                  : at::Device(at::kCPU);
-}
-
-LoadedModel load_model(const TranslateOptions& options, const at::Device& device,
-                       const ModelConfigReader& read_config) {
+/// The model of `given` (a checkpoint file or run directory).
+LoadedModel load_model(const std::string& given, const TranslateOptions& options,
+                       const at::Device& device, const ModelConfigReader& read_config) {
   LoadedModel m;
-  m.files = checkpoint::model_checkpoints(options.checkpoint, options.average);
+  m.files = checkpoint::model_checkpoints(given, options.average);
   m.name = m.files.back().string();
   const auto start = Clock::now();
   // The newest file holds the vocabulary and the config (which averaging drops) and says
@@ -112,6 +88,71 @@ LoadedModel load_model(const TranslateOptions& options, const at::Device& device
   m.model->to(device);
   log_loaded(m, options, weights, meta.vocab_joint, device, seconds_since(start));
   return m;
+}
+
+/// Throws ConfigError naming both models when `other` does not translate as `first` does.
+void check_ensemble_member(const LoadedModel& first, const LoadedModel& other) {
+  const auto refuse_unless = [&](bool same, const std::string& what) {
+    NMT_CHECK(same, ConfigError, "{} and {} cannot decode as an ensemble: {}", first.name,
+              other.name, what);
+  };
+  for (const auto& [side, a, b] : {std::tuple{"source", &first.src_vocab, &other.src_vocab},
+                                   std::tuple{"target", &first.tgt_vocab, &other.tgt_vocab}})
+    refuse_unless(a->serialized() == b->serialized(),
+                  fmt::format("the {} vocabularies (the SentencePiece models stored in the "
+                              "checkpoints) differ; an ensemble needs one vocabulary",
+                              side));
+  refuse_unless(first.ids.start == other.ids.start,
+                fmt::format("their decoder start tokens differ ({} and {})", first.ids.start,
+                            other.ids.start));
+  refuse_unless(first.prefix == other.prefix && first.ids.forced_prefix == other.ids.forced_prefix,
+                "they put other language codes first for --src-lang and --tgt-lang");
+}
+
+}  // namespace
+
+void check_translate_options(const TranslateOptions& options) {
+  validate(options.search);
+  NMT_CHECK(options.max_tokens >= 1, ConfigError, "max_tokens: expected an integer >= 1, found {}",
+            options.max_tokens);
+  NMT_CHECK(options.average >= 0, ConfigError, "average: expected an integer >= 0, found {}",
+            options.average);
+  NMT_CHECK(!options.checkpoints.empty(), ConfigError,
+            "no checkpoint given (a checkpoint file or run directory)");
+  const std::vector<double>& weights = options.ensemble_weights;
+  NMT_CHECK(weights.empty() || weights.size() == options.checkpoints.size(), ConfigError,
+            "--ensemble-weights: expected one weight per checkpoint ({}), found {}",
+            options.checkpoints.size(), weights.size());
+  for (const double w : weights)
+    NMT_CHECK(std::isfinite(w) && w > 0, ConfigError,
+              "--ensemble-weights: expected numbers > 0, found {}", w);
+}
+
+at::Device pick_device(DeviceChoice choice, int64_t cuda_index) {
+  const bool has_cuda = at::hasCUDA();
+  switch (choice) {
+    case DeviceChoice::kCpu:
+      return at::Device(at::kCPU);
+    case DeviceChoice::kCuda:
+      NMT_CHECK(has_cuda, DeviceError,
+                "--device cuda: no CUDA device is visible to this process (or LibTorch is a CPU "
+                "build); use --device cpu");
+      return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_index));
+    case DeviceChoice::kAuto:
+      break;
+  }
+  return has_cuda ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_index))
+                  : at::Device(at::kCPU);
+}
+
+std::vector<LoadedModel> load_models(const TranslateOptions& options, const at::Device& device,
+                                     const ModelConfigReader& read_config) {
+  std::vector<LoadedModel> models;
+  for (const std::string& given : options.checkpoints) {
+    models.push_back(load_model(given, options, device, read_config));
+    if (models.size() > 1) check_ensemble_member(models.front(), models.back());
+  }
+  return models;
 }
 
 }  // namespace nmt::decode

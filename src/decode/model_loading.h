@@ -1,8 +1,10 @@
 #pragma once
-// The model a Translator translates with, loaded from checkpoints: for -c (a checkpoint file,
-// or a run directory, whose newest checkpoints --average K averages), the parameters of the
-// chosen group (moving average or trained, --weights) on the device, and the vocabularies,
-// special ids and language prefixes the checkpoint stores. Internal to decode/.
+// The models a Translator translates with, loaded from checkpoints: for each -c (a checkpoint
+// file, or a run directory, whose newest checkpoints --average K averages), the parameters of
+// the chosen group (moving average or trained, --weights) on the device, and the vocabularies,
+// special ids and language prefixes the checkpoint stores. The models of an ensemble must
+// translate alike: one vocabulary (the SentencePiece models stored in the checkpoints,
+// compared by content), one decoder start, the same language prefixes. Internal to decode/.
 
 #include <cstdint>
 #include <filesystem>
@@ -19,7 +21,7 @@
 
 namespace nmt::decode {
 
-/// The model of a Translator, loaded.
+/// One model of a Translator, loaded.
 struct LoadedModel {
   std::vector<std::filesystem::path> files;  ///< its checkpoint file(s), oldest first
   std::string name;                          ///< the newest file, for messages
@@ -30,15 +32,17 @@ struct LoadedModel {
   std::vector<int32_t> prefix;  ///< ids first in every source (--tgt-lang's tag, --src-lang's code)
 };
 
-/// Throws ConfigError for options out of range (search, max_tokens, average).
+/// Throws ConfigError for options out of range (search, max_tokens, average, no checkpoint, a
+/// count of ensemble weights other than the checkpoints', a weight that is not finite and > 0).
 void check_translate_options(const TranslateOptions& options);
 
-/// Where the model runs: DeviceError for kCuda without a visible GPU.
+/// Where the models run: DeviceError for kCuda without a visible GPU.
 at::Device pick_device(DeviceChoice choice, int64_t cuda_index);
 
-/// Loads the model of options.checkpoint onto `device`. Throws CheckpointError for a missing or
-/// bad checkpoint.
-LoadedModel load_model(const TranslateOptions& options, const at::Device& device,
-                       const ModelConfigReader& read_config);
+/// Loads every model of options.checkpoints onto `device`, in order, each checked against the
+/// first as soon as it is loaded (ConfigError naming both checkpoints when it cannot join it
+/// in an ensemble). Throws CheckpointError for a missing or bad checkpoint.
+std::vector<LoadedModel> load_models(const TranslateOptions& options, const at::Device& device,
+                                     const ModelConfigReader& read_config);
 
 }  // namespace nmt::decode

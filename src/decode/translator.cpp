@@ -21,6 +21,7 @@
 #include "data/corpus_reader.h"
 #include "data/vocab.h"
 #include "decode/batch_search.h"
+#include "decode/ensemble.h"
 #include "decode/forced_scores.h"
 #include "decode/model_loading.h"
 #include "decode/sampling.h"
@@ -66,6 +67,13 @@ std::vector<std::string> read_input(const std::string& input) {
   return lines;
 }
 
+/// The models' views for search, with their weights.
+std::vector<model::TransformerImpl*> views(const std::vector<LoadedModel>& models) {
+  std::vector<model::TransformerImpl*> out;
+  for (const LoadedModel& m : models) out.push_back(m.model.ptr().get());
+  return out;
+}
+
 /// The options after the checks the constructor relies on, with LibTorch's threads set.
 const TranslateOptions& checked(const TranslateOptions& options) {
   check_translate_options(options);
@@ -73,7 +81,7 @@ const TranslateOptions& checked(const TranslateOptions& options) {
   return options;
 }
 
-/// Where the model runs, once --amp is known to work there.
+/// Where the models run, once --amp is known to work there.
 at::Device device_for(const TranslateOptions& options) {
   const at::Device device = pick_device(options.device, options.cuda_index);
   NMT_CHECK(amp::autocast_supported(options.amp, device.type()), ConfigError,
@@ -86,7 +94,9 @@ at::Device device_for(const TranslateOptions& options) {
 struct Translator::Impl {
   TranslateOptions options;
   at::Device device;
-  LoadedModel loaded;
+  std::vector<LoadedModel> loaded;  ///< one per -c; the first's vocabularies and ids serve all
+  Ensemble models;                  ///< the loaded models, weighted
+  std::vector<ModelSource> sources;
   log::PhaseProgress* progress = nullptr;  ///< set during translate_file, when it reports
   const std::function<void(int64_t)>* on_batch = nullptr;  ///< set during translate(..., on_batch)
   int64_t done = 0;                        ///< sentences translated so far in translate_file
@@ -94,22 +104,28 @@ struct Translator::Impl {
   Impl(const TranslateOptions& o, const ModelConfigReader& read_config)
       : options(checked(o)),
         device(device_for(options)),
-        loaded(load_model(options, device, read_config)) {}
+        loaded(load_models(options, device, read_config)),
+        models(views(loaded), options.ensemble_weights) {
+    for (size_t i = 0; i < loaded.size(); ++i)
+      sources.push_back({loaded[i].files, models.weight(i)});
+    if (loaded.size() > 1)
+      log::info("translate", "an ensemble of {} models, weights {}", loaded.size(),
+                fmt::join(models.weights(), ", "));
+  }
 
-  const data::Vocab& src_vocab() const { return loaded.src_vocab; }
-  const data::Vocab& tgt_vocab() const { return loaded.tgt_vocab; }
-  const SearchIds& ids() const { return loaded.ids; }
-  int64_t max_positions() const { return loaded.model->options().max_positions; }
+  const data::Vocab& src_vocab() const { return loaded.front().src_vocab; }
+  const data::Vocab& tgt_vocab() const { return loaded.front().tgt_vocab; }
+  const SearchIds& ids() const { return loaded.front().ids; }
 
-  /// Source ids (+EOS) of a line, cut to what the encoder accepts; empty for a blank line.
+  /// Source ids (+EOS) of a line, cut to what every encoder accepts; empty for a blank line.
   /// The tag goes in by id: src_vocab.encode never yields one, even for the text `<2de>`
   /// (a vocabulary with user-defined tags is loaded with them as control symbols, vocab.h).
   std::vector<int64_t> encode(const std::string& line, int64_t* truncated) const {
     std::vector<int32_t> pieces = src_vocab().encode(line);
     if (pieces.empty()) return {};
-    const std::vector<int32_t>& prefix = loaded.prefix;
+    const std::vector<int32_t>& prefix = loaded.front().prefix;
     pieces.insert(pieces.begin(), prefix.begin(), prefix.end());
-    const int64_t keep = std::min<int64_t>(pieces.size(), max_positions() - 1);
+    const int64_t keep = std::min<int64_t>(pieces.size(), models.max_positions() - 1);
     if (keep < static_cast<int64_t>(pieces.size())) ++*truncated;
     std::vector<int64_t> ids_out(pieces.begin(), pieces.begin() + keep);
     ids_out.push_back(src_vocab().eos_id());
@@ -117,11 +133,11 @@ struct Translator::Impl {
   }
 
   /// Target ids to predict before EOS: the forced prefix and the line's pieces, cut to the
-  /// model's positions.
+  /// models' positions.
   std::vector<int64_t> encode_target(const std::string& line) const {
     std::vector<int64_t> out(ids().forced_prefix.begin(), ids().forced_prefix.end());
     for (const int32_t piece : tgt_vocab().encode(line)) out.push_back(piece);
-    out.resize(std::min<size_t>(out.size(), max_positions() - 1));
+    out.resize(std::min<size_t>(out.size(), models.max_positions() - 1));
     return out;
   }
 
@@ -137,7 +153,7 @@ struct Translator::Impl {
     }
     if (truncated > 0)
       log::warn("translate", "{} line(s) longer than the model's {} positions were cut", truncated,
-                max_positions());
+                models.max_positions());
     const BatchSearchOptions batching{options.max_tokens, src_vocab().pad_id(), device, options.amp,
                                       options.search};
     const int64_t done_before = done;
@@ -147,7 +163,7 @@ struct Translator::Impl {
       if (on_batch && *on_batch) (*on_batch)(done);
     };
     std::vector<std::vector<Hypothesis>> hyps =
-        search_batches(*loaded.model, ids(), sources_ids, first_line, batching, report);
+        search_batches(models, ids(), sources_ids, first_line, batching, report);
     done = done_before + static_cast<int64_t>(lines.size());
     std::vector<std::vector<Translation>> out(lines.size());
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -185,9 +201,7 @@ std::vector<int64_t> Translator::source_ids(const std::string& line) const {
   return impl_->encode(line, &truncated);
 }
 
-const std::vector<std::filesystem::path>& Translator::checkpoints() const {
-  return impl_->loaded.files;
-}
+const std::vector<ModelSource>& Translator::models() const { return impl_->sources; }
 
 std::string Translator::device_name() const { return impl_->device.str(); }
 
@@ -245,7 +259,7 @@ std::vector<PairScore> Translator::score(const std::vector<std::string>& sources
   const ForcedScoreOptions options{impl_->options.max_tokens, impl_->device, impl_->options.amp};
   const SearchIds& search_ids = impl_->ids();
   const ForcedIds ids{search_ids.start, search_ids.eos, search_ids.pad};
-  std::vector<PairScore> out = forced_scores(impl_->loaded.model, ids, src, tgt, options, on_batch);
+  std::vector<PairScore> out = forced_scores(impl_->models, ids, src, tgt, options, on_batch);
   if (stats) {
     stats->sentences += static_cast<int64_t>(out.size());
     for (size_t i = 0; i < out.size(); ++i) {
