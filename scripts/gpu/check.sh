@@ -13,6 +13,9 @@
 #   5b. a corpus decoded by nmt-translate --nproc-per-node 2 (2 ranks on the one GPU, bf16,
 #      beam 4): killed part-way, resumed, and compared with one process decoding the same
 #      shards (the checkpoint of step 3);
+#   5c. an ensemble (nmt-translate -c A -c B) of step 3's bf16 and fp16 checkpoints on the same
+#      input: a checkpoint with itself writes the file of it alone, and lines/s of one model
+#      against two;
 #   6. benchmark and MFU of base and big in bf16 and fp16 next to the PyTorch reference loop
 #      (32768-token batches; unsynced tokens/s as the headline, the synced split beside it);
 #   7. CTest on the GPU-relevant unit tests (CHECK_CTEST_REGEX), GPU visible: the [cuda] cases
@@ -271,9 +274,25 @@ corpus_decoding() {
   [[ ! -e $dir/two.de.parts ]] || { echo "[check] $dir/two.de.parts remains"; return 1; }
   echo "[check] corpus: 2 ranks, killed and resumed, wrote the file of one process"
 }
+# --- 5c. An ensemble of two checkpoints ------------------------------------------------------
+# One process decodes the corpus input with the bf16 run's checkpoint alone, with it twice (the
+# same file: 0.5 x + 0.5 x is x in float32) and with the bf16 and fp16 runs' checkpoints
+# together (one vocabulary, step 3's); ensemble/one.json and two.json hold the rates.
+ensemble_decoding() {
+  local translate=$build/nmt-translate dir=$out/ensemble a=$out/train-bf16 b=$out/train-fp16
+  mkdir -p "$dir"
+  head -n "$corpus_lines" data/ddtp.en-de.test.en > "$dir/in.en"
+  local args=(-i "$dir/in.en" "$@" --beam 4)
+  "$translate" -c "$a" "${args[@]}" -o "$dir/one.de" --stats-json "$dir/one.json" || return 1
+  "$translate" -c "$a" -c "$a" "${args[@]}" -o "$dir/self.de" || return 1
+  cmp "$dir/one.de" "$dir/self.de" || { echo "[check] a checkpoint with itself differs from it alone"; return 1; }
+  "$translate" -c "$a" -c "$b" "${args[@]}" -o "$dir/two.de" --stats-json "$dir/two.json" || return 1
+  echo "[check] ensemble: a checkpoint with itself wrote the file of it alone"
+}
 if wants translate && have_binary; then
-  export out corpus_lines  # for corpus_decoding, which step runs in a child bash
+  export out corpus_lines  # for corpus_decoding and ensemble_decoding, which steps run in a child bash
   step corpus corpus_decoding "${decode[@]}"
+  step ensemble ensemble_decoding "${decode[@]}"
 fi
 
 # --- 6. Benchmarks next to the reference loop ------------------------------------------------

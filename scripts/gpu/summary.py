@@ -139,6 +139,20 @@ def corpus(out):
           f"in {number(r.get('seconds'), '.1f')} s ({ranks})")
 
 
+def ensemble(out):
+    one = os.path.join(out, "ensemble", "one.json")
+    two = os.path.join(out, "ensemble", "two.json")
+    if not os.path.exists(two):
+        return
+    o, t = load_json(one), load_json(two)
+    ratio = (t.get("sentences_per_s") or 0) / (o.get("sentences_per_s") or float("nan"))
+    print(f"\nensemble: {t.get('sentences')} lines, beam 4; one model "
+          f"{number(o.get('sentences_per_s'), '.1f')} lines/s, 2 models (bf16 + fp16 runs) "
+          f"{number(t.get('sentences_per_s'), '.1f')} lines/s ({number(ratio, '.2f')}x); "
+          f"output tokens/s {number(o.get('output_tokens_per_s'), '.1f')} and "
+          f"{number(t.get('output_tokens_per_s'), '.1f')}")
+
+
 def log_tail(out, name, title):
     path = os.path.join(out, f"{name}.log")
     if os.path.exists(path):
@@ -148,7 +162,7 @@ def log_tail(out, name, title):
 def main():
     out = sys.argv[1]
     print("# GPU check\n")
-    sections = [machine, steps, training, distributed, cuda_cases, auto_fit, corpus,
+    sections = [machine, steps, training, distributed, cuda_cases, auto_fit, corpus, ensemble,
                 lambda o: log_tail(o, "bench", "bench")]
     for section in sections:
         try:

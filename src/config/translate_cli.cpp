@@ -25,6 +25,7 @@ struct TranslateFlags {
   CLI::Option* nbest = nullptr;
   CLI::Option* sampling = nullptr;
   CLI::Option* score = nullptr;
+  CLI::Option* ensemble_weights = nullptr;
   std::string sampling_spec;
   uint64_t seed = 0;
   std::string device = "auto";
@@ -36,10 +37,14 @@ struct TranslateFlags {
 /// What to translate with, what and where to.
 void add_file_options(CLI::App& app, TranslateCommand& command) {
   decode::TranslateOptions& o = command.options;
-  app.add_option("-c,--checkpoint", o.checkpoint,
+  app.add_option("-c,--checkpoint", o.checkpoints,
                  "checkpoint file, or a run directory: its checkpoints/ folder, taking the "
-                 "best by train.best_metric (the lowest \"selection\" metadata), else the newest")
+                 "best by train.best_metric (the lowest \"selection\" metadata), else the newest. "
+                 "Repeat it for an ensemble (-c A -c B): at every step the models' "
+                 "log-probabilities are averaged (weighted by --ensemble-weights); checkpoints "
+                 "of other shapes may join, but all must store the same vocabulary")
       ->required()
+      ->allow_extra_args(false)
       ->type_name("PATH|RUN_DIR");
   app.add_option("-i,--input", command.input,
                  "text to translate, one sentence per line (plain "
@@ -146,9 +151,17 @@ void add_run_options(CLI::App& app, TranslateCommand& command, TranslateFlags& f
       ->type_name("off|fp16|bf16");
   app.add_option("--average", o.average,
                  "translate with the element-wise mean of the newest K checkpoints of the run "
-                 "directory")
+                 "directory (of each one in an ensemble)")
       ->check(CLI::NonNegativeNumber)
       ->type_name("K");
+  flags.ensemble_weights =
+      app.add_option("--ensemble-weights", o.ensemble_weights,
+                     "the weight of each -c's model in an ensemble, in their order (numbers > "
+                     "0, normalized to sum 1; default: equal): the log-probabilities of a step "
+                     "are their weighted mean, and so are the scores written")
+          ->expected(1, -1)
+          ->check(CLI::PositiveNumber)
+          ->type_name("W...");
   app.add_option("--weights", flags.weights,
                  "ema: the moving average of the parameters that train.ema_decay keeps; raw: "
                  "the trained parameters; auto: ema when the checkpoint has it, else raw")
@@ -205,6 +218,16 @@ void check_search_options(const TranslateFlags& flags, decode::SearchOptions& s)
                                               " exceeds --beam " + std::to_string(s.beam));
 }
 
+/// An ensemble's weights: one per -c (throws CLI::ValidationError otherwise).
+void check_ensemble_options(const TranslateFlags& flags, const decode::TranslateOptions& o) {
+  if (flags.ensemble_weights->count() == 0 || o.ensemble_weights.size() == o.checkpoints.size())
+    return;
+  throw CLI::ValidationError(
+      "--ensemble-weights",
+      "--ensemble-weights gives " + std::to_string(o.ensemble_weights.size()) + " weights for " +
+          std::to_string(o.checkpoints.size()) + " checkpoints (-c): give one per -c");
+}
+
 /// The choices given as names, into the options' enums.
 void apply_choices(const TranslateFlags& flags, decode::TranslateOptions& o) {
   decode::SearchOptions& s = o.search;
@@ -225,8 +248,9 @@ void apply_choices(const TranslateFlags& flags, decode::TranslateOptions& o) {
 TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   TranslateCommand command;
   CLI::App app{
-      "nmt-translate: translates text, one sentence per line, with a checkpoint of nmt-train.\n"
-      "The model, its config and its SentencePiece vocabulary all come from the checkpoint.\n"
+      "nmt-translate: translates text, one sentence per line, with a checkpoint of nmt-train\n"
+      "(or an ensemble of them: -c A -c B). The model, its config and its SentencePiece\n"
+      "vocabulary all come from the checkpoint.\n"
       "Every input line gives one output line (--nbest N: N lines), in input order; an empty\n"
       "line gives an empty line. With --score TGT it scores given pairs instead (one line of\n"
       "\"SUM<TAB>MEAN<TAB>TOKENS\" per pair).\n"
@@ -243,6 +267,7 @@ TranslateCommand parse_translate_command(int argc, const char* const* argv) {
   try {
     app.parse(argc, argv);
     check_search_options(flags, command.options.search);
+    check_ensemble_options(flags, command.options);
   } catch (const CLI::ParseError& e) {
     command.exit_code = usage_exit_code(app, e);
     return command;

@@ -150,19 +150,19 @@ std::vector<std::vector<Hypothesis>> best_of(std::vector<std::vector<Hypothesis>
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model,
-                                                 const at::Tensor& src_ids, const SearchIds& ids,
+std::vector<std::vector<Hypothesis>> beam_search(const Ensemble& models, const at::Tensor& src_ids,
+                                                 const SearchIds& ids,
                                                  const SearchOptions& options) {
-  check_input(model, src_ids, ids, options);
+  check_input(src_ids, ids, options);
   c10::InferenceMode inference;
   const int64_t batch = src_ids.size(0);
   const int64_t beam = options.beam;
   const at::Device device = src_ids.device();
   const std::vector<int64_t> limit =
-      output_limits(src_ids, ids.pad, options, model.options().max_positions);
+      output_limits(src_ids, ids.pad, options, models.max_positions());
   if (batch == 0) return {};
 
-  Stepper stepper(model, model.encode(src_ids), options.cached);
+  Stepper stepper(models, src_ids, options.cached);
   Beams beams = start_beams(stepper, batch, beam, ids.start, device);
   std::vector<std::vector<Hypothesis>> finished(batch);
   for (int64_t step = 0; !beams.live.empty(); ++step) {

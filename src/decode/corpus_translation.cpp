@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "data/corpus_reader.h"
@@ -247,7 +248,7 @@ nlohmann::ordered_json summary(const std::vector<ShardRecord>& records, const st
 }  // namespace
 
 Manifest corpus_manifest(const CorpusOptions& corpus, const TranslateOptions& options,
-                         const std::vector<fs::path>& checkpoints) {
+                         const std::vector<ModelSource>& models) {
   const SearchOptions& s = options.search;
   Manifest m;
   // A translation's manifest is as before scoring existed, so that its folders still resume.
@@ -258,11 +259,21 @@ Manifest corpus_manifest(const CorpusOptions& corpus, const TranslateOptions& op
     m.emplace_back("targets", fs::absolute(corpus.targets).lexically_normal().string());
     m.emplace_back("targets_file", file_stamp(corpus.targets));
   }
-  for (size_t i = 0; i < checkpoints.size(); ++i) {
-    const std::string key = checkpoints.size() == 1 ? "checkpoint" : fmt::format("checkpoint{}", i);
-    m.emplace_back(key, fs::absolute(checkpoints[i]).lexically_normal().string() + " (" +
-                            file_stamp(checkpoints[i]) + ")");
+  // One model's keys are as before ensembles existed, so that its folders still resume.
+  std::vector<std::string> weights;
+  for (size_t k = 0; k < models.size(); ++k) {
+    const std::vector<fs::path>& files = models[k].files;
+    const std::string model = models.size() == 1 ? "" : fmt::format("model{}_", k);
+    for (size_t i = 0; i < files.size(); ++i) {
+      const std::string key =
+          model + (files.size() == 1 ? "checkpoint" : fmt::format("checkpoint{}", i));
+      m.emplace_back(key, fs::absolute(files[i]).lexically_normal().string() + " (" +
+                              file_stamp(files[i]) + ")");
+    }
+    weights.push_back(fmt::format("{}", models[k].weight));
   }
+  if (models.size() > 1)
+    m.emplace_back("ensemble_weights", fmt::format("{}", fmt::join(weights, " ")));
   m.emplace_back("shard_lines", std::to_string(corpus.shard_lines));
   m.emplace_back("weights", std::to_string(static_cast<int>(options.weights)));
   m.emplace_back("amp", std::to_string(static_cast<int>(options.amp)));
@@ -288,8 +299,7 @@ void translate_corpus(Translator& translator, const TranslateOptions& options,
   const auto start = Clock::now();
   const int64_t lines = corpus.targets.empty() ? count_lines(corpus.input)
                                                : count_pair_lines(corpus.input, corpus.targets);
-  CorpusRank rank(translator, corpus, corpus_manifest(corpus, options, translator.checkpoints()),
-                  lines);
+  CorpusRank rank(translator, corpus, corpus_manifest(corpus, options, translator.models()), lines);
   if (corpus.rank == 0)
     log::info("translate", "{} lines in {} shard(s) of {} over {} rank(s); {} already done", lines,
               rank.shards(), corpus.shard_lines, corpus.world_size,

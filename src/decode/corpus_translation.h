@@ -20,10 +20,9 @@
 
 #include "decode/corpus_shards.h"
 #include "decode/translate_options.h"
+#include "decode/translator.h"
 
 namespace nmt::decode {
-
-class Translator;
 
 /// How the ranks of a job wait for each other; unset functions (one process) wait for nobody.
 struct CorpusSync {
@@ -50,10 +49,12 @@ struct CorpusOptions {
 };
 
 /// The identity of a corpus job: with --score the mode ("score"), the input and with --score
-/// the targets (path, size, modification time), the checkpoint
-/// files (path, size, modification time) and every option that changes the output.
+/// the targets (path, size, modification time), each model's checkpoint files (path, size,
+/// modification time; keys "checkpoint" or "checkpoint<i>" when averaged, and for an ensemble
+/// "model<m>_checkpoint..." per model and its weights as "ensemble_weights") and every option
+/// that changes the output.
 Manifest corpus_manifest(const CorpusOptions& corpus, const TranslateOptions& options,
-                         const std::vector<std::filesystem::path>& checkpoints);
+                         const std::vector<ModelSource>& models);
 
 /// Decodes this rank's shards; rank 0 then the missing ones, assembles the output and writes
 /// the summary (JSON: lines, shards, what this run decoded, per rank). Throws ConfigError when

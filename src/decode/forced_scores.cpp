@@ -17,8 +17,9 @@ size_t pair_width(const std::vector<std::vector<int64_t>>& sources,
   return std::max(sources[i].size(), targets[i].size() + 1);
 }
 
-/// Sums of log p(target + EOS | source) of the pairs order[begin, end).
-std::vector<double> score_batch(model::Transformer& model, const ForcedIds& ids,
+/// Sums of log p(target + EOS | source) of the pairs order[begin, end): the weighted mean of
+/// the models' sums for an ensemble.
+std::vector<double> score_batch(const Ensemble& models, const ForcedIds& ids,
                                 const std::vector<std::vector<int64_t>>& sources,
                                 const std::vector<std::vector<int64_t>>& targets,
                                 const std::vector<size_t>& order, size_t begin, size_t end,
@@ -46,21 +47,34 @@ std::vector<double> score_batch(model::Transformer& model, const ForcedIds& ids,
     out[target.size()] = ids.eos;
     mask[r].slice(0, 0, static_cast<int64_t>(target.size()) + 1).fill_(true);
   }
-  at::Tensor logits;
-  {
-    amp::AutocastScope autocast(options.amp, options.device.type());
-    logits = model->forward(src.to(options.device), tgt_in.to(options.device));
+  src = src.to(options.device);
+  tgt_in = tgt_in.to(options.device);
+  tgt_out = tgt_out.to(options.device).unsqueeze(-1);
+  mask = mask.to(options.device);
+  at::Tensor sums;
+  for (size_t m = 0; m < models.size(); ++m) {
+    at::Tensor logits;
+    {
+      amp::AutocastScope autocast(options.amp, options.device.type());
+      logits = models.model(m).forward(src, tgt_in);
+    }
+    const at::Tensor picked =
+        logits.to(at::kFloat).log_softmax(-1).gather(-1, tgt_out).squeeze(-1).to(at::kDouble);
+    const at::Tensor model_sums = picked.masked_fill(~mask, 0.0).sum(1);
+    if (models.size() == 1)
+      sums = model_sums;
+    else if (m == 0)
+      sums = model_sums.mul_(models.weight(0));
+    else
+      sums.add_(model_sums, models.weight(m));
   }
-  const at::Tensor lprobs = logits.to(at::kFloat).log_softmax(-1);
-  const at::Tensor picked =
-      lprobs.gather(-1, tgt_out.to(options.device).unsqueeze(-1)).squeeze(-1).to(at::kDouble);
-  const at::Tensor sums = picked.masked_fill(~mask.to(options.device), 0.0).sum(1).cpu();
+  sums = sums.cpu();
   return std::vector<double>(sums.data_ptr<double>(), sums.data_ptr<double>() + rows);
 }
 
 }  // namespace
 
-std::vector<PairScore> forced_scores(model::Transformer& model, const ForcedIds& ids,
+std::vector<PairScore> forced_scores(const Ensemble& models, const ForcedIds& ids,
                                      const std::vector<std::vector<int64_t>>& sources,
                                      const std::vector<std::vector<int64_t>>& targets,
                                      const ForcedScoreOptions& options,
@@ -83,7 +97,7 @@ std::vector<PairScore> forced_scores(model::Transformer& model, const ForcedIds&
                options.max_tokens)
       ++end;
     const std::vector<double> sums =
-        score_batch(model, ids, sources, targets, order, begin, end, options);
+        score_batch(models, ids, sources, targets, order, begin, end, options);
     for (size_t k = begin; k < end; ++k)
       out[order[k]] = {sums[k - begin], static_cast<int64_t>(targets[order[k]].size()) + 1};
     if (on_batch) on_batch(static_cast<int64_t>(end));

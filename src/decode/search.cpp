@@ -70,19 +70,18 @@ int64_t max_output_length(int64_t src_len, const SearchOptions& options, int64_t
   return std::max<int64_t>(0, std::min<int64_t>(static_cast<int64_t>(limit), max_positions - 1));
 }
 
-std::vector<std::vector<Hypothesis>> search(model::TransformerImpl& model,
-                                            const at::Tensor& src_ids, const SearchIds& ids,
-                                            const SearchOptions& options,
+std::vector<std::vector<Hypothesis>> search(const Ensemble& models, const at::Tensor& src_ids,
+                                            const SearchIds& ids, const SearchOptions& options,
                                             const std::vector<int64_t>& sentences) {
-  return options.beam == 1 ? greedy_search(model, src_ids, ids, options, sentences)
-                           : beam_search(model, src_ids, ids, options);
+  return options.beam == 1 ? greedy_search(models, src_ids, ids, options, sentences)
+                           : beam_search(models, src_ids, ids, options);
 }
 
-std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model,
+std::vector<std::vector<Hypothesis>> greedy_search(const Ensemble& models,
                                                    const at::Tensor& src_ids, const SearchIds& ids,
                                                    const SearchOptions& options,
                                                    const std::vector<int64_t>& sentences) {
-  check_input(model, src_ids, ids, options);
+  check_input(src_ids, ids, options);
   TORCH_CHECK(sentences.empty() || static_cast<int64_t>(sentences.size()) == src_ids.size(0),
               "greedy_search: ", src_ids.size(0), " sources but ", sentences.size(),
               " sentence ids");
@@ -90,11 +89,11 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
   const int64_t batch = src_ids.size(0);
   const at::Device device = src_ids.device();
   const std::vector<int64_t> limit =
-      output_limits(src_ids, ids.pad, options, model.options().max_positions);
+      output_limits(src_ids, ids.pad, options, models.max_positions());
   std::vector<Hypothesis> best(batch);
   if (batch == 0) return {};
 
-  Stepper stepper(model, model.encode(src_ids), options.cached);
+  Stepper stepper(models, src_ids, options.cached);
   std::vector<int64_t> live(batch);  // sentence of each row
   for (int64_t i = 0; i < batch; ++i) live[i] = i;
   at::Tensor last =

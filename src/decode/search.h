@@ -1,5 +1,6 @@
 #pragma once
-// Greedy and beam search over a batch of source sentences with a Transformer, using the
+// Greedy and beam search over a batch of source sentences with a Transformer, or an ensemble
+// of them (ensemble.h: the weighted mean of their log-probabilities at every step), using each
 // model's cached incremental decoder state (init_state / decode_step / reorder_state): each
 // step feeds only the newest token. Rows of the batch finish independently and leave the
 // batch when done.
@@ -13,8 +14,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "decode/ensemble.h"
 #include "decode/search_options.h"
-#include "model/transformer.h"
 
 namespace nmt::decode {
 
@@ -45,21 +46,20 @@ double length_penalty(int64_t length, double alpha);
 /// position 0).
 int64_t max_output_length(int64_t src_len, const SearchOptions& options, int64_t max_positions);
 
-/// Translates src_ids [B, S] (int64, right-padded with the model's pad id, EOS-terminated, on
-/// the model's device). Returns per sentence its options.nbest best hypotheses, best first.
-/// beam == 1 is greedy search, or with options.sampling random sampling (sampling.h), whose
-/// draws for row i depend on (seed, sentences[i], step); sentences empty: row i is sentence
-/// i. Runs without autograd; the caller sets eval mode and, if wanted, an autocast scope.
-/// Throws nmt::ConfigError for invalid options.
-std::vector<std::vector<Hypothesis>> search(model::TransformerImpl& model,
-                                            const at::Tensor& src_ids, const SearchIds& ids,
-                                            const SearchOptions& options,
+/// Translates src_ids [B, S] (int64, right-padded with the models' pad id, EOS-terminated, on
+/// the models' device) with `models` (one model converts to an Ensemble of one). Returns per
+/// sentence its options.nbest best hypotheses, best first. beam == 1 is greedy search, or with
+/// options.sampling random sampling (sampling.h), whose draws for row i depend on (seed,
+/// sentences[i], step); sentences empty: row i is sentence i. Runs without autograd; the caller
+/// sets eval mode and, if wanted, an autocast scope. Throws nmt::ConfigError for invalid options.
+std::vector<std::vector<Hypothesis>> search(const Ensemble& models, const at::Tensor& src_ids,
+                                            const SearchIds& ids, const SearchOptions& options,
                                             const std::vector<int64_t>& sentences = {});
 
 /// Greedy search (the beam == 1 path of search()): the best token at each step, or with
 /// options.sampling a drawn one (its score is the model's log-probability of the token, not
-/// the tempered one).
-std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model,
+/// the tempered one; an ensemble draws from the softmax of its mean log-probabilities).
+std::vector<std::vector<Hypothesis>> greedy_search(const Ensemble& models,
                                                    const at::Tensor& src_ids, const SearchIds& ids,
                                                    const SearchOptions& options,
                                                    const std::vector<int64_t>& sentences = {});
@@ -67,8 +67,8 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
 /// Beam search with options.beam hypotheses per sentence. A sentence is finished when
 /// `beam` hypotheses have ended with EOS (EOS is taken only among the `beam` best candidates
 /// of a step, as in fairseq) or when it reaches its maximum length (EOS is then forced).
-std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model,
-                                                 const at::Tensor& src_ids, const SearchIds& ids,
+std::vector<std::vector<Hypothesis>> beam_search(const Ensemble& models, const at::Tensor& src_ids,
+                                                 const SearchIds& ids,
                                                  const SearchOptions& options);
 
 }  // namespace nmt::decode

@@ -12,7 +12,7 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-Stepper::Stepper(model::TransformerImpl& model, model::EncoderOutput encoded, bool cached)
+ModelStepper::ModelStepper(model::TransformerImpl& model, model::EncoderOutput encoded, bool cached)
     : model_(model), cached_(cached) {
   if (cached_) {
     state_ = model_.init_state(encoded);
@@ -23,7 +23,7 @@ Stepper::Stepper(model::TransformerImpl& model, model::EncoderOutput encoded, bo
   }
 }
 
-at::Tensor Stepper::step(const at::Tensor& last_tokens) {
+at::Tensor ModelStepper::step(const at::Tensor& last_tokens) {
   at::Tensor logits;
   if (cached_) {
     logits = model_.decode_step(last_tokens, state_);
@@ -34,7 +34,7 @@ at::Tensor Stepper::step(const at::Tensor& last_tokens) {
   return logits.to(at::kFloat).log_softmax(-1);
 }
 
-void Stepper::reorder(const at::Tensor& order, bool same_sources) {
+void ModelStepper::reorder(const at::Tensor& order, bool same_sources) {
   if (cached_ && same_sources) {
     model_.reorder_target_state(state_, order);
   } else if (cached_) {
@@ -46,6 +46,26 @@ void Stepper::reorder(const at::Tensor& order, bool same_sources) {
     encoded_.src_pad_mask = encoded_.src_pad_mask.index_select(0, order);
     prefix_ = prefix_.index_select(0, order);
   }
+}
+
+Stepper::Stepper(const Ensemble& models, const at::Tensor& src_ids, bool cached)
+    : weights_(models.weights()) {
+  members_.reserve(models.size());
+  for (size_t i = 0; i < models.size(); ++i)
+    members_.emplace_back(models.model(i), models.model(i).encode(src_ids), cached);
+}
+
+at::Tensor Stepper::step(const at::Tensor& last_tokens) {
+  if (members_.size() == 1) return members_[0].step(last_tokens);
+  // Each member's log-softmax is a fresh tensor: scaled and summed in place.
+  at::Tensor mean = members_[0].step(last_tokens).mul_(weights_[0]);
+  for (size_t i = 1; i < members_.size(); ++i)
+    mean.add_(members_[i].step(last_tokens), weights_[i]);
+  return mean;
+}
+
+void Stepper::reorder(const at::Tensor& order, bool same_sources) {
+  for (ModelStepper& member : members_) member.reorder(order, same_sources);
 }
 
 std::vector<int64_t> output_limits(const at::Tensor& src_ids, int64_t pad,
@@ -81,8 +101,7 @@ void constrain(at::Tensor& lprobs, const SearchIds& ids, const std::vector<int64
   lprobs.select(1, ids.eos).index_copy_(0, rows, eos);
 }
 
-void check_input(const model::TransformerImpl& model, const at::Tensor& src_ids,
-                 const SearchIds& ids, const SearchOptions& options) {
+void check_input(const at::Tensor& src_ids, const SearchIds& ids, const SearchOptions& options) {
   validate(options);
   TORCH_CHECK(src_ids.dim() == 2 && src_ids.scalar_type() == at::kLong,
               "search: expected src_ids int64 [B, S], found ", src_ids.scalar_type(), " ",

@@ -1,7 +1,7 @@
 #pragma once
 // The steps that greedy search (search.cpp) and beam search (beam_search.cpp) share: one
-// decoder step for every live row, each row's output length limit, and the constraints on a
-// step's tokens. Internal to decode/.
+// decoder step for every live row (of every model of an ensemble), each row's output length limit,
+// and the constraints on a step's tokens. Internal to decode/.
 
 #include <cstdint>
 #include <vector>
@@ -9,17 +9,18 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include "decode/ensemble.h"
 #include "decode/search.h"
 #include "model/transformer.h"
 
 namespace nmt::decode {
 
-/// One decoder step for every live row, cached (incremental state) or uncached (the whole
-/// prefix again), behind one interface so that both searches run the same code.
-class Stepper {
+/// One model's decoder step for every live row, cached (incremental state) or uncached (the
+/// whole prefix again), behind one interface so that both searches run the same code.
+class ModelStepper {
  public:
   /// Starts from the encoder output of every row; cached: with the incremental decoder state.
-  Stepper(model::TransformerImpl& model, model::EncoderOutput encoded, bool cached);
+  ModelStepper(model::TransformerImpl& model, model::EncoderOutput encoded, bool cached);
 
   /// Feeds last_tokens [R] -> float32 log-probabilities [R, V] of the next token.
   at::Tensor step(const at::Tensor& last_tokens);
@@ -37,6 +38,25 @@ class Stepper {
   at::Tensor prefix_;             // uncached: tokens fed so far [R, t]
 };
 
+/// The step that search calls: every model of the ensemble steps with its own state (a
+/// ModelStepper each), and the log-probabilities are their weighted mean (ensemble.h). One
+/// model's are returned as they are, with no extra operation.
+class Stepper {
+ public:
+  /// Encodes src_ids with every model of `models` and starts their steppers.
+  Stepper(const Ensemble& models, const at::Tensor& src_ids, bool cached);
+
+  /// Feeds last_tokens [R] -> float32 log-probabilities [R, V] of the next token.
+  at::Tensor step(const at::Tensor& last_tokens);
+
+  /// ModelStepper::reorder of every model.
+  void reorder(const at::Tensor& order, bool same_sources = false);
+
+ private:
+  std::vector<ModelStepper> members_;
+  std::vector<double> weights_;
+};
+
 /// Each source row's output length limit (max_output_length of its non-pad tokens).
 std::vector<int64_t> output_limits(const at::Tensor& src_ids, int64_t pad,
                                    const SearchOptions& options, int64_t max_positions);
@@ -50,7 +70,6 @@ void constrain(at::Tensor& lprobs, const SearchIds& ids, const std::vector<int64
                int64_t step);
 
 /// Validates options and checks src_ids and ids; throws naming what is wrong.
-void check_input(const model::TransformerImpl& model, const at::Tensor& src_ids,
-                 const SearchIds& ids, const SearchOptions& options);
+void check_input(const at::Tensor& src_ids, const SearchIds& ids, const SearchOptions& options);
 
 }  // namespace nmt::decode

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "amp/amp_options.h"
 #include "decode/search_options.h"
@@ -22,9 +23,14 @@ enum class WeightsChoice {
 
 /// How to load the model and batch the input; every field has a default.
 struct TranslateOptions {
-  std::string checkpoint;     ///< checkpoint file, or run directory (its checkpoints/:
-                              ///< lowest "selection": best by train.best_metric, else newest)
-  int64_t average = 0;        ///< > 1: average the newest K checkpoints of the run dir
+  /// Checkpoint files or run directories (their checkpoints/: lowest "selection": best by
+  /// train.best_metric, else newest). Several: an ensemble (decode/ensemble.h), which needs
+  /// one vocabulary.
+  std::vector<std::string> checkpoints;
+  /// Each model's relative weight in an ensemble, in the order of checkpoints (> 0,
+  /// normalized to sum 1); empty: equal weights.
+  std::vector<double> ensemble_weights;
+  int64_t average = 0;  ///< > 1: average the newest K checkpoints of each run dir
   WeightsChoice weights = WeightsChoice::kAuto;  ///< trained or moving-average weights
   int64_t max_tokens = 4096;  ///< padded source tokens per batch (sentences x longest)
   DeviceChoice device = DeviceChoice::kAuto;  ///< kAuto: CUDA when available, else CPU

@@ -4,7 +4,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <c10/core/InferenceMode.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,23 +18,18 @@
 #include <fmt/ranges.h>
 
 #include "amp/autocast.h"
-#include "checkpoint/checkpoint_dir.h"
-#include "checkpoint/checkpoint_file.h"
-#include "checkpoint/checkpoint_tools.h"
-#include "checkpoint/run_metadata.h"
-#include "checkpoint/tensor_groups.h"
 #include "data/corpus_reader.h"
 #include "data/vocab.h"
+#include "decode/batch_search.h"
+#include "decode/ensemble.h"
 #include "decode/forced_scores.h"
-#include "decode/language_prefixes.h"
+#include "decode/model_loading.h"
 #include "decode/sampling.h"
 #include "decode/search.h"
-#include "decode/stored_model.h"
 #include "model/transformer.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/phase_progress.h"
-#include "util/shape.h"
 #include "util/timer.h"
 #include "util/utf8.h"
 
@@ -46,23 +40,6 @@ namespace {
 constexpr size_t kChunkLines = 10000;
 /// Time between progress lines.
 constexpr std::chrono::seconds kProgressEvery{5};
-
-using checkpoint::TensorGroup;
-
-/// Copies the tensors of `group` into the model's parameters, checking names and shapes.
-void load_parameters(model::Transformer& model, const checkpoint::CheckpointData& data,
-                     TensorGroup group, const std::string& name) {
-  at::NoGradGuard no_grad;
-  for (const auto& item : model->named_parameters()) {
-    const at::Tensor* saved = checkpoint::find_tensor(data, group, item.key());
-    const std::string key = checkpoint::tensor_name(group, item.key());
-    NMT_CHECK(saved != nullptr, CheckpointError, "{}: tensor {} is missing", name, key);
-    NMT_CHECK(saved->sizes() == item.value().sizes(), CheckpointError,
-              "{}: tensor {} has shape {}, the model built from the stored config expects {}", name,
-              key, shape_string(saved->sizes()), shape_string(item.value().sizes()));
-    item.value().copy_(*saved);
-  }
-}
 
 /// Every line of `input` ("-" or empty: stdin), checked for UTF-8 (DataError naming file:line).
 std::vector<std::string> read_input(const std::string& input) {
@@ -90,117 +67,77 @@ std::vector<std::string> read_input(const std::string& input) {
   return lines;
 }
 
-/// Checks the options that the constructor relies on.
-void check_options(const TranslateOptions& options) {
-  validate(options.search);
-  NMT_CHECK(options.max_tokens >= 1, ConfigError, "max_tokens: expected an integer >= 1, found {}",
-            options.max_tokens);
-  NMT_CHECK(options.average >= 0, ConfigError, "average: expected an integer >= 0, found {}",
-            options.average);
+/// The models' views for search, with their weights.
+std::vector<model::TransformerImpl*> views(const std::vector<LoadedModel>& models) {
+  std::vector<model::TransformerImpl*> out;
+  for (const LoadedModel& m : models) out.push_back(m.model.ptr().get());
+  return out;
 }
 
-at::Device pick_device(DeviceChoice choice, int64_t cuda_index) {
-  const bool has_cuda = at::hasCUDA();
-  switch (choice) {
-    case DeviceChoice::kCpu:
-      return at::Device(at::kCPU);
-    case DeviceChoice::kCuda:
-      NMT_CHECK(has_cuda, DeviceError,
-                "--device cuda: no CUDA device is visible to this process (or LibTorch is a CPU "
-                "build); use --device cpu");
-      return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_index));
-    case DeviceChoice::kAuto:
-      break;
-  }
-  return has_cuda ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_index))
-                  : at::Device(at::kCPU);
+/// The options after the checks the constructor relies on, with LibTorch's threads set.
+const TranslateOptions& checked(const TranslateOptions& options) {
+  check_translate_options(options);
+  if (options.threads > 0) at::set_num_threads(static_cast<int>(options.threads));
+  return options;
+}
+
+/// Where the models run, once --amp is known to work there.
+at::Device device_for(const TranslateOptions& options) {
+  const at::Device device = pick_device(options.device, options.cuda_index);
+  NMT_CHECK(amp::autocast_supported(options.amp, device.type()), ConfigError,
+            "--amp {} is not supported on {}", amp::mode_name(options.amp), device.str());
+  return device;
 }
 
 }  // namespace
 
 struct Translator::Impl {
   TranslateOptions options;
-  std::vector<std::filesystem::path> files;
-  at::Device device{at::kCPU};
-  data::Vocab src_vocab;
-  data::Vocab tgt_vocab;
-  model::Transformer model{nullptr};
-  SearchIds ids;
-  std::vector<int32_t> prefix;  ///< ids first in every source (--tgt-lang's tag, --src-lang's code)
+  at::Device device;
+  std::vector<LoadedModel> loaded;  ///< one per -c; the first's vocabularies and ids serve all
+  Ensemble models;                  ///< the loaded models, weighted
+  std::vector<ModelSource> sources;
   log::PhaseProgress* progress = nullptr;  ///< set during translate_file, when it reports
   const std::function<void(int64_t)>* on_batch = nullptr;  ///< set during translate(..., on_batch)
   int64_t done = 0;                        ///< sentences translated so far in translate_file
 
-  Impl(const TranslateOptions& o, const ModelConfigReader& read_config) : options(o) {
-    check_options(options);
-    if (options.threads > 0) at::set_num_threads(static_cast<int>(options.threads));
-    device = pick_device(options.device, options.cuda_index);
-    NMT_CHECK(amp::autocast_supported(options.amp, device.type()), ConfigError,
-              "--amp {} is not supported on {}", amp::mode_name(options.amp), device.str());
-    files = checkpoint::model_checkpoints(options.checkpoint, options.average);
-    const auto start = Clock::now();
-    // The newest file holds the vocabulary and the config (which averaging drops) and says
-    // whether there is a moving average to use.
-    const checkpoint::CheckpointData newest = checkpoint::load_checkpoint(files.back());
-    const std::string name = files.back().string();
-    const TensorGroup weights = weights_group(newest, options.weights, name);
-    const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(newest.metadata, name);
-    NMT_CHECK(!meta.config.empty(), CheckpointError, "{}: no metadata key \"{}\"", name,
-              checkpoint::meta_key::kConfig);
-    src_vocab = stored_vocabulary(newest, checkpoint::vocabulary_file::kSource, name);
-    tgt_vocab = meta.vocab_joint
-                    ? src_vocab
-                    : stored_vocabulary(newest, checkpoint::vocabulary_file::kTarget, name);
-    const model::ModelOptions model_options = read_config(meta.config, name);
-    ids = {model::decoder_start_id(model_options.decoder_start, tgt_vocab.bos_id(),
-                                   tgt_vocab.eos_id(), tgt_vocab.pad_id()),
-           tgt_vocab.bos_id(), tgt_vocab.eos_id(), tgt_vocab.pad_id()};
-    LanguagePrefixes languages = language_prefixes(meta, options, src_vocab, tgt_vocab, name);
-    prefix = std::move(languages.source);
-    ids.forced_prefix = std::move(languages.target);
-    model =
-        model::Transformer(model_options, src_vocab.size(), tgt_vocab.size(), src_vocab.pad_id());
-    if (files.size() > 1)
-      load_parameters(model, checkpoint::average_checkpoints(files, weights), weights, name);
-    else
-      load_parameters(model, newest, weights, name);
-    model->eval();
-    model->to(device);
-    log_loaded(name, weights, meta.vocab_joint, seconds_since(start));
+  Impl(const TranslateOptions& o, const ModelConfigReader& read_config)
+      : options(checked(o)),
+        device(device_for(options)),
+        loaded(load_models(options, device, read_config)),
+        models(views(loaded), options.ensemble_weights) {
+    for (size_t i = 0; i < loaded.size(); ++i)
+      sources.push_back({loaded[i].files, models.weight(i)});
+    if (loaded.size() > 1)
+      log::info("translate", "an ensemble of {} models, weights {}", loaded.size(),
+                fmt::join(models.weights(), ", "));
   }
 
-  void log_loaded(const std::string& name, TensorGroup weights, bool joint, double seconds) const {
-    log::info("translate", "loaded {}{}{} in {:.2f} s: {} parameters, vocabulary {}{}, on {}{}",
-              name,
-              files.size() > 1 ? fmt::format(" (average of the newest {})", files.size()) : "",
-              weights == TensorGroup::kEma ? ", moving-average weights" : "", seconds,
-              model->parameter_count(), src_vocab.size(),
-              joint ? std::string(" (joint)") : fmt::format("+{}", tgt_vocab.size()), device.str(),
-              options.amp != amp::AmpMode::kOff
-                  ? fmt::format(", autocast {}", amp::mode_name(options.amp))
-                  : std::string());
-  }
+  const data::Vocab& src_vocab() const { return loaded.front().src_vocab; }
+  const data::Vocab& tgt_vocab() const { return loaded.front().tgt_vocab; }
+  const SearchIds& ids() const { return loaded.front().ids; }
 
-  /// Source ids (+EOS) of a line, cut to what the encoder accepts; empty for a blank line.
+  /// Source ids (+EOS) of a line, cut to what every encoder accepts; empty for a blank line.
   /// The tag goes in by id: src_vocab.encode never yields one, even for the text `<2de>`
   /// (a vocabulary with user-defined tags is loaded with them as control symbols, vocab.h).
   std::vector<int64_t> encode(const std::string& line, int64_t* truncated) const {
-    std::vector<int32_t> pieces = src_vocab.encode(line);
+    std::vector<int32_t> pieces = src_vocab().encode(line);
     if (pieces.empty()) return {};
+    const std::vector<int32_t>& prefix = loaded.front().prefix;
     pieces.insert(pieces.begin(), prefix.begin(), prefix.end());
-    const int64_t keep = std::min<int64_t>(pieces.size(), model->options().max_positions - 1);
+    const int64_t keep = std::min<int64_t>(pieces.size(), models.max_positions() - 1);
     if (keep < static_cast<int64_t>(pieces.size())) ++*truncated;
     std::vector<int64_t> ids_out(pieces.begin(), pieces.begin() + keep);
-    ids_out.push_back(src_vocab.eos_id());
+    ids_out.push_back(src_vocab().eos_id());
     return ids_out;
   }
 
   /// Target ids to predict before EOS: the forced prefix and the line's pieces, cut to the
-  /// model's positions.
+  /// models' positions.
   std::vector<int64_t> encode_target(const std::string& line) const {
-    std::vector<int64_t> out(ids.forced_prefix.begin(), ids.forced_prefix.end());
-    for (const int32_t piece : tgt_vocab.encode(line)) out.push_back(piece);
-    out.resize(std::min<size_t>(out.size(), model->options().max_positions - 1));
+    std::vector<int64_t> out(ids().forced_prefix.begin(), ids().forced_prefix.end());
+    for (const int32_t piece : tgt_vocab().encode(line)) out.push_back(piece);
+    out.resize(std::min<size_t>(out.size(), models.max_positions() - 1));
     return out;
   }
 
@@ -208,78 +145,41 @@ struct Translator::Impl {
   /// first is input line first_line (0-based), which names the sentences' sampling streams.
   std::vector<std::vector<Translation>> run(const std::vector<std::string>& lines,
                                             TranslateStats* stats, int64_t first_line = 0) {
-    std::vector<std::vector<int64_t>> sources(lines.size());
+    std::vector<std::vector<int64_t>> sources_ids(lines.size());
     int64_t truncated = 0;
-    for (size_t i = 0; i < lines.size(); ++i) sources[i] = encode(lines[i], &truncated);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      sources_ids[i] = encode(lines[i], &truncated);
+      if (stats) stats->source_tokens += static_cast<int64_t>(sources_ids[i].size());
+    }
     if (truncated > 0)
       log::warn("translate", "{} line(s) longer than the model's {} positions were cut", truncated,
-                model->options().max_positions);
-
-    std::vector<std::vector<Translation>> out(lines.size());
-    std::vector<size_t> order;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      if (sources[i].empty()) {
-        out[i].assign(options.search.nbest, Translation{});
-        ++done;
-      } else {
-        order.push_back(i);
-        if (stats) stats->source_tokens += static_cast<int64_t>(sources[i].size());
-      }
-    }
-    // Length-sorted batches waste little padding; results go back to their input positions.
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
-    c10::InferenceMode guard;
-    size_t begin = 0;
-    while (begin < order.size()) {
-      size_t end = begin + 1;
-      while (end < order.size() &&
-             static_cast<int64_t>((end - begin + 1) * sources[order[end]].size()) <=
-                 options.max_tokens)
-        ++end;
-      translate_batch(order, begin, end, sources, out, first_line);
-      done += static_cast<int64_t>(end - begin);
+                models.max_positions());
+    const BatchSearchOptions batching{options.max_tokens, src_vocab().pad_id(), device, options.amp,
+                                      options.search};
+    const int64_t done_before = done;
+    const auto report = [&](int64_t n) {
+      done = done_before + n;
       if (progress) progress->update(double(done));
       if (on_batch && *on_batch) (*on_batch)(done);
-      begin = end;
-    }
-    return out;
-  }
-
-  void translate_batch(const std::vector<size_t>& order, size_t begin, size_t end,
-                       const std::vector<std::vector<int64_t>>& sources,
-                       std::vector<std::vector<Translation>>& out, int64_t first_line) {
-    const int64_t rows = static_cast<int64_t>(end - begin);
-    std::vector<int64_t> sentences(rows);
-    for (size_t k = begin; k < end; ++k)
-      sentences[k - begin] = first_line + static_cast<int64_t>(order[k]);
-    size_t width = 0;
-    for (size_t k = begin; k < end; ++k) width = std::max(width, sources[order[k]].size());
-    at::Tensor src = at::full({rows, static_cast<int64_t>(width)}, src_vocab.pad_id(), at::kLong);
-    int64_t* data = src.data_ptr<int64_t>();
-    for (size_t k = begin; k < end; ++k) {
-      const std::vector<int64_t>& s = sources[order[k]];
-      std::copy(s.begin(), s.end(), data + (k - begin) * width);
-    }
-    src = src.to(device);
-    std::vector<std::vector<Hypothesis>> hyps;
-    {
-      amp::AutocastScope autocast(options.amp, device.type());
-      hyps = search(*model, src, ids, options.search, sentences);
-    }
-    for (size_t k = begin; k < end; ++k) {
-      std::vector<Translation>& result = out[order[k]];
-      for (Hypothesis& h : hyps[k - begin]) {
+    };
+    std::vector<std::vector<Hypothesis>> hyps =
+        search_batches(models, ids(), sources_ids, first_line, batching, report);
+    done = done_before + static_cast<int64_t>(lines.size());
+    std::vector<std::vector<Translation>> out(lines.size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      for (Hypothesis& h : hyps[i]) {
         Translation t;
-        t.text = tgt_vocab.decode(h.tokens);
+        t.text = tgt_vocab().decode(h.tokens);
         t.tokens = std::move(h.tokens);
         t.score = h.score;
         t.normalized_score = h.normalized_score;
-        result.push_back(std::move(t));
+        out[i].push_back(std::move(t));
       }
-      // Only with a vocabulary smaller than 2 x beam can a sentence end with fewer.
-      result.resize(options.search.nbest);
+      // Blank lines get nbest empty texts; a sentence ends with fewer hypotheses only with a
+      // vocabulary smaller than 2 x beam.
+      out[i].resize(options.search.nbest);
     }
+    return out;
   }
 
   void write(std::ostream& out, const std::vector<Translation>& translations) const {
@@ -301,7 +201,7 @@ std::vector<int64_t> Translator::source_ids(const std::string& line) const {
   return impl_->encode(line, &truncated);
 }
 
-const std::vector<std::filesystem::path>& Translator::checkpoints() const { return impl_->files; }
+const std::vector<ModelSource>& Translator::models() const { return impl_->sources; }
 
 std::string Translator::device_name() const { return impl_->device.str(); }
 
@@ -353,12 +253,13 @@ std::vector<PairScore> Translator::score(const std::vector<std::string>& sources
                 first_line + static_cast<int64_t>(i) + 1, bad + 1);
     }
     src[i] = impl_->encode(sources[i], &truncated);
-    if (src[i].empty()) src[i].push_back(impl_->src_vocab.eos_id());
+    if (src[i].empty()) src[i].push_back(impl_->src_vocab().eos_id());
     tgt[i] = impl_->encode_target(targets[i]);
   }
   const ForcedScoreOptions options{impl_->options.max_tokens, impl_->device, impl_->options.amp};
-  const ForcedIds ids{impl_->ids.start, impl_->ids.eos, impl_->ids.pad};
-  std::vector<PairScore> out = forced_scores(impl_->model, ids, src, tgt, options, on_batch);
+  const SearchIds& search_ids = impl_->ids();
+  const ForcedIds ids{search_ids.start, search_ids.eos, search_ids.pad};
+  std::vector<PairScore> out = forced_scores(impl_->models, ids, src, tgt, options, on_batch);
   if (stats) {
     stats->sentences += static_cast<int64_t>(out.size());
     for (size_t i = 0; i < out.size(); ++i) {

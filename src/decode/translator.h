@@ -1,7 +1,9 @@
 #pragma once
-// Translating text with a trained checkpoint: loads the model (optionally averaging the newest
-// checkpoints of a run) and its SentencePiece vocabulary from the checkpoint, encodes lines,
-// batches them by tokens, searches (search.h) and detokenizes. No torch types in this header.
+// Translating text with a trained checkpoint, or an ensemble of them: loads each model
+// (optionally averaging the newest checkpoints of a run) and its SentencePiece vocabulary from
+// the checkpoint (decode/model_loading.h), encodes lines, batches them by tokens
+// (batch_search.h), searches (search.h; an ensemble: ensemble.h) and detokenizes. No torch
+// types in this header.
 
 #include <cstdint>
 #include <filesystem>
@@ -35,6 +37,13 @@ struct PairScore {
   int64_t tokens = 0;   ///< target tokens scored (EOS included)
 };
 
+/// Where one model of a Translator came from, and its weight in the ensemble.
+struct ModelSource {
+  std::vector<std::filesystem::path> files;  ///< its checkpoint file(s) (several when averaged,
+                                             ///< oldest first)
+  double weight = 1;                         ///< its share of the ensemble; the weights sum to 1
+};
+
 /// Totals of a translate_file() call.
 struct TranslateStats {
   int64_t sentences = 0;      ///< input lines
@@ -43,14 +52,16 @@ struct TranslateStats {
   double seconds = 0;         ///< wall time, reading and writing included
 };
 
-/// A loaded model with its vocabularies, ready to translate.
+/// A loaded model (or ensemble) with its vocabularies, ready to translate.
 class Translator {
  public:
-  /// Loads options.checkpoint: a checkpoint file, or a run directory whose checkpoints/ folder
-  /// (or the folder itself) holds checkpoint-*.safetensors, taking the best by
-  /// train.best_metric (lowest "selection" metadata) else the newest, or with average > 1 the
-  /// mean of the newest `average`. Throws CheckpointError,
-  /// ConfigError (bad options) or DeviceError (--device cuda without a GPU).
+  /// Loads each of options.checkpoints: a checkpoint file, or a run directory whose
+  /// checkpoints/ folder (or the folder itself) holds checkpoint-*.safetensors, taking the
+  /// best by train.best_metric (lowest "selection" metadata) else the newest, or with
+  /// average > 1 the mean of the newest `average`. Several: an ensemble, weighted by
+  /// options.ensemble_weights. Throws CheckpointError, ConfigError (bad options; checkpoints of
+  /// different vocabularies in an ensemble, naming both) or DeviceError (--device cuda without
+  /// a GPU).
   Translator(const TranslateOptions& options, const ModelConfigReader& read_config);
   ~Translator();
   Translator(const Translator&) = delete;
@@ -95,8 +106,8 @@ class Translator {
   /// gives a tag's id: the text `<2en>` is its characters (data/lang_tags.h).
   std::vector<int64_t> source_ids(const std::string& line) const;
 
-  /// The checkpoint file(s) the model came from (several when averaged, oldest first).
-  const std::vector<std::filesystem::path>& checkpoints() const;
+  /// Where each model came from, in the order of options.checkpoints, with its weight.
+  const std::vector<ModelSource>& models() const;
   /// "cpu" or "cuda:0".
   std::string device_name() const;
 

@@ -48,7 +48,7 @@ TEST_CASE("a scoring job's manifest differs from a translation's by its mode and
   corpus.input = dir.write("in.en", "a\n").string();
   corpus.output = (dir.path() / "out").string();
   const nmt::decode::TranslateOptions options;
-  const std::vector<std::filesystem::path> checkpoints{dir.write("c.safetensors", "x")};
+  const std::vector<nmt::decode::ModelSource> checkpoints{{{dir.write("c.safetensors", "x")}}};
   const Manifest translation = nmt::decode::corpus_manifest(corpus, options, checkpoints);
   corpus.targets = dir.write("in.de", "b\n").string();
   const Manifest scoring = nmt::decode::corpus_manifest(corpus, options, checkpoints);
@@ -59,6 +59,35 @@ TEST_CASE("a scoring job's manifest differs from a translation's by its mode and
       scoring, nmt::decode::corpus_manifest(corpus, options, checkpoints));
   REQUIRE_FALSE(other.empty());
   CHECK(other.front() == "targets");  // and targets_file, unless written in the same instant
+}
+
+TEST_CASE("an ensemble's manifest names each model's checkpoints and the weights",
+          "[decode][corpus]") {
+  using nmt::decode::ModelSource;
+  TempDir dir;
+  nmt::decode::CorpusOptions corpus;
+  corpus.input = dir.write("in.en", "a\n").string();
+  corpus.output = (dir.path() / "out").string();
+  const nmt::decode::TranslateOptions options;
+  const fs::path a = dir.write("a.safetensors", "a"), b = dir.write("b.safetensors", "b");
+  const auto manifest_of = [&](const std::vector<ModelSource>& models) {
+    return nmt::decode::corpus_manifest(corpus, options, models);
+  };
+  const Manifest one = manifest_of({{{a}}});
+  const Manifest two = manifest_of({{{a}, 0.5}, {{b}, 0.5}});
+  CHECK(nmt::decode::manifest_differences(two, one) ==
+        std::vector<std::string>{"model0_checkpoint", "model1_checkpoint", "ensemble_weights",
+                                 "checkpoint"});
+  CHECK(nmt::decode::manifest_differences(two, manifest_of({{{a}, 0.75}, {{b}, 0.25}})) ==
+        std::vector<std::string>{"ensemble_weights"});
+  CHECK(nmt::decode::manifest_differences(two, manifest_of({{{b}, 0.5}, {{a}, 0.5}})) ==
+        std::vector<std::string>{"model0_checkpoint", "model1_checkpoint"});
+  // A model averaged from two files: a key per file.
+  const Manifest averaged = manifest_of({{{a, b}, 0.5}, {{b}, 0.5}});
+  CHECK(nmt::decode::manifest_differences(two, averaged) ==
+        std::vector<std::string>{"model0_checkpoint", "model0_checkpoint0", "model0_checkpoint1"});
+  for (const auto& [key, value] : two)
+    if (key == "ensemble_weights") CHECK(value == "0.5 0.5");
 }
 
 TEST_CASE("shard file names and the temps of dead writers", "[decode][corpus]") {

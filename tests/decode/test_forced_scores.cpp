@@ -69,7 +69,7 @@ TEST_CASE("scorer: batched teacher-forced scores equal each pair scored alone",
     options.max_tokens = max_tokens;
     int64_t batches = 0, last_done = 0;
     const std::vector<PairScore> scores =
-        forced_scores(model, ids, sources, targets, options, [&](int64_t done) {
+        forced_scores(*model, ids, sources, targets, options, [&](int64_t done) {
           ++batches;
           CHECK(done > last_done);
           last_done = done;
@@ -90,7 +90,7 @@ TEST_CASE("scorer: batched teacher-forced scores equal each pair scored alone",
 
 TEST_CASE("scorer: unequal counts of sources and targets are refused", "[decode][scorer]") {
   Transformer model = tiny_model(5);
-  CHECK_THROWS_WITH(forced_scores(model, ForcedIds{kBos, kEos, kPad}, random_ids(2, 1, true, 1),
+  CHECK_THROWS_WITH(forced_scores(*model, ForcedIds{kBos, kEos, kPad}, random_ids(2, 1, true, 1),
                                   random_ids(3, 2, false, 0), ForcedScoreOptions{}, {}),
                     Catch::Matchers::Contains("2 sources but 3 targets"));
 }

@@ -9,15 +9,9 @@
 #include <ATen/ATen.h>
 #include <sentencepiece_processor.h>
 
-#include "checkpoint/checkpoint_file.h"
-#include "checkpoint/tensor_groups.h"
-#include "config/run_config.h"
 #include "config/stored_config.h"
-#include "data/corpus_reader.h"
-#include "data/vocab.h"
+#include "decode/tiny_run.h"
 #include "decode/translator.h"
-#include "model/transformer.h"
-#include "spm_fixture.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -25,98 +19,14 @@ using nmt::decode::TranslateOptions;
 using nmt::decode::Translation;
 using nmt::decode::Translator;
 using nmt::test::TempDir;
+using nmt::test::TinyRun;
+using nmt::test::TinyVocab;
 
 namespace {
 
-/// The vocabulary of a TinyRun: without tags, or a multilingual model's (tags <2de> and <2en>)
-/// as nmt-train trains it now (control symbols) or trained it before (user-defined symbols).
-enum class TinyVocab { kPlain, kControlTags, kUserDefinedTags };
-
-/// A run directory with checkpoints of a tiny random model and a small SentencePiece model
-/// trained on the first lines of the shipped corpus, laid out as nmt-train saves them.
-class TinyRun {
- public:
-  explicit TinyRun(TinyVocab kind = TinyVocab::kPlain) : kind_(kind) {
-    const std::filesystem::path corpus = dir_.path() / "corpus.txt";
-    {
-      nmt::data::LineReader en(std::string(NMT_SOURCE_DIR) + "/data/ddtp.en-de.train.en.gz");
-      std::ofstream out(corpus);
-      std::string line;
-      for (int i = 0; i < 2000 && en.next(&line); ++i) out << line << '\n';
-    }
-    nmt::data::DataOptions data;
-    data.train_src = data.train_tgt = corpus.string();
-    data.vocab_size = 300;
-    if (kind == TinyVocab::kControlTags) {
-      nmt::data::CorpusOptions en_de{"en-de", corpus.string(), corpus.string()};
-      en_de.src_lang = "en", en_de.tgt_lang = "de";
-      nmt::data::CorpusOptions de_en = en_de;
-      de_en.name = "de-en", de_en.src_lang = "de", de_en.tgt_lang = "en";
-      data.train = {en_de, de_en};
-      data.lang_tags = nmt::data::LangTags::kTarget;
-    }
-    vocab_model_ = kind == TinyVocab::kUserDefinedTags
-                       ? nmt::test::train_user_defined_tag_vocab(corpus, dir_.path() / "legacy",
-                                                                 {"<2de>", "<2en>"}, 300)
-                       : nmt::data::prepare_vocabularies(data, dir_.path(), {}).src.model_path();
-    const auto vocab = nmt::data::Vocab::load(vocab_model_);
-    vocab_size_ = vocab.size();
-    std::ifstream in(vocab_model_, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    vocab_bytes_ = at::empty({int64_t(bytes.size())}, at::kByte);
-    std::memcpy(vocab_bytes_.data_ptr<uint8_t>(), bytes.data(), bytes.size());
-
-    config_.model.encoder_layers = 1;
-    config_.model.decoder_layers = 1;
-    config_.model.d_model = 32;
-    config_.model.heads = 4;
-    config_.model.ffn_dim = 64;
-    config_.model.max_positions = 64;
-    std::filesystem::create_directories(dir_.path() / "checkpoints");
-  }
-
-  /// Saves a checkpoint of a model with weights from `seed` at `step`.
-  std::filesystem::path save(int64_t step, uint64_t seed, const std::string& valid_loss = "") {
-    at::manual_seed(seed);
-    nmt::model::Transformer model(config_.model, vocab_size_, vocab_size_, 0);
-    nmt::checkpoint::CheckpointData data;
-    using nmt::checkpoint::TensorGroup;
-    for (const auto& item : model->named_parameters())
-      nmt::checkpoint::add_tensor(data, TensorGroup::kModel, item.key(), item.value().detach());
-    nmt::checkpoint::add_tensor(data, TensorGroup::kVocabulary,
-                                nmt::checkpoint::vocabulary_file::kSource, vocab_bytes_);
-    data.metadata = {{"step", std::to_string(step)},
-                     {"config", nmt::config::to_yaml(config_)},
-                     {"vocab_joint", "true"}};
-    if (kind_ != TinyVocab::kPlain) {
-      data.metadata["languages"] = "de,en";
-      data.metadata["lang_tags"] = "target";
-    }
-    if (!valid_loss.empty()) data.metadata["selection"] = valid_loss;
-    char name[64];
-    std::snprintf(name, sizeof(name), "checkpoint-%08lld.safetensors",
-                  static_cast<long long>(step));
-    const auto file = dir_.path() / "checkpoints" / name;
-    nmt::checkpoint::save_checkpoint(file, data);
-    return file;
-  }
-
-  const std::filesystem::path& path() const { return dir_.path(); }
-  /// The SentencePiece model file its checkpoints hold.
-  const std::filesystem::path& vocab_model() const { return vocab_model_; }
-
- private:
-  TempDir dir_;
-  TinyVocab kind_;
-  std::filesystem::path vocab_model_;
-  nmt::config::RunConfig config_;
-  int64_t vocab_size_ = 0;
-  at::Tensor vocab_bytes_;
-};
-
 TranslateOptions options_for(const std::filesystem::path& checkpoint, int64_t beam = 1) {
   TranslateOptions o;
-  o.checkpoint = checkpoint.string();
+  o.checkpoints = {checkpoint.string()};
   o.device = nmt::decode::DeviceChoice::kCpu;
   o.search.beam = beam;
   o.search.max_len_b = 5;
@@ -145,7 +55,9 @@ TEST_CASE("every input line gives one output line, empty lines stay empty",
   TinyRun run;
   const auto file = run.save(10, 1);
   Translator translator(options_for(file), nmt::config::stored_model_options);
-  REQUIRE(translator.checkpoints() == std::vector<std::filesystem::path>{file});
+  REQUIRE(translator.models().size() == 1);
+  CHECK(translator.models()[0].files == std::vector<std::filesystem::path>{file});
+  CHECK(translator.models()[0].weight == 1);
   const auto result = translator.translate(kLines);
   REQUIRE(result.size() == kLines.size());
   for (size_t i = 0; i < kLines.size(); ++i) {
@@ -220,7 +132,7 @@ TEST_CASE("a run directory gives its best checkpoint, or the average of the newe
   const auto worse = run.save(20, 4, "2.5");
   const auto newest = run.save(30, 4);  // same weights as step 20
   Translator from_dir(options_for(run.path()), nmt::config::stored_model_options);
-  CHECK(from_dir.checkpoints() == std::vector<std::filesystem::path>{best});
+  CHECK(from_dir.models().at(0).files == std::vector<std::filesystem::path>{best});
   Translator from_best(options_for(best), nmt::config::stored_model_options);
   CHECK(texts(from_dir.translate(kLines)) == texts(from_best.translate(kLines)));
 
@@ -228,7 +140,7 @@ TEST_CASE("a run directory gives its best checkpoint, or the average of the newe
   TranslateOptions averaged = options_for(run.path() / "checkpoints");
   averaged.average = 2;
   Translator from_average(averaged, nmt::config::stored_model_options);
-  CHECK(from_average.checkpoints() == std::vector<std::filesystem::path>{worse, newest});
+  CHECK(from_average.models().at(0).files == std::vector<std::filesystem::path>{worse, newest});
   Translator from_newest(options_for(newest), nmt::config::stored_model_options);
   const auto a = from_average.translate(kLines);
   const auto b = from_newest.translate(kLines);

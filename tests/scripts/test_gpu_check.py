@@ -34,7 +34,7 @@ CHECK = os.path.join(ROOT, "scripts", "gpu", "check.sh")
 SUMMARY = os.path.join(ROOT, "scripts", "gpu", "summary.py")
 STEPS = ["build", "test-cuda", "vocab", "train-bf16", "train-fp16", "nccl-world1", "gloo-2ranks",
          "gloo-2ranks-naive", "gloo-2ranks-sharded", "nccl-world1-recompute", "nccl-world1-oom",
-         "auto-base", "corpus", "bench", "ctest"]
+         "auto-base", "corpus", "ensemble", "bench", "ctest"]
 
 
 def fail(message):
@@ -131,7 +131,7 @@ def test_rehearsal_runs_every_step_on_cpu(binaries) -> None:
                        "gloo-2ranks-naive: step 4", "gloo-2ranks-sharded: step 4",
                        "nccl-world1-recompute: step 4", "nccl-world1-oom: step 4",
                        "out-of-memory skips 1", "[cuda] test cases:", "auto-base: max_tokens",
-                       "corpus: 200 lines in 4 shards",
+                       "corpus: 200 lines in 4 shards", "ensemble: 200 lines, beam 4",
                        "tiny-config"):
             expect(wanted in summary, f"the summary lacks {wanted!r}")
         with tarfile.open(os.path.join(out, "logs.tar.gz")) as tar:
