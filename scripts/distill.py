@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 from nmt_tools.distill_setup import PROG, WORK_DIR_MARKER, Context, Layout, Tools
+from nmt_tools.output_guard import path_within
 from nmt_tools.paths import CONFIGS, DATA, ROOT
 from nmt_tools.process import Interrupted
 from nmt_tools.stages import Pipeline, StageError
@@ -137,6 +138,14 @@ def check_options(args: argparse.Namespace) -> None:
         if not teacher.exists():
             option = "--backward" if teacher == args.backward else "--teacher"
             fail(PROG, f"{option} {teacher}: no such checkpoint file or run directory")
+    # --redo removes stage outputs inside the work directory: no input may lie there.
+    inputs = files + [("--teacher", t) for t in args.teacher] + [
+        (option, path) for option, path in (("--backward", args.backward),
+                                            ("--teacher-hf", args.teacher_hf)) if path]
+    for option, path in inputs:
+        if path_within(path, args.work_dir):
+            fail(PROG, f"{option} {path}: lies inside --work-dir {args.work_dir}, "
+                       "where --redo removes what the stages wrote: keep inputs apart from it")
     if args.teacher_hf and not (args.teacher_hf / "config.json").is_file():
         fail(PROG, f"--teacher-hf {args.teacher_hf}: no config.json in it (a transformers "
                    "model directory, as save_pretrained writes it)")

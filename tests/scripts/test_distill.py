@@ -254,4 +254,12 @@ def test_refusals_and_commands(work: Path) -> None:
     check((scratch / "w" / "stages" / "corpus.json").is_file()
           and not (scratch / "w" / "stages" / "translate.json").exists(),
           "the corpus stage finished, the translation did not")
+    # An input inside the work directory is refused before --redo removes anything there.
+    inside = scratch / "w" / "student" / "teacher.safetensors"
+    inside.parent.mkdir(parents=True, exist_ok=True)
+    inside.write_bytes(b"someone's teacher")
+    code, out = distill("--work-dir", str(scratch / "w"), "--teacher", str(inside),
+                        "--corpus-lines", "10", "--test-lines", "5", "--redo", "student")
+    check(code == 1 and f"--teacher {inside}: lies inside --work-dir" in out and inside.is_file(),
+          f"a teacher inside the work directory is refused and kept: {out.strip()[-200:]}")
     assert not failures, f"{len(failures)} check(s) failed: {failures}"
