@@ -1,7 +1,10 @@
 #pragma once
-// The small random Transformer that the search and sampling tests decode with, and its ids.
+// The small random Transformer that the search and sampling tests decode with, its ids, and
+// random sentences for it.
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -40,6 +43,30 @@ inline nmt::model::Transformer tiny_model(uint64_t seed, const TinyModelOptions&
     model->output_weight()[kEos].mul_(t.eos_scale);
   }
   return model;
+}
+
+/// Random sentences of 1 to 11 ids (4..V-1), each then EOS, drawn from seed.
+inline std::vector<std::vector<int64_t>> random_sentences(int64_t count, uint64_t seed) {
+  at::manual_seed(seed);
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t length = at::randint(1, 12, {1}).item<int64_t>();
+    const at::Tensor ids = at::randint(4, kVocab, {length}, at::kLong);
+    std::vector<int64_t> s(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + length);
+    s.push_back(kEos);
+    out.push_back(s);
+  }
+  return out;
+}
+
+/// Sentences right-padded with kPad into one int64 batch [N, longest].
+inline at::Tensor batch_of(const std::vector<std::vector<int64_t>>& sentences) {
+  size_t width = 0;
+  for (const auto& s : sentences) width = std::max(width, s.size());
+  at::Tensor out = at::full({int64_t(sentences.size()), int64_t(width)}, kPad, at::kLong);
+  for (size_t i = 0; i < sentences.size(); ++i)
+    for (size_t j = 0; j < sentences[i].size(); ++j) out[i][j] = sentences[i][j];
+  return out;
 }
 
 }  // namespace nmt::test

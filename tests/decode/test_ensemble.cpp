@@ -32,10 +32,12 @@ using nmt::decode::TranslateOptions;
 using nmt::decode::Translation;
 using nmt::decode::Translator;
 using nmt::model::Transformer;
+using nmt::test::batch_of;
 using nmt::test::kBos;
 using nmt::test::kEos;
 using nmt::test::kPad;
 using nmt::test::kVocab;
+using nmt::test::random_sentences;
 using nmt::test::tiny_model;
 using nmt::test::TinyRun;
 namespace fs = std::filesystem;
@@ -45,29 +47,6 @@ namespace {
 const SearchIds kIds{kBos, kBos, kEos, kPad};
 using Sentences = std::vector<std::vector<int64_t>>;
 using Hypotheses = std::vector<std::vector<Hypothesis>>;
-
-/// Random sentences (ids 4..V-1, then EOS) and the batch of them, right-padded.
-Sentences random_sentences(int64_t count, uint64_t seed) {
-  at::manual_seed(seed);
-  Sentences out;
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t length = at::randint(1, 12, {1}).item<int64_t>();
-    const at::Tensor ids = at::randint(4, kVocab, {length}, at::kLong);
-    std::vector<int64_t> s(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + length);
-    s.push_back(kEos);
-    out.push_back(s);
-  }
-  return out;
-}
-
-at::Tensor batch_of(const Sentences& sentences) {
-  size_t width = 0;
-  for (const auto& s : sentences) width = std::max(width, s.size());
-  at::Tensor out = at::full({int64_t(sentences.size()), int64_t(width)}, kPad, at::kLong);
-  for (size_t i = 0; i < sentences.size(); ++i)
-    for (size_t j = 0; j < sentences[i].size(); ++j) out[i][j] = sentences[i][j];
-  return out;
-}
 
 /// Sum of one model's teacher-forced log-probabilities of tokens + EOS given the source alone.
 double forced_score(Transformer& model, const std::vector<int64_t>& source,

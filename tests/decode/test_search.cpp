@@ -23,38 +23,17 @@ using nmt::decode::search;
 using nmt::decode::SearchIds;
 using nmt::decode::SearchOptions;
 using nmt::model::Transformer;
+using nmt::test::batch_of;
 using nmt::test::kBos;
 using nmt::test::kEos;
 using nmt::test::kPad;
 using nmt::test::kVocab;
+using nmt::test::random_sentences;
 using nmt::test::tiny_model;
 
 namespace {
 
 const SearchIds kIds{kBos, kBos, kEos, kPad};
-
-/// Random sentences (ids 4..V-1, then EOS), right-padded into one batch.
-at::Tensor batch_of(const std::vector<std::vector<int64_t>>& sentences) {
-  size_t width = 0;
-  for (const auto& s : sentences) width = std::max(width, s.size());
-  at::Tensor out = at::full({int64_t(sentences.size()), int64_t(width)}, kPad, at::kLong);
-  for (size_t i = 0; i < sentences.size(); ++i)
-    for (size_t j = 0; j < sentences[i].size(); ++j) out[i][j] = sentences[i][j];
-  return out;
-}
-
-std::vector<std::vector<int64_t>> random_sentences(int64_t count, uint64_t seed) {
-  at::manual_seed(seed);
-  std::vector<std::vector<int64_t>> out;
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t length = at::randint(1, 12, {1}).item<int64_t>();
-    const at::Tensor ids = at::randint(4, kVocab, {length}, at::kLong);
-    std::vector<int64_t> s(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + length);
-    s.push_back(kEos);
-    out.push_back(s);
-  }
-  return out;
-}
 
 void require_same(const std::vector<std::vector<Hypothesis>>& a,
                   const std::vector<std::vector<Hypothesis>>& b, double tolerance = 1e-4) {
