@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include "decode/beam_candidates.h"
 #include "decode/search_steps.h"
 
 namespace nmt::decode {
@@ -24,49 +25,21 @@ struct Beams {
   at::Tensor last;                            ///< [rows] int64 token each row feeds next
 };
 
-/// The first beams: `beam` rows of BOS per sentence, of which only beam 0 is live, so that the
-/// first step's candidates are distinct; the stepper's rows are expanded to match.
-Beams start_beams(Stepper& stepper, int64_t batch, int64_t beam, int64_t bos,
-                  const at::Device& device) {
+/// The first beams: `beam` rows of BOS per sentence (the stepper's rows), of which only beam 0
+/// is live, so that the first step's candidates are distinct.
+Beams start_beams(int64_t batch, int64_t beam, int64_t bos, const at::Device& device) {
   Beams beams;
   beams.live.resize(batch);
-  std::vector<int64_t> expand;
   std::vector<float> beam_score;
   for (int64_t i = 0; i < batch; ++i) {
     beams.live[i] = i;
-    for (int64_t k = 0; k < beam; ++k) {
-      expand.push_back(i);
+    for (int64_t k = 0; k < beam; ++k)
       beam_score.push_back(k == 0 ? 0.0f : -std::numeric_limits<float>::infinity());
-    }
   }
-  stepper.reorder(long_tensor(expand, device));
   beams.history.resize(batch * beam);
   beams.scores = at::tensor(beam_score).to(device);
   beams.last = at::full({batch * beam}, bos, at::TensorOptions().dtype(at::kLong).device(device));
   return beams;
-}
-
-/// The 2 x beam best candidates of each live sentence over its beam rows and the vocabulary,
-/// best first, on the CPU.
-struct Candidates {
-  at::Tensor values;  ///< [n, width] float32: row score + the token's log-probability
-  at::Tensor index;   ///< [n, width] int64: beam * vocab + token (beam within the sentence)
-  int64_t width = 0;  ///< candidates per sentence
-  int64_t vocab = 0;  ///< vocabulary size
-};
-
-/// Candidates of the n live sentences from their rows' scores [n * beam] and next-token
-/// log-probabilities [n * beam, V].
-Candidates best_candidates(const at::Tensor& scores, const at::Tensor& lprobs, int64_t n,
-                           int64_t beam) {
-  Candidates c;
-  c.vocab = lprobs.size(1);
-  const at::Tensor candidates = (scores.unsqueeze(1) + lprobs).view({n, beam * c.vocab});
-  auto [top_values, top_index] = candidates.topk(std::min(2 * beam, beam * c.vocab), 1);
-  c.values = top_values.to(at::kCPU).contiguous();
-  c.index = top_index.to(at::kCPU).contiguous();
-  c.width = c.values.size(1);
-  return c;
 }
 
 /// A beam of the next step: the row it extends, the token it adds, its score.
@@ -108,13 +81,15 @@ std::vector<Extension> sort_candidates(const Candidates& c, int64_t i, int64_t b
 /// The beams of the next step, gathered sentence by sentence.
 struct NextBeams {
   std::vector<int64_t> live, order, tokens;  ///< sentences; rows extended; tokens added
+  std::vector<int64_t> sources;              ///< each sentence's index among the current live
   std::vector<float> scores;
   std::vector<std::vector<int32_t>> history;
 
-  /// Adds sentence's extensions of the rows in history.
-  void add(int64_t sentence, const std::vector<Extension>& extensions,
+  /// Adds the extensions of the i-th live sentence, `sentence`, of the rows in history.
+  void add(int64_t i, int64_t sentence, const std::vector<Extension>& extensions,
            const std::vector<std::vector<int32_t>>& from) {
     live.push_back(sentence);
+    sources.push_back(i);
     for (const Extension& e : extensions) {
       order.push_back(e.row);
       tokens.push_back(e.token);
@@ -128,7 +103,12 @@ struct NextBeams {
 /// Moves beams (and the stepper's rows) to the next step's.
 void advance(Stepper& stepper, Beams& beams, NextBeams next, const at::Device& device) {
   // While no sentence has left the batch, beams only move within their sentence's rows.
-  stepper.reorder(long_tensor(next.order, device), next.live.size() == beams.live.size());
+  const at::Tensor rows = long_tensor(next.order, device);
+  if (next.live.size() == beams.live.size()) {
+    stepper.reorder(rows);
+  } else {
+    stepper.reorder(rows, long_tensor(next.sources, device));
+  }
   beams.last = long_tensor(next.tokens, device);
   beams.scores = at::tensor(next.scores).to(device);
   beams.history = std::move(next.history);
@@ -162,8 +142,8 @@ std::vector<std::vector<Hypothesis>> beam_search(const Ensemble& models, const a
       output_limits(src_ids, ids.pad, options, models.max_positions());
   if (batch == 0) return {};
 
-  Stepper stepper(models, src_ids, options.cached);
-  Beams beams = start_beams(stepper, batch, beam, ids.start, device);
+  Stepper stepper(models, src_ids, options.cached, beam);
+  Beams beams = start_beams(batch, beam, ids.start, device);
   std::vector<std::vector<Hypothesis>> finished(batch);
   for (int64_t step = 0; !beams.live.empty(); ++step) {
     const int64_t n = static_cast<int64_t>(beams.live.size());
@@ -179,7 +159,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Ensemble& models, const a
           candidates, i, beam, ids.eos, options.length_penalty, beams.history, finished[sentence]);
       const bool done = static_cast<int64_t>(finished[sentence].size()) >= beam ||
                         step >= limit[sentence] || static_cast<int64_t>(extensions.size()) < beam;
-      if (!done) next.add(sentence, extensions, beams.history);
+      if (!done) next.add(i, sentence, extensions, beams.history);
     }
     if (next.live.empty()) break;
     advance(stepper, beams, std::move(next), device);

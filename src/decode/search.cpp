@@ -121,7 +121,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(const Ensemble& models,
     if (next_live.empty()) break;
     if (keep.size() != live.size()) {
       const at::Tensor order = long_tensor(keep, device);
-      stepper.reorder(order);
+      stepper.reorder(order, order);
       last = tokens.index_select(0, order);
     } else {
       last = tokens;

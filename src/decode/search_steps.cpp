@@ -12,15 +12,24 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-ModelStepper::ModelStepper(model::TransformerImpl& model, model::EncoderOutput encoded, bool cached)
+ModelStepper::ModelStepper(model::TransformerImpl& model, model::EncoderOutput encoded, bool cached,
+                           int64_t rows_per_source)
     : model_(model), cached_(cached) {
   if (cached_) {
-    state_ = model_.init_state(encoded);
-  } else {
-    encoded_ = std::move(encoded);
-    prefix_ = at::empty({encoded_.out.size(0), 0},
-                        at::TensorOptions().dtype(at::kLong).device(encoded_.out.device()));
+    state_ = model_.init_state(encoded, rows_per_source);
+    return;
   }
+  encoded_ = std::move(encoded);
+  if (rows_per_source > 1) {
+    const at::Tensor expand =
+        at::arange(encoded_.out.size(0),
+                   at::TensorOptions().dtype(at::kLong).device(encoded_.out.device()))
+            .repeat_interleave(rows_per_source);
+    encoded_.out = encoded_.out.index_select(0, expand);
+    encoded_.src_pad_mask = encoded_.src_pad_mask.index_select(0, expand);
+  }
+  prefix_ = at::empty({encoded_.out.size(0), 0},
+                      at::TensorOptions().dtype(at::kLong).device(encoded_.out.device()));
 }
 
 at::Tensor ModelStepper::step(const at::Tensor& last_tokens) {
@@ -34,25 +43,28 @@ at::Tensor ModelStepper::step(const at::Tensor& last_tokens) {
   return logits.to(at::kFloat).log_softmax(-1);
 }
 
-void ModelStepper::reorder(const at::Tensor& order, bool same_sources) {
-  if (cached_ && same_sources) {
-    model_.reorder_target_state(state_, order);
+void ModelStepper::reorder(const at::Tensor& rows, const at::Tensor& sources) {
+  if (cached_ && !sources.defined()) {
+    model_.reorder_target_state(state_, rows);
   } else if (cached_) {
-    model_.reorder_state(state_, order);
-  } else if (same_sources) {
-    prefix_ = prefix_.index_select(0, order);
+    model_.reorder_state(state_, rows, sources);
   } else {
-    encoded_.out = encoded_.out.index_select(0, order);
-    encoded_.src_pad_mask = encoded_.src_pad_mask.index_select(0, order);
-    prefix_ = prefix_.index_select(0, order);
+    // Uncached rows hold their own copy of the encoder output.
+    if (sources.defined()) {
+      encoded_.out = encoded_.out.index_select(0, rows);
+      encoded_.src_pad_mask = encoded_.src_pad_mask.index_select(0, rows);
+    }
+    prefix_ = prefix_.index_select(0, rows);
   }
 }
 
-Stepper::Stepper(const Ensemble& models, const at::Tensor& src_ids, bool cached)
+Stepper::Stepper(const Ensemble& models, const at::Tensor& src_ids, bool cached,
+                 int64_t rows_per_source)
     : weights_(models.weights()) {
   members_.reserve(models.size());
   for (size_t i = 0; i < models.size(); ++i)
-    members_.emplace_back(models.model(i), models.model(i).encode(src_ids), cached);
+    members_.emplace_back(models.model(i), models.model(i).encode(src_ids), cached,
+                          rows_per_source);
 }
 
 at::Tensor Stepper::step(const at::Tensor& last_tokens) {
@@ -64,8 +76,8 @@ at::Tensor Stepper::step(const at::Tensor& last_tokens) {
   return mean;
 }
 
-void Stepper::reorder(const at::Tensor& order, bool same_sources) {
-  for (ModelStepper& member : members_) member.reorder(order, same_sources);
+void Stepper::reorder(const at::Tensor& rows, const at::Tensor& sources) {
+  for (ModelStepper& member : members_) member.reorder(rows, sources);
 }
 
 std::vector<int64_t> output_limits(const at::Tensor& src_ids, int64_t pad,

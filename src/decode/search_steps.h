@@ -19,22 +19,26 @@ namespace nmt::decode {
 /// whole prefix again), behind one interface so that both searches run the same code.
 class ModelStepper {
  public:
-  /// Starts from the encoder output of every row; cached: with the incremental decoder state.
-  ModelStepper(model::TransformerImpl& model, model::EncoderOutput encoded, bool cached);
+  /// Starts rows_per_source rows for each source of `encoded` (consecutive rows, e.g. the
+  /// beams of a sentence); cached: with the incremental decoder state, which holds the encoder
+  /// side once per source.
+  ModelStepper(model::TransformerImpl& model, model::EncoderOutput encoded, bool cached,
+               int64_t rows_per_source = 1);
 
   /// Feeds last_tokens [R] -> float32 log-probabilities [R, V] of the next token.
   at::Tensor step(const at::Tensor& last_tokens);
 
-  /// Keeps rows order [R'] (int64 on the model's device), in that order. With same_sources,
-  /// every row keeps the source it had (beams moving within their sentence's block of rows),
-  /// so only what depends on the target prefix is gathered, not the encoder side.
-  void reorder(const at::Tensor& order, bool same_sources = false);
+  /// Keeps rows `rows` [R'] (int64 on the model's device), in that order, and sources
+  /// `sources` [R' / rows_per_source]: group j of rows_per_source rows must come from rows of
+  /// source sources[j]. Undefined sources: every source stays (beams moving within their
+  /// sentence's rows), so only what depends on the target prefix is gathered.
+  void reorder(const at::Tensor& rows, const at::Tensor& sources = {});
 
  private:
   model::TransformerImpl& model_;
   bool cached_;
   model::DecoderState state_;     // cached
-  model::EncoderOutput encoded_;  // uncached
+  model::EncoderOutput encoded_;  // uncached: per row
   at::Tensor prefix_;             // uncached: tokens fed so far [R, t]
 };
 
@@ -43,14 +47,16 @@ class ModelStepper {
 /// model's are returned as they are, with no extra operation.
 class Stepper {
  public:
-  /// Encodes src_ids with every model of `models` and starts their steppers.
-  Stepper(const Ensemble& models, const at::Tensor& src_ids, bool cached);
+  /// Encodes src_ids with every model of `models` and starts their steppers, rows_per_source
+  /// rows for each source row.
+  Stepper(const Ensemble& models, const at::Tensor& src_ids, bool cached,
+          int64_t rows_per_source = 1);
 
   /// Feeds last_tokens [R] -> float32 log-probabilities [R, V] of the next token.
   at::Tensor step(const at::Tensor& last_tokens);
 
   /// ModelStepper::reorder of every model.
-  void reorder(const at::Tensor& order, bool same_sources = false);
+  void reorder(const at::Tensor& rows, const at::Tensor& sources = {});
 
  private:
   std::vector<ModelStepper> members_;

@@ -88,16 +88,12 @@ at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& x, const at::Tensor
   return attend_heads(q, kv, mask, causal);
 }
 
-at::Tensor MultiheadAttentionImpl::step(const at::Tensor& x, KeyValue& cache) {
+at::Tensor MultiheadAttentionImpl::step(const at::Tensor& x, KeyValueCache& cache) {
   auto [q, kv] = project_self(x);
-  if (cache.key.defined()) {
-    kv.key = at::cat({cache.key, kv.key}, 2);
-    kv.value = at::cat({cache.value, kv.value}, 2);
-  }
-  cache = kv;
+  cache.append(kv);
   // The newest position may see every cached one: no mask (is_causal would wrongly align
   // the single query with the first key).
-  return attend_heads(q, cache, /*mask=*/{}, /*causal=*/false);
+  return attend_heads(q, cache.view(), /*mask=*/{}, /*causal=*/false);
 }
 
 at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const KeyValue& kv,

@@ -18,15 +18,10 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include "model/key_value_cache.h"
 #include "model/model_options.h"
 
 namespace nmt::model {
-
-/// Keys and values split into heads, each [B, heads, S, d_model / heads].
-struct KeyValue {
-  at::Tensor key;    ///< projected keys
-  at::Tensor value;  ///< projected values
-};
 
 /// Which attention a block is: what it projects, and so which fused projections it has.
 enum class AttentionKind {
@@ -60,8 +55,8 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x, const at::Tensor& mask = {}, bool causal = false);
 
   /// Self-attention of one new position x [B, 1, d] in incremental decoding: appends its keys
-  /// and values to cache (undefined tensors before the first step) and attends to all of it.
-  at::Tensor step(const at::Tensor& x, KeyValue& cache);
+  /// and values to cache (empty before the first step) and attends to all of it.
+  at::Tensor step(const at::Tensor& x, KeyValueCache& cache);
 
   /// Cross-attention: projects memory [B, S, d] into per-head keys and values.
   KeyValue project_key_value(const at::Tensor& memory);

@@ -107,12 +107,17 @@ at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const KeyValue& memory
   return cross_and_ffn(h, memory, src_mask);
 }
 
-at::Tensor DecoderLayerImpl::step(const at::Tensor& x, KeyValue& self_cache, const KeyValue& memory,
-                                  const at::Tensor& src_mask) {
+at::Tensor DecoderLayerImpl::step(const at::Tensor& x, KeyValueCache& self_cache,
+                                  const KeyValue& memory, const at::Tensor& src_mask,
+                                  int64_t rows_per_source) {
   at::Tensor h = residual(options_, is_training(), self_attn_norm_, x, [&](const at::Tensor& y) {
     return self_attn_->step(y, self_cache);
   });
-  return cross_and_ffn(h, memory, src_mask);
+  if (rows_per_source == 1) return cross_and_ffn(h, memory, src_mask);
+  // [R, 1, d] -> [R / g, g, d]: a source's g rows are g query positions of one sequence
+  // (cross-attention, norms and feed-forward treat positions independently).
+  const at::Tensor grouped = h.view({-1, rows_per_source, h.size(2)});
+  return cross_and_ffn(grouped, memory, src_mask).view(h.sizes());
 }
 
 }  // namespace nmt::model

@@ -85,10 +85,11 @@ class DecoderLayerImpl : public torch::nn::Module {
   /// project_memory; src_mask boolean [B, 1, 1, S].
   at::Tensor forward(const at::Tensor& x, const KeyValue& memory, const at::Tensor& src_mask);
 
-  /// One new position x [B, 1, d]: appends its keys/values to self_cache (undefined tensors
-  /// before the first step) and attends to the cache instead of recomputing the prefix.
-  at::Tensor step(const at::Tensor& x, KeyValue& self_cache, const KeyValue& memory,
-                  const at::Tensor& src_mask);
+  /// One new position x [R, 1, d]: appends its keys/values to self_cache (empty before the
+  /// first step) and attends to the cache instead of recomputing the prefix. memory and
+  /// src_mask are per source, each serving rows_per_source consecutive rows.
+  at::Tensor step(const at::Tensor& x, KeyValueCache& self_cache, const KeyValue& memory,
+                  const at::Tensor& src_mask, int64_t rows_per_source = 1);
 
  private:
   /// Cross-attention and feed-forward sublayers, shared by forward and step.

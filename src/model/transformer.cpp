@@ -161,16 +161,20 @@ at::Tensor TransformerImpl::forward(const at::Tensor& src_ids, const at::Tensor&
   return decode(tgt_in_ids, encode(src_ids));
 }
 
-DecoderState TransformerImpl::init_state(const EncoderOutput& encoded) {
+DecoderState TransformerImpl::init_state(const EncoderOutput& encoded, int64_t rows_per_source) {
+  TORCH_CHECK(rows_per_source >= 1, "init_state: rows_per_source must be >= 1, found ",
+              rows_per_source);
   DecoderState state;
+  state.rows_per_source = rows_per_source;
   state.src_mask = attention_mask_from_padding(encoded.src_pad_mask);
   state.self_attention.resize(decoder_layers_.size());
   for (DecoderLayer& layer : decoder_layers_) {
     state.cross_attention.push_back(layer->project_memory(encoded.out));
   }
   if (options_.positions == PositionEncoding::kM2m100) {
-    state.real_tokens = at::zeros(
-        {encoded.out.size(0)}, at::TensorOptions().dtype(at::kLong).device(encoded.out.device()));
+    state.real_tokens =
+        at::zeros({encoded.out.size(0) * rows_per_source},
+                  at::TensorOptions().dtype(at::kLong).device(encoded.out.device()));
   }
   return state;
 }
@@ -183,7 +187,7 @@ at::Tensor TransformerImpl::decode_step(const at::Tensor& last_tokens, DecoderSt
   at::Tensor x = decoder_embed_(last_tokens.unsqueeze(1), state.step, state.real_tokens);
   for (size_t i = 0; i < decoder_layers_.size(); ++i) {
     x = decoder_layers_[i]->step(x, state.self_attention[i], state.cross_attention[i],
-                                 state.src_mask);
+                                 state.src_mask, state.rows_per_source);
   }
   ++state.step;
   if (state.real_tokens.defined()) state.real_tokens = state.real_tokens + last_tokens.ne(pad_id_);
@@ -199,20 +203,27 @@ void select_rows(at::Tensor& t, const at::Tensor& order) {
 }  // namespace
 
 void TransformerImpl::reorder_target_state(DecoderState& state, const at::Tensor& new_order) const {
-  for (KeyValue& kv : state.self_attention) {
-    select_rows(kv.key, new_order);
-    select_rows(kv.value, new_order);
-  }
+  for (KeyValueCache& cache : state.self_attention) cache.reorder(new_order);
   select_rows(state.real_tokens, new_order);
 }
 
 void TransformerImpl::reorder_state(DecoderState& state, const at::Tensor& new_order) const {
-  reorder_target_state(state, new_order);
+  TORCH_CHECK(state.rows_per_source == 1, "reorder_state: a state of ", state.rows_per_source,
+              " rows per source needs the sources' order too");
+  reorder_state(state, new_order, new_order);
+}
+
+void TransformerImpl::reorder_state(DecoderState& state, const at::Tensor& row_order,
+                                    const at::Tensor& source_order) const {
+  TORCH_CHECK(row_order.size(0) == source_order.size(0) * state.rows_per_source,
+              "reorder_state: ", row_order.size(0), " rows for ", source_order.size(0),
+              " sources of ", state.rows_per_source, " rows each");
+  reorder_target_state(state, row_order);
   for (KeyValue& kv : state.cross_attention) {
-    select_rows(kv.key, new_order);
-    select_rows(kv.value, new_order);
+    select_rows(kv.key, source_order);
+    select_rows(kv.value, source_order);
   }
-  select_rows(state.src_mask, new_order);
+  select_rows(state.src_mask, source_order);
 }
 
 int64_t TransformerImpl::parameter_count() const {

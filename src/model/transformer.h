@@ -27,10 +27,16 @@ struct EncoderOutput {
 };
 
 /// Everything incremental decoding carries from one step to the next, per batch row.
+///
+/// Rows come in groups of rows_per_source consecutive rows that share one source (the beams of
+/// a sentence): the encoder side (cross-attention keys and values, source mask) is held once
+/// per source, not copied into every row, and a group's queries attend to it together (one
+/// matrix product of rows_per_source queries instead of that many matrix-vector products).
 struct DecoderState {
-  std::vector<KeyValue> self_attention;   ///< per layer: keys/values of decoded positions
-  std::vector<KeyValue> cross_attention;  ///< per layer: encoder output keys/values, fixed
-  at::Tensor src_mask;                    ///< bool [B, 1, 1, S], true for attendable keys
+  std::vector<KeyValueCache> self_attention;  ///< per layer, per row: decoded positions
+  std::vector<KeyValue> cross_attention;      ///< per layer, per source: encoder keys/values
+  at::Tensor src_mask;                        ///< bool [sources, 1, 1, S], true: attendable
+  int64_t rows_per_source = 1;                ///< decoder rows per source, consecutive
   int64_t step = 0;                       ///< positions decoded so far
   /// kM2m100 only: per row [B] (int64), the non-pad tokens fed so far, which its positions
   /// count (a pad start token takes none, as in teacher forcing); undefined otherwise.
@@ -52,12 +58,19 @@ class TransformerImpl : public torch::nn::Module {
   /// encode then decode -> logits [B, T, V].
   at::Tensor forward(const at::Tensor& src_ids, const at::Tensor& tgt_in_ids);
 
-  /// Starts incremental decoding: computes each layer's cross-attention keys/values once.
-  DecoderState init_state(const EncoderOutput& encoded);
-  /// Feeds last_tokens [B] at position state.step -> logits [B, V] for the next position.
+  /// Starts incremental decoding of rows_per_source rows for each source of encoded [B, S, d]
+  /// (B x rows_per_source rows): computes each layer's cross-attention keys/values once.
+  DecoderState init_state(const EncoderOutput& encoded, int64_t rows_per_source = 1);
+  /// Feeds last_tokens [R] at position state.step -> logits [R, V] for the next position.
   at::Tensor decode_step(const at::Tensor& last_tokens, DecoderState& state);
-  /// Keeps rows new_order [B'] (int64 indices into the batch) of state, e.g. surviving beams.
+  /// Keeps rows new_order [R'] (int64 indices into the rows) of a state of one row per source,
+  /// e.g. the sentences still decoding.
   void reorder_state(DecoderState& state, const at::Tensor& new_order) const;
+  /// Keeps rows row_order [R'] and sources source_order [R' / rows_per_source] of state, each
+  /// group of rows_per_source rows of row_order taken from rows of the source source_order
+  /// gives for that group (not checked: a row would attend to another sentence's source).
+  void reorder_state(DecoderState& state, const at::Tensor& row_order,
+                     const at::Tensor& source_order) const;
   /// reorder_state of what depends on the target prefix only (self-attention caches, position
   /// counts), for rows that keep their source: beams moving within their sentence's rows.
   void reorder_target_state(DecoderState& state, const at::Tensor& new_order) const;

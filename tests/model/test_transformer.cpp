@@ -226,7 +226,7 @@ TEST_CASE("fused q/k/v projections compute what separate ones did", "[model]") {
   SECTION("incremental self-attention equals the causal one") {
     MultiheadAttention attn = attention(16, 4, AttentionKind::kSelf);
     attn->eval();
-    nmt::model::KeyValue cache;
+    nmt::model::KeyValueCache cache;
     std::vector<at::Tensor> steps;
     for (int64_t t = 0; t < x.size(1); ++t) steps.push_back(attn->step(x.slice(1, t, t + 1), cache));
     CHECK(at::allclose(at::cat(steps, 1), attn(x, at::Tensor(), true), 1e-5, 1e-6));
@@ -359,6 +359,48 @@ TEST_CASE("incremental decoding matches full decoding, also after reorder_state"
       const at::Tensor step = model->decode_step(tgt_reordered.select(1, t), state);
       CHECK(at::allclose(step, full_reordered.select(1, t), 1e-5, 1e-5));
     }
+  }
+}
+
+TEST_CASE("a state of several rows per source decodes as the sources copied into every row",
+          "[model]") {
+  // Beam search holds each sentence's encoder side once for its beam rows; the rows must see
+  // exactly what rows of their own copy of the source would.
+  constexpr int64_t kGroup = 3;
+  for (const auto& [name, o] : variants()) {
+    INFO(name);
+    Transformer model = make_model(o);
+    const at::Tensor src = source();
+    const EncoderOutput enc = model->encode(src);
+    const at::Tensor expand = at::tensor({0, 0, 0, 1, 1, 1}, at::kLong);
+    EncoderOutput expanded = enc;
+    expanded.out = enc.out.index_select(0, expand);
+    expanded.src_pad_mask = enc.src_pad_mask.index_select(0, expand);
+    DecoderState grouped = model->init_state(enc, kGroup);
+    DecoderState copied = model->init_state(expanded);
+    const at::Tensor tgt =
+        ids({{2, 4, 5, 6}, {2, 7, 5, 6}, {2, 9, 9, 6}, {2, 7, 8, 9}, {2, 4, 8, 8}, {2, 10, 4, 5}});
+    for (int64_t t = 0; t < 2; ++t) {
+      INFO("step " << t);
+      const at::Tensor a = model->decode_step(tgt.select(1, t), grouped);
+      const at::Tensor b = model->decode_step(tgt.select(1, t), copied);
+      CHECK(a.sizes() == at::IntArrayRef({2 * kGroup, kVocab}));
+      CHECK(at::allclose(a, b, 1e-5, 1e-5));
+    }
+    // The first sentence leaves; the second's rows are shuffled within its group.
+    const at::Tensor rows = at::tensor({5, 3, 3}, at::kLong);
+    model->reorder_state(grouped, rows, at::tensor({1}, at::kLong));
+    model->reorder_state(copied, rows);
+    const at::Tensor tgt_rows = tgt.index_select(0, rows);
+    for (int64_t t = 2; t < 4; ++t) {
+      INFO("step " << t << " after reorder");
+      const at::Tensor a = model->decode_step(tgt_rows.select(1, t), grouped);
+      const at::Tensor b = model->decode_step(tgt_rows.select(1, t), copied);
+      CHECK(a.sizes() == at::IntArrayRef({kGroup, kVocab}));
+      CHECK(at::allclose(a, b, 1e-5, 1e-5));
+    }
+    CHECK_THROWS(model->reorder_state(grouped, rows));
+    CHECK_THROWS(model->reorder_state(grouped, rows, at::tensor({0, 0}, at::kLong)));
   }
 }
 

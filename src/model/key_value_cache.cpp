@@ -1,0 +1,88 @@
+#include "model/key_value_cache.h"
+
+#include <utility>
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+namespace nmt::model {
+namespace {
+
+/// Positions of the first buffers: most sentences end before it, so few grow at all.
+constexpr int64_t kFirstCapacity = 64;
+
+/// An uninitialized buffer of rows x capacity positions shaped and typed like like
+/// [*, heads, *, d_head].
+at::Tensor buffer_like(const at::Tensor& like, int64_t rows, int64_t capacity) {
+  return at::empty({rows, like.size(1), capacity, like.size(3)}, like.options());
+}
+
+/// The filled part of a buffer: its first rows and first length positions.
+at::Tensor filled(const at::Tensor& buffer, int64_t rows, int64_t length) {
+  return buffer.narrow(0, 0, rows).narrow(2, 0, length);
+}
+
+}  // namespace
+
+KeyValue KeyValueCache::view() const {
+  if (length_ == 0) return {};
+  return {filled(key_, rows_, length_), filled(value_, rows_, length_)};
+}
+
+void KeyValueCache::append(const KeyValue& next) {
+  const at::Tensor& key = next.key;
+  TORCH_CHECK(key.dim() == 4 && key.size(2) == 1 && next.value.sizes() == key.sizes(),
+              "key/value cache: expected one position [rows, heads, 1, d_head], found keys ",
+              key.sizes(), " and values ", next.value.sizes());
+  at::NoGradGuard no_grad;
+  if (length_ == 0) {
+    rows_ = key.size(0);
+    const bool fits = key_.defined() && key_.size(0) >= rows_ && key_.size(1) == key.size(1) &&
+                      key_.size(3) == key.size(3) && key_.dtype() == key.dtype() &&
+                      key_.device() == key.device();
+    if (!fits) {
+      key_ = buffer_like(key, rows_, kFirstCapacity);
+      value_ = buffer_like(key, rows_, kFirstCapacity);
+      spare_key_ = spare_value_ = at::Tensor();
+    }
+  } else {
+    TORCH_CHECK(key.size(0) == rows_ && key.size(1) == key_.size(1) && key.size(3) == key_.size(3),
+                "key/value cache: a position of ", key.sizes(), " appended to ", rows_, " rows of ",
+                key_.size(1), " heads of ", key_.size(3));
+    if (length_ == key_.size(2)) grow(2 * length_);
+  }
+  key_.narrow(0, 0, rows_).narrow(2, length_, 1).copy_(key);
+  value_.narrow(0, 0, rows_).narrow(2, length_, 1).copy_(next.value);
+  ++length_;
+}
+
+void KeyValueCache::grow(int64_t capacity) {
+  at::Tensor key = buffer_like(key_, rows_, capacity);
+  at::Tensor value = buffer_like(value_, rows_, capacity);
+  filled(key, rows_, length_).copy_(filled(key_, rows_, length_));
+  filled(value, rows_, length_).copy_(filled(value_, rows_, length_));
+  key_ = std::move(key);
+  value_ = std::move(value);
+  spare_key_ = spare_value_ = at::Tensor();  // of the old capacity
+}
+
+void KeyValueCache::reorder(const at::Tensor& order) {
+  TORCH_CHECK(order.dim() == 1, "key/value cache: expected row indices [R], found ", order.sizes());
+  if (length_ == 0) return;
+  at::NoGradGuard no_grad;
+  const int64_t rows = order.size(0);
+  if (!spare_key_.defined() || spare_key_.size(0) < rows) {
+    spare_key_ = buffer_like(key_, rows, key_.size(2));
+    spare_value_ = buffer_like(value_, rows, value_.size(2));
+  }
+  // Gathered straight into the spare buffers' filled part (a strided view): one copy.
+  at::Tensor key = filled(spare_key_, rows, length_);
+  at::Tensor value = filled(spare_value_, rows, length_);
+  at::index_select_out(key, filled(key_, rows_, length_), 0, order);
+  at::index_select_out(value, filled(value_, rows_, length_), 0, order);
+  std::swap(key_, spare_key_);
+  std::swap(value_, spare_value_);
+  rows_ = rows;
+}
+
+}  // namespace nmt::model
