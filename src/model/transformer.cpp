@@ -169,7 +169,10 @@ DecoderState TransformerImpl::init_state(const EncoderOutput& encoded, int64_t r
   state.src_mask = attention_mask_from_padding(encoded.src_pad_mask);
   state.self_attention.resize(decoder_layers_.size());
   for (DecoderLayer& layer : decoder_layers_) {
-    state.cross_attention.push_back(layer->project_memory(encoded.out));
+    // Contiguous [B, heads, S, d_head] (the projection's heads are strided): every step's
+    // attention then reads each head's block in place instead of copying it.
+    KeyValue kv = layer->project_memory(encoded.out);
+    state.cross_attention.push_back({kv.key.contiguous(), kv.value.contiguous()});
   }
   if (options_.positions == PositionEncoding::kM2m100) {
     state.real_tokens =
