@@ -81,8 +81,9 @@ void add_corpus_options(CLI::App& app, TranslateCommand& command) {
       ->check(CLI::Range(1, 1024))
       ->type_name("N");
   app.add_option("--shard-lines", command.shard_lines,
-                 "input lines per shard of a corpus (the unit that is kept and resumed)")
-      ->check(CLI::PositiveNumber)
+                 "input lines per shard of a corpus (the unit that is kept and resumed); 0: "
+                 "a sixteenth of the input, at least 500 and at most 10000 lines")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->type_name("N");
   app.add_flag("--force", command.force,

@@ -22,7 +22,7 @@ struct TranslateCommand {
   /// Set: decode the input as a corpus on this many workers (decode/corpus_translation.h),
   /// resumably; unset: one process, as a plain filter (unless a launcher started it as a rank).
   std::optional<int> nproc_per_node;
-  int64_t shard_lines = 10000;  ///< input lines per shard of a corpus (lines)
+  int64_t shard_lines = 0;      ///< input lines per shard of a corpus; 0: automatic
   bool force = false;           ///< a corpus folder of a run with other arguments: start over
 };
 

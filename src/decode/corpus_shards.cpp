@@ -38,6 +38,12 @@ bool is_shard_stem(std::string_view stem) {
 
 }  // namespace
 
+int64_t shard_lines_for(int64_t requested, int64_t lines) {
+  if (requested > 0) return requested;
+  constexpr int64_t kFewest = 500, kMost = 10000, kShardsWanted = 16;
+  return std::clamp<int64_t>((lines + kShardsWanted - 1) / kShardsWanted, kFewest, kMost);
+}
+
 std::vector<std::string> manifest_differences(const Manifest& expected, const Manifest& found) {
   auto value_of = [](const Manifest& m, const std::string& key) -> const std::string* {
     for (const auto& [k, v] : m)

@@ -52,6 +52,13 @@ struct ShardRecord {
   double seconds = 0;         ///< wall time of reading, decoding and writing it
 };
 
+/// Lines per shard of a corpus of `lines` lines: `requested` when > 0; 0 (automatic): a
+/// sixteenth of the input, at least 500 and at most 10,000 lines. Small inputs then still give
+/// every worker of a small job shards (5,000 lines: 10 shards of 500), while no shard is too
+/// small to batch well; it does not depend on the number of workers, so a job resumed with
+/// another number keeps its shards.
+int64_t shard_lines_for(int64_t requested, int64_t lines);
+
 /// "OUT.parts": the folder of `output`.
 std::filesystem::path parts_folder(const std::filesystem::path& output);
 /// "shard-%08d.txt" (ext "txt"), ".json" or ".lock".

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -105,6 +106,9 @@ class CorpusRank {
   /// Decodes the shards of `wanted` (increasing) that are not done and that nobody else
   /// decodes; with `wait`, waits for those that a live rank holds and decodes them if it died.
   void pass(const std::vector<int64_t>& wanted, bool wait) {
+    planned_lines_ = decoded_lines_;
+    for (const int64_t shard : wanted)
+      if (!folder_.done(shard)) planned_lines_ += shard_size(shard);
     std::unique_ptr<PairReader> reader;  // opened at the first shard to decode
     for (const int64_t shard : wanted) {
       std::optional<FileLock> claim = folder_.claim(shard, wait);
@@ -179,17 +183,27 @@ class CorpusRank {
     if (++kept_ == kill_after_) ::raise(SIGKILL);
   }
 
-  /// Rank 0's progress line, at most every progress_every: its lines and output tokens.
+  /// Lines of shard i (the last one may be short).
+  int64_t shard_size(int64_t shard) const {
+    return std::min(corpus_.shard_lines, lines_ - shard * corpus_.shard_lines);
+  }
+
+  /// Rank 0's progress line, at most every progress_every: the lines it decoded of those it
+  /// has taken on (its own shards, then those it takes over), and output tokens per second
+  /// of the shards kept so far.
   void report(int64_t shard_done) {
     if (corpus_.rank != 0 || Clock::now() - last_line_ < corpus_.progress_every) return;
     last_line_ = Clock::now();
     const double seconds = seconds_since(start_);
     const double done = double(decoded_lines_ + shard_done);
-    const double share = double(lines_) / corpus_.world_size;
-    log::info("translate", "{}, {} output tokens/s",
+    const std::string tokens =
+        decoded_tokens_ == 0 ? std::string()
+                             : fmt::format(", {} output tokens/s",
+                                           log::format_count(double(decoded_tokens_) / seconds));
+    log::info("translate", "{}{}",
               log::progress_line("rank 0 of " + std::to_string(corpus_.world_size), "lines", done,
-                                 share, seconds),
-              log::format_count(seconds > 0 ? double(decoded_tokens_) / seconds : 0.0));
+                                 double(planned_lines_), seconds),
+              tokens);
   }
 
   Translator& translator_;
@@ -199,6 +213,7 @@ class CorpusRank {
   int64_t kill_after_;
   int64_t kept_ = 0;
   int64_t decoded_lines_ = 0, decoded_tokens_ = 0;
+  int64_t planned_lines_ = 0;  // decoded_lines_ + the lines of this pass's shards to decode
   Clock::time_point start_ = Clock::now(), last_line_ = Clock::now();
 };
 
@@ -293,12 +308,15 @@ Manifest corpus_manifest(const CorpusOptions& corpus, const TranslateOptions& op
 }
 
 void translate_corpus(Translator& translator, const TranslateOptions& options,
-                      const CorpusOptions& corpus) {
-  NMT_CHECK(corpus.shard_lines >= 1, ConfigError, "shard lines: expected >= 1, found {}",
-            corpus.shard_lines);
+                      const CorpusOptions& requested) {
+  NMT_CHECK(requested.shard_lines >= 0, ConfigError,
+            "shard lines: expected >= 1 (or 0: automatic), found {}", requested.shard_lines);
   const auto start = Clock::now();
-  const int64_t lines = corpus.targets.empty() ? count_lines(corpus.input)
-                                               : count_pair_lines(corpus.input, corpus.targets);
+  const int64_t lines = requested.targets.empty()
+                            ? count_lines(requested.input)
+                            : count_pair_lines(requested.input, requested.targets);
+  CorpusOptions corpus = requested;
+  corpus.shard_lines = shard_lines_for(requested.shard_lines, lines);
   CorpusRank rank(translator, corpus, corpus_manifest(corpus, options, translator.models()), lines);
   if (corpus.rank == 0)
     log::info("translate", "{} lines in {} shard(s) of {} over {} rank(s); {} already done", lines,

@@ -1,11 +1,11 @@
 #pragma once
 // A whole corpus decoded by every rank of a job, resumably (nmt-translate --nproc-per-node N,
 // or its workers under torchrun, mpirun or Slurm). The input is cut into shards of
-// shard_lines lines; shard i is rank i % world_size's. Each rank streams the input (it holds
-// one shard's lines at a time), decodes its shards (length-sorted batches by tokens within a
-// shard, as translate_file does) and keeps each one atomically in OUT.parts/
-// (corpus_shards.h). Rank 0 then decodes what is still missing (a dead rank's shards; it waits
-// for a live rank's), concatenates the shards in input order into OUT and writes the summary.
+// shard_lines lines (corpus_shards.h's shard_lines_for); shard i is rank i % world_size's. Each
+// rank streams the input (it holds one shard's lines at a time), decodes its shards (length-sorted
+// batches by tokens within a shard, as translate_file does) and keeps each one atomically in
+// OUT.parts/ (corpus_shards.h). Rank 0 then decodes what is still missing (a dead rank's shards; it
+// waits for a live rank's), concatenates the shards in input order into OUT and writes the summary.
 // A killed run started again with the same arguments decodes only the missing shards.
 //
 //   Translator translator(options, read_config);
@@ -38,7 +38,7 @@ struct CorpusOptions {
   /// Set: score the pairs (input line i, targets line i) teacher-forced instead of translating
   /// (decode/pair_scoring.h's lines); the file is read by every rank.
   std::string targets;
-  int64_t shard_lines = 10000;  ///< input lines per shard (lines)
+  int64_t shard_lines = 0;      ///< input lines per shard; 0: automatic (shard_lines_for)
   int rank = 0;                 ///< this rank, in [0, world_size)
   int world_size = 1;           ///< ranks decoding the corpus together
   bool force = false;           ///< a folder of a run with other arguments: start over

@@ -149,3 +149,17 @@ TEST_CASE("a corpus folder keeps shards, resumes them and assembles the output",
   CHECK(read_file(out) == "a\nb\nc\nd\ne\nf\ng\n");
   CHECK_FALSE(fs::exists(nmt::decode::parts_folder(out)));
 }
+
+TEST_CASE("shard lines: as given, or a sixteenth of the input within [500, 10000]",
+          "[corpus_shards]") {
+  using nmt::decode::shard_lines_for;
+  CHECK(shard_lines_for(5, 23) == 5);
+  CHECK(shard_lines_for(20000, 5000) == 20000);
+  // Automatic: every worker of a small job gets shards (5,000 lines: 10 shards), a large
+  // corpus keeps shards of 10,000 lines, and no shard is too small to batch well.
+  CHECK(shard_lines_for(0, 23) == 500);
+  CHECK(shard_lines_for(0, 5000) == 500);
+  CHECK(shard_lines_for(0, 16001) == 1001);
+  CHECK(shard_lines_for(0, 1000000) == 10000);
+  CHECK(shard_lines_for(0, 0) == 500);
+}

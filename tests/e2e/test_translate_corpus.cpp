@@ -106,6 +106,34 @@ TEST_CASE("nmt-translate --nproc-per-node 2 writes the file of one process", "[e
   }
 }
 
+TEST_CASE("every worker decodes a corpus smaller than the default shard", "[e2e][translate]") {
+  // 1,200 lines, under the 10,000 of the former fixed shard: all of them went to rank 0.
+  TempDir dir;
+  std::ifstream test_set("data/ddtp.en-de.test.en");
+  std::string text, first_lines;
+  int n = 0;
+  for (std::string line; std::getline(test_set, line); ++n) {
+    text += line + "\n";
+    if (n < 200) first_lines += line + "\n";
+  }
+  REQUIRE(n == 1000);
+  const std::string in = dir.write("in.en", text + first_lines).string();
+  const std::string base = "-c " + corpus_checkpoint() + " -i " + in + " --beam 1";
+  const fs::path one = dir.path() / "one.de";
+  const fs::path two = dir.path() / "two.de";
+  const fs::path stats = dir.path() / "stats.json";
+  translate_ok(base + " --nproc-per-node 1 -o " + one.string());
+  translate_ok(base + " --nproc-per-node 2 --stats-json " + stats.string() + " -o " + two.string());
+  CHECK(read_file(two) == read_file(one));
+  const auto o = nlohmann::json::parse(read_file(stats));
+  CHECK(o["lines"] == 1200);
+  CHECK(o["shards"] == 3);  // of 500 lines
+  REQUIRE(o["ranks"].size() == 2);
+  // Rank 0's shards 0 and 2 (500 + 200 lines), rank 1's shard 1 (500).
+  CHECK(o["ranks"][0]["sentences"] == 700);
+  CHECK(o["ranks"][1]["sentences"] == 500);
+}
+
 TEST_CASE("a corpus run killed part-way resumes to the same file", "[e2e][translate]") {
   const std::string checkpoint = corpus_checkpoint();
   TempDir dir;
