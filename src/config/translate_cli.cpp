@@ -82,7 +82,8 @@ void add_corpus_options(CLI::App& app, TranslateCommand& command) {
       ->type_name("N");
   app.add_option("--shard-lines", command.shard_lines,
                  "input lines per shard of a corpus (the unit that is kept and resumed); 0: "
-                 "a sixteenth of the input, at least 500 and at most 10000 lines")
+                 "one shard per worker, at most 10000 lines (a resumed run keeps the size it "
+                 "started with)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->type_name("N");

@@ -38,12 +38,6 @@ bool is_shard_stem(std::string_view stem) {
 
 }  // namespace
 
-int64_t shard_lines_for(int64_t requested, int64_t lines) {
-  if (requested > 0) return requested;
-  constexpr int64_t kFewest = 500, kMost = 10000, kShardsWanted = 16;
-  return std::clamp<int64_t>((lines + kShardsWanted - 1) / kShardsWanted, kFewest, kMost);
-}
-
 std::vector<std::string> manifest_differences(const Manifest& expected, const Manifest& found) {
   auto value_of = [](const Manifest& m, const std::string& key) -> const std::string* {
     for (const auto& [k, v] : m)
@@ -189,6 +183,27 @@ void ShardFolder::assemble(const fs::path& output, int64_t shards) const {
   }
   writer.commit();
   fs::remove_all(path_);
+}
+
+int64_t shard_lines_for(int64_t requested, int64_t lines, int world_size,
+                        std::optional<int64_t> stored) {
+  if (requested > 0) return requested;
+  if (stored && *stored > 0) return *stored;
+  constexpr int64_t kMost = 10000;
+  const int64_t ranks = std::max(world_size, 1);
+  return std::clamp<int64_t>((lines + ranks - 1) / ranks, 1, kMost);
+}
+
+std::optional<int64_t> stored_shard_lines(const fs::path& output) {
+  const fs::path file = parts_folder(output) / kManifestName;
+  try {
+    if (!fs::exists(file)) return std::nullopt;
+    for (const auto& [key, value] : parse_manifest(read_text(file), file.string()))
+      if (key == "shard_lines") return std::stoll(value);
+  } catch (const std::exception&) {
+    // Unreadable: ShardFolder's check of the manifest reports it.
+  }
+  return std::nullopt;
 }
 
 }  // namespace nmt::decode

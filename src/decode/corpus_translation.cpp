@@ -316,7 +316,10 @@ void translate_corpus(Translator& translator, const TranslateOptions& options,
                             ? count_lines(requested.input)
                             : count_pair_lines(requested.input, requested.targets);
   CorpusOptions corpus = requested;
-  corpus.shard_lines = shard_lines_for(requested.shard_lines, lines);
+  // --force starts over: the stored size is not to be kept (and rank 0 may be replacing it).
+  corpus.shard_lines =
+      shard_lines_for(requested.shard_lines, lines, requested.world_size,
+                      requested.force ? std::nullopt : stored_shard_lines(requested.output));
   CorpusRank rank(translator, corpus, corpus_manifest(corpus, options, translator.models()), lines);
   if (corpus.rank == 0)
     log::info("translate", "{} lines in {} shard(s) of {} over {} rank(s); {} already done", lines,

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -150,16 +152,29 @@ TEST_CASE("a corpus folder keeps shards, resumes them and assembles the output",
   CHECK_FALSE(fs::exists(nmt::decode::parts_folder(out)));
 }
 
-TEST_CASE("shard lines: as given, or a sixteenth of the input within [500, 10000]",
+TEST_CASE("shard lines: as given, as the resumed run's, or one shard per worker",
           "[corpus_shards]") {
   using nmt::decode::shard_lines_for;
-  CHECK(shard_lines_for(5, 23) == 5);
-  CHECK(shard_lines_for(20000, 5000) == 20000);
-  // Automatic: every worker of a small job gets shards (5,000 lines: 10 shards), a large
-  // corpus keeps shards of 10,000 lines, and no shard is too small to batch well.
-  CHECK(shard_lines_for(0, 23) == 500);
-  CHECK(shard_lines_for(0, 5000) == 500);
-  CHECK(shard_lines_for(0, 16001) == 1001);
-  CHECK(shard_lines_for(0, 1000000) == 10000);
-  CHECK(shard_lines_for(0, 0) == 500);
+  CHECK(shard_lines_for(5, 23, 2, std::nullopt) == 5);
+  CHECK(shard_lines_for(5, 23, 2, 7) == 5);
+  CHECK(shard_lines_for(20000, 5000, 1, std::nullopt) == 20000);
+  // Automatic: every worker of a job gets a shard, up to 10,000 lines.
+  CHECK(shard_lines_for(0, 5000, 1, std::nullopt) == 5000);
+  CHECK(shard_lines_for(0, 5000, 2, std::nullopt) == 2500);
+  CHECK(shard_lines_for(0, 23, 2, std::nullopt) == 12);
+  CHECK(shard_lines_for(0, 1000000, 8, std::nullopt) == 10000);
+  CHECK(shard_lines_for(0, 0, 2, std::nullopt) == 1);
+  // A resumed run keeps its size, on any number of workers.
+  CHECK(shard_lines_for(0, 5000, 1, 2500) == 2500);
+}
+
+TEST_CASE("shard lines: the size a folder's manifest records", "[corpus_shards]") {
+  using nmt::decode::stored_shard_lines;
+  TempDir dir;
+  const fs::path output = dir.path() / "out.de";
+  CHECK_FALSE(stored_shard_lines(output));
+  ShardFolder folder(output, manifest("4"), false, true);
+  CHECK(stored_shard_lines(output) == 3);
+  std::ofstream(fs::path(output.string() + ".parts") / "manifest.json") << "not json";
+  CHECK_FALSE(stored_shard_lines(output));
 }

@@ -106,9 +106,8 @@ TEST_CASE("nmt-translate --nproc-per-node 2 writes the file of one process", "[e
   }
 }
 
-TEST_CASE("every worker decodes a corpus smaller than the default shard", "[e2e][translate]") {
-  // 1,200 lines, under the 10,000 of the former fixed shard: all of them went to rank 0.
-  TempDir dir;
+/// The shipped test set (1,000 lines) then its first 200 lines again: 1,200 lines.
+fs::path corpus_1200(const TempDir& dir) {
   std::ifstream test_set("data/ddtp.en-de.test.en");
   std::string text, first_lines;
   int n = 0;
@@ -117,8 +116,14 @@ TEST_CASE("every worker decodes a corpus smaller than the default shard", "[e2e]
     if (n < 200) first_lines += line + "\n";
   }
   REQUIRE(n == 1000);
-  const std::string in = dir.write("in.en", text + first_lines).string();
-  const std::string base = "-c " + corpus_checkpoint() + " -i " + in + " --beam 1";
+  return dir.write("in.en", text + first_lines);
+}
+
+TEST_CASE("every worker decodes a corpus smaller than the former 10,000-line shard",
+          "[e2e][translate]") {
+  // All 1,200 lines were one shard, which rank 0 decoded while rank 1 idled.
+  TempDir dir;
+  const std::string base = "-c " + corpus_checkpoint() + " -i " + corpus_1200(dir).string();
   const fs::path one = dir.path() / "one.de";
   const fs::path two = dir.path() / "two.de";
   const fs::path stats = dir.path() / "stats.json";
@@ -127,11 +132,31 @@ TEST_CASE("every worker decodes a corpus smaller than the default shard", "[e2e]
   CHECK(read_file(two) == read_file(one));
   const auto o = nlohmann::json::parse(read_file(stats));
   CHECK(o["lines"] == 1200);
-  CHECK(o["shards"] == 3);  // of 500 lines
+  CHECK(o["shards"] == 2);  // one of 600 lines per worker
   REQUIRE(o["ranks"].size() == 2);
-  // Rank 0's shards 0 and 2 (500 + 200 lines), rank 1's shard 1 (500).
-  CHECK(o["ranks"][0]["sentences"] == 700);
-  CHECK(o["ranks"][1]["sentences"] == 500);
+  CHECK(o["ranks"][0]["sentences"] == 600);
+  CHECK(o["ranks"][1]["sentences"] == 600);
+}
+
+TEST_CASE("a corpus run resumes on another number of workers with its shards", "[e2e][translate]") {
+  TempDir dir;
+  const std::string base = "-c " + corpus_checkpoint() + " -i " + corpus_1200(dir).string();
+  const fs::path whole = dir.path() / "whole.de";
+  translate_ok(base + " -o " + whole.string());
+  // Started on 2 workers (2 shards of 600 lines), rank 0 killed once it kept its shard, then
+  // resumed on 1, whose own size would be one shard of 1,200 lines.
+  const fs::path out = dir.path() / "out.de";
+  const auto killed = translate(base + " --nproc-per-node 2 -o " + out.string(),
+                                "NMT_TRANSLATE_TEST_KILL_AFTER=0:1");
+  INFO(killed.err);
+  REQUIRE(killed.exit_code != 0);
+  REQUIRE(fs::exists(fs::path(out.string() + ".parts") / "shard-00000000.txt"));
+  const fs::path stats = dir.path() / "stats.json";
+  translate_ok(base + " --nproc-per-node 1 --stats-json " + stats.string() + " -o " + out.string());
+  CHECK(read_file(out) == read_file(whole));
+  const auto o = nlohmann::json::parse(read_file(stats));
+  CHECK(o["shards"] == 2);
+  CHECK(o["shards_resumed"].get<int>() >= 1);
 }
 
 TEST_CASE("a corpus run killed part-way resumes to the same file", "[e2e][translate]") {
