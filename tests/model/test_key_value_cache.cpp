@@ -30,7 +30,7 @@ TEST_CASE("key/value cache: appends and reorders equal cat and index_select", "[
   CHECK_FALSE(cache.view().key.defined());
   cache.reorder(at::tensor({0, 0, 1}, at::kLong));  // empty: nothing to keep
 
-  // 150 positions: past the first capacity (64) twice, with a reorder every 7th step that
+  // 150 positions: past the first capacity (16) four times, with a reorder every 7th step that
   // repeats, drops and permutes rows, and one that shrinks the batch.
   int64_t rows = 4;
   KeyValue expected;
