@@ -25,8 +25,9 @@ constexpr int64_t kFewQueries = 16;
 /// Attention of a few queries per row, q [B, heads, Q, d_head], as matmul, softmax, matmul;
 /// mask boolean, broadcast to [B, heads, Q, S], true for attendable keys. SDPA's CPU flash
 /// kernel runs a matrix-vector product per row and head here, which made up most of a decoding
-/// step's attention time; this path was 1.3x to 1.6x faster (float32, 1 thread, 16 to 256
-/// rows, 10 to 30 keys, docs/performance-log.md) and agrees with it to 1e-6.
+/// step's attention time. scripts/bench/attention_step.py (float32, one thread): this path
+/// 1.1x to 1.5x as fast for 64 and 256 rows, 0.93x for 16 rows of 10 keys; it agrees with SDPA
+/// to 1e-6 (docs/performance-log.md).
 at::Tensor attend_few_queries(const at::Tensor& q, const KeyValue& kv, const at::Tensor& mask) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   at::Tensor scores = at::matmul(q * scale, kv.key.transpose(-2, -1));
