@@ -11,8 +11,9 @@
 # runs/bench-decode-base, a transformer-base-shaped model (configs/transformer-base.yaml with an
 # 8k vocabulary, fp32). Either is trained here when it holds no checkpoint: the demo's for
 # DEMO_STEPS updates (600; scripts/demo.sh trains it for 10 minutes instead) and the base one
-# for BASE_STEPS (30). A briefly trained model repeats itself up to the length limit, so its
-# outputs are longer than a converged model's: compare its target tokens/s, not its lines/s.
+# for BASE_STEPS (30). Check the tokens column: the base model after 30 (or 5) updates ends
+# every output at once (EOS first, 0 tokens), so its rows time the encoder and one step only;
+# a model that writes outputs needs far more updates (or pass a trained run directory).
 #
 # The input is the last LINES (5000) English lines of data/ddtp.en-de.train.en.gz. Each
 # nmt-translate worker and each CTranslate2 translator gets THREADS (1) CPU threads; with 2
