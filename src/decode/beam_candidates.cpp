@@ -37,6 +37,12 @@ class BestList {
     index_.reserve(width);
   }
 
+  /// Empties the list for the next sentence (its storage is kept).
+  void clear() {
+    values_.clear();
+    index_.clear();
+  }
+
   bool full() const { return static_cast<int64_t>(values_.size()) == width_; }
   /// The value a pair must exceed to enter a full list.
   float threshold() const { return values_.back(); }
@@ -102,8 +108,9 @@ Candidates best_candidates_cpu(const at::Tensor& scores, const at::Tensor& lprob
   const float* lprob = rows.data_ptr<float>();
   float* values = c.values.data_ptr<float>();
   int64_t* index = c.index.data_ptr<int64_t>();
+  BestList best(c.width);
   for (int64_t i = 0; i < n; ++i) {
-    BestList best(c.width);
+    best.clear();
     for (int64_t k = 0; k < beam; ++k) {
       const int64_t row = i * beam + k;
       scan_row(lprob + row * c.vocab, c.vocab, score[row], k * c.vocab, best);
