@@ -79,9 +79,21 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& 
   init_projection(out_proj_);
 }
 
+void MultiheadAttentionImpl::pack_weights() {
+  const auto pack = [](PackedWeight& packed, const torch::nn::Linear& linear) {
+    if (linear) packed.pack(linear->weight);
+  };
+  pack(packed_qkv_, qkv_proj_);
+  pack(packed_q_, q_proj_);
+  pack(packed_kv_, kv_proj_);
+  pack(packed_out_, out_proj_);
+}
+
 at::Tensor MultiheadAttentionImpl::project(const torch::nn::Linear& linear,
-                                           const at::Tensor& x) const {
-  return quantized_linear(x, linear->weight, linear->bias, quantization_);
+                                           const PackedWeight& packed, const at::Tensor& x) const {
+  if (quantization_ != Quantization::kNone)
+    return quantized_linear(x, linear->weight, linear->bias, quantization_);
+  return packed.linear(x, linear->weight, linear->bias);
 }
 
 at::Tensor MultiheadAttentionImpl::split_heads(const at::Tensor& x) const {
@@ -91,13 +103,13 @@ at::Tensor MultiheadAttentionImpl::split_heads(const at::Tensor& x) const {
 
 std::pair<at::Tensor, KeyValue> MultiheadAttentionImpl::project_self(const at::Tensor& x) {
   TORCH_CHECK(qkv_proj_, "attention: a self-attention call on a cross-attention block");
-  const std::vector<at::Tensor> qkv = project(qkv_proj_, x).chunk(3, -1);
+  const std::vector<at::Tensor> qkv = project(qkv_proj_, packed_qkv_, x).chunk(3, -1);
   return {split_heads(qkv[0]), {split_heads(qkv[1]), split_heads(qkv[2])}};
 }
 
 KeyValue MultiheadAttentionImpl::project_key_value(const at::Tensor& memory) {
   TORCH_CHECK(kv_proj_, "attention: a cross-attention call on a self-attention block");
-  const std::vector<at::Tensor> kv = project(kv_proj_, memory).chunk(2, -1);
+  const std::vector<at::Tensor> kv = project(kv_proj_, packed_kv_, memory).chunk(2, -1);
   return {split_heads(kv[0]), split_heads(kv[1])};
 }
 
@@ -118,7 +130,7 @@ at::Tensor MultiheadAttentionImpl::step(const at::Tensor& x, KeyValueCache& cach
 at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const KeyValue& kv,
                                           const at::Tensor& mask) {
   TORCH_CHECK(q_proj_, "attention: a cross-attention call on a self-attention block");
-  return attend_heads(split_heads(project(q_proj_, query)), kv, mask, /*causal=*/false);
+  return attend_heads(split_heads(project(q_proj_, packed_q_, query)), kv, mask, /*causal=*/false);
 }
 
 at::Tensor MultiheadAttentionImpl::attend_heads(const at::Tensor& q, const KeyValue& kv,
@@ -153,7 +165,8 @@ at::Tensor MultiheadAttentionImpl::attend_heads(const at::Tensor& q, const KeyVa
     context = at::scaled_dot_product_attention(q, kv.key, kv.value, attn_mask, dropout, causal);
   }
   // [B, heads, T, d_head] -> [B, T, d].
-  return project(out_proj_, context.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
+  return project(out_proj_, packed_out_,
+                 context.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
 }
 
 }  // namespace nmt::model

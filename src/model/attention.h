@@ -20,6 +20,7 @@
 
 #include "model/key_value_cache.h"
 #include "model/model_options.h"
+#include "model/packed_linear.h"
 
 namespace nmt::model {
 
@@ -71,9 +72,15 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   /// What its projections compute with (model/fake_quantization.h); kNone when built.
   void set_quantization(Quantization quantization) { quantization_ = quantization; }
 
+  /// Packs its projections' weights for CPU float32 inference (model/packed_linear.h); a
+  /// packed copy is used only while its weight is unchanged.
+  void pack_weights();
+
  private:
-  /// One of its projections applied to x, quantized as set_quantization says.
-  at::Tensor project(const torch::nn::Linear& linear, const at::Tensor& x) const;
+  /// One of its projections applied to x, quantized as set_quantization says, with packed
+  /// (its packed weight, if any) when it applies.
+  at::Tensor project(const torch::nn::Linear& linear, const PackedWeight& packed,
+                     const at::Tensor& x) const;
   /// [B, T, d] -> [B, heads, T, d / heads].
   at::Tensor split_heads(const at::Tensor& x) const;
   /// Self-attention: per-head queries and keys/values of x [B, T, d] from one product.
@@ -87,6 +94,7 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   torch::nn::Linear q_proj_{nullptr};    ///< cross-attention only
   torch::nn::Linear kv_proj_{nullptr};   ///< cross-attention only
   torch::nn::Linear out_proj_{nullptr};
+  PackedWeight packed_qkv_, packed_q_, packed_kv_, packed_out_;  ///< see pack_weights
   Quantization quantization_ = Quantization::kNone;
 };
 TORCH_MODULE(MultiheadAttention);

@@ -38,8 +38,21 @@ FeedForwardImpl::FeedForwardImpl(const LayerOptions& options) : options_(options
   init_projection(fc2_);
 }
 
+void FeedForwardImpl::pack_weights() {
+  packed_fc1_.pack(fc1_->weight);
+  packed_fc2_.pack(fc2_->weight);
+}
+
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
-  at::Tensor h = quantized_linear(x, fc1_->weight, fc1_->bias, quantization_);
+  const bool plain = quantization_ == Quantization::kNone;
+  if (plain && options_.activation() == Activation::kRelu) {
+    // The packed product applies the ReLU in its own pass over the output.
+    const at::Tensor h = packed_fc1_.linear(x, fc1_->weight, fc1_->bias, /*relu=*/true);
+    return packed_fc2_.linear(model::dropout(h, options_.activation_dropout(), is_training()),
+                              fc2_->weight, fc2_->bias);
+  }
+  at::Tensor h = plain ? packed_fc1_.linear(x, fc1_->weight, fc1_->bias)
+                       : quantized_linear(x, fc1_->weight, fc1_->bias, quantization_);
   // kGelu is the exact (erf) form, transformers' "gelu"; kSilu is x * sigmoid(x), its "swish"
   // and "silu".
   switch (options_.activation()) {
@@ -53,8 +66,9 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
       h = at::relu(h);
       break;
   }
-  return quantized_linear(model::dropout(h, options_.activation_dropout(), is_training()),
-                          fc2_->weight, fc2_->bias, quantization_);
+  h = model::dropout(h, options_.activation_dropout(), is_training());
+  return plain ? packed_fc2_.linear(h, fc2_->weight, fc2_->bias)
+               : quantized_linear(h, fc2_->weight, fc2_->bias, quantization_);
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const LayerOptions& options) : options_(options) {

@@ -12,6 +12,7 @@
 
 #include "model/attention.h"
 #include "model/model_options.h"
+#include "model/packed_linear.h"
 
 namespace nmt::model {
 
@@ -46,12 +47,16 @@ class FeedForwardImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x);
   /// What fc1 and fc2 compute with (model/fake_quantization.h); kNone when built.
   void set_quantization(Quantization quantization) { quantization_ = quantization; }
+  /// Packs fc1's and fc2's weights for CPU float32 inference (model/packed_linear.h); a packed
+  /// copy is used only while its weight is unchanged.
+  void pack_weights();
 
  private:
   LayerOptions options_;
   Quantization quantization_ = Quantization::kNone;
   torch::nn::Linear fc1_{nullptr};
   torch::nn::Linear fc2_{nullptr};
+  PackedWeight packed_fc1_, packed_fc2_;  ///< see pack_weights
 };
 TORCH_MODULE(FeedForward);
 

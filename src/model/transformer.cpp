@@ -117,6 +117,17 @@ void TransformerImpl::set_quantization(Quantization quantization) {
   }
 }
 
+void TransformerImpl::pack_weights() {
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* attention = module->as<MultiheadAttentionImpl>()) {
+      attention->pack_weights();
+    } else if (auto* ffn = module->as<FeedForwardImpl>()) {
+      ffn->pack_weights();
+    }
+  }
+  packed_output_.pack(output_weight());
+}
+
 at::Tensor TransformerImpl::output_weight() const {
   return output_projection_ ? output_projection_->weight : target_embedding();
 }
@@ -139,8 +150,10 @@ bool TransformerImpl::recomputes_layers() const {
 
 at::Tensor TransformerImpl::project(const at::Tensor& x) {
   // CTranslate2's projection is an int8 product like the others (bias float, added below).
-  at::Tensor logits = quantized_linear(decoder_norm_ ? decoder_norm_(x) : x, output_weight(),
-                                       /*bias=*/{}, quantization_);
+  const at::Tensor y = decoder_norm_ ? decoder_norm_(x) : x;
+  at::Tensor logits = quantization_ == Quantization::kNone
+                          ? packed_output_.linear(y, output_weight(), /*bias=*/{})
+                          : quantized_linear(y, output_weight(), /*bias=*/{}, quantization_);
   // Added after the product, as transformers does (lm_head(x) + final_logits_bias).
   return output_bias_.defined() ? logits + output_bias_ : logits;
 }

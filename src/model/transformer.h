@@ -101,6 +101,11 @@ class TransformerImpl : public torch::nn::Module {
   void set_quantization(Quantization quantization);
   /// What set_quantization set; kNone when built.
   Quantization quantization() const { return quantization_; }
+  /// Packs the weights of every linear layer and of the output projection for CPU float32
+  /// inference (model/packed_linear.h): decoding's products skip MKL's per-call copy of the
+  /// weight. Costs a second copy of those weights; a packed copy is used only while its weight
+  /// is unchanged (a training step or load after this falls back to the unpacked product).
+  void pack_weights();
 
  private:
   /// Final pre-norm LayerNorm (if any) and output projection.
@@ -120,6 +125,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::LayerNorm decoder_norm_{nullptr};    ///< pre-norm only
   torch::nn::Linear output_projection_{nullptr};  ///< untied only
   at::Tensor output_bias_;                        ///< options.output_bias only
+  PackedWeight packed_output_;                    ///< see pack_weights
   bool activation_checkpointing_ = false;         ///< see set_activation_checkpointing
   Quantization quantization_ = Quantization::kNone;  ///< see set_quantization
 };

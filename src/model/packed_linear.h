@@ -1,0 +1,50 @@
+#pragma once
+// A linear layer's weight prepacked for CPU float32 inference. at::linear hands every product
+// to MKL's sgemm, which copies the weight into its blocked panel layout on every call: for the
+// few rows of a decoding step that copy costs as much as the arithmetic (11% of a greedy step
+// in the 2026-12-06 profile). oneDNN can keep the weight in its blocked layout once, and its
+// inner product then reads it as it is (LibTorch's own weight prepacking for frozen CPU
+// models, the mkldnn::_reorder_linear_weight and mkldnn::_linear_pointwise ops).
+//
+// The packed copy is made from the weight's values at pack time: a PackedWeight is used only
+// while its weight's version counter is the one it was packed at (an in-place update, such as
+// an optimizer step or a load, makes it stale), in float32 on the CPU without autograd, and
+// otherwise at::linear computes as before. Sums are blocked otherwise than MKL's: results
+// agree with at::linear to float rounding, not bit for bit.
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+namespace nmt::model {
+
+/// Whether this LibTorch has oneDNN's prepacked linear ops (CPU builds with MKL-DNN).
+bool weight_packing_available();
+
+/// One weight [out, in] and its prepacked copy.
+class PackedWeight {
+ public:
+  /// Packs weight (float32, on the CPU) as it is now; afterwards empty() is false unless packing
+  /// is unavailable or weight is not float32 on the CPU (then linear() is at::linear).
+  void pack(const at::Tensor& weight);
+  /// Drops the packed copy.
+  void clear() { packed_ = at::Tensor(); }
+  /// Whether there is no packed copy.
+  bool empty() const { return !packed_.defined(); }
+
+  /// at::linear(x, weight, bias), then at::relu when relu: with the packed copy (the ReLU
+  /// fused) when it applies to these arguments (see the file comment), else unpacked.
+  /// weight must be the tensor pack() was given.
+  at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                    bool relu = false) const;
+
+ private:
+  /// Whether the packed copy computes at::linear(x, weight, ...) now.
+  bool applies(const at::Tensor& x, const at::Tensor& weight) const;
+
+  at::Tensor packed_;             ///< oneDNN's blocked layout of the weight; undefined: none
+  int64_t version_ = 0;           ///< the weight's version counter when packed
+  const void* source_ = nullptr;  ///< the weight's storage when packed
+};
+
+}  // namespace nmt::model

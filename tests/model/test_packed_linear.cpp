@@ -1,0 +1,129 @@
+// Weights prepacked for CPU float32 inference: the packed product computes at::linear (to float
+// rounding) for the shapes decoding uses, and a packed copy is never used where it would be
+// wrong: after its weight changed in place, with autograd on, or under autocast. A packed
+// Transformer decodes as the unpacked one.
+#include "catch_torch.h"  // first: see the header
+#include "skip.h"
+
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+
+#include "model/packed_linear.h"
+#include "model/transformer.h"
+
+using nmt::model::PackedWeight;
+
+namespace {
+
+bool close(const at::Tensor& a, const at::Tensor& b) {
+  return a.sizes() == b.sizes() && at::allclose(a, b, /*rtol=*/1e-5, /*atol=*/1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("packed linear: equals at::linear for a step's shapes, with bias, without, fused ReLU",
+          "[model][packed_linear]") {
+  if (!nmt::model::weight_packing_available()) NMT_SKIP("this LibTorch has no oneDNN linear ops");
+  at::manual_seed(5);
+  at::NoGradGuard no_grad;
+  const at::Tensor weight = at::randn({48, 32});
+  const at::Tensor bias = at::randn({48});
+  PackedWeight packed;
+  CHECK(packed.empty());
+  packed.pack(weight);
+  REQUIRE_FALSE(packed.empty());
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{1, 32}, {7, 32}, {64, 32}, {3, 5, 32}, {4, 1, 32}}) {
+    INFO("input " << at::IntArrayRef(shape));
+    const at::Tensor x = at::randn(shape);
+    CHECK(close(packed.linear(x, weight, bias), at::linear(x, weight, bias)));
+    CHECK(close(packed.linear(x, weight, {}), at::linear(x, weight)));
+    CHECK(close(packed.linear(x, weight, bias, /*relu=*/true),
+                at::relu(at::linear(x, weight, bias))));
+  }
+  // A strided input (the transposed heads of attention) is read as its values.
+  const at::Tensor strided = at::randn({32, 6}).t();
+  CHECK(close(packed.linear(strided, weight, bias), at::linear(strided, weight, bias)));
+  packed.clear();
+  CHECK(packed.empty());
+}
+
+TEST_CASE("packed linear: an in-place change of the weight, autograd or autocast use the weight",
+          "[model][packed_linear]") {
+  if (!nmt::model::weight_packing_available()) NMT_SKIP("this LibTorch has no oneDNN linear ops");
+  at::manual_seed(6);
+  at::Tensor weight = at::randn({16, 8}).requires_grad_(true);
+  const at::Tensor bias = at::randn({16});
+  const at::Tensor x = at::randn({4, 8});
+  PackedWeight packed;
+  packed.pack(weight);
+  {
+    // As an optimizer step does: the packed copy is now stale.
+    at::NoGradGuard no_grad;
+    weight.mul_(-2.0);
+    CHECK(close(packed.linear(x, weight, bias), at::linear(x, weight, bias)));
+    // Another tensor than the one packed: its own values.
+    const at::Tensor other = at::randn({16, 8});
+    CHECK(close(packed.linear(x, other, bias), at::linear(x, other, bias)));
+  }
+  packed.pack(weight);
+  {
+    // Autograd on: the product is recorded, and its gradient reaches the weight.
+    const at::Tensor y = packed.linear(x, weight, bias, /*relu=*/true);
+    REQUIRE(y.requires_grad());
+    y.sum().backward();
+    REQUIRE(weight.grad().defined());
+    CHECK(
+        close(weight.grad(),
+              (at::relu(at::linear(x, weight.detach(), bias)).gt(0).to(at::kFloat)).t().matmul(x)));
+  }
+  {
+    at::NoGradGuard no_grad;
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+    const at::Tensor y = packed.linear(x, weight, bias);
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    // Under autocast the product runs in bfloat16, as at::linear does there.
+    CHECK(y.scalar_type() == at::kBFloat16);
+  }
+}
+
+TEST_CASE("packed linear: a packed Transformer decodes as the unpacked one, until a weight changes",
+          "[model][packed_linear]") {
+  if (!nmt::model::weight_packing_available()) NMT_SKIP("this LibTorch has no oneDNN linear ops");
+  nmt::model::ModelOptions o;
+  o.encoder_layers = 2;
+  o.decoder_layers = 2;
+  o.d_model = 32;
+  o.heads = 4;
+  o.ffn_dim = 64;
+  o.max_positions = 32;
+  const auto build = [&] {
+    at::manual_seed(7);
+    nmt::model::Transformer model(o, 13, 13, /*pad_id=*/1);
+    model->eval();
+    return model;
+  };
+  nmt::model::Transformer plain = build();
+  nmt::model::Transformer packed = build();
+  packed->pack_weights();
+  at::NoGradGuard no_grad;
+  const at::Tensor src = at::tensor({5, 6, 7, 8, 1, 9, 10, 4, 3, 2}, at::kLong).view({2, 5});
+  const at::Tensor tokens = at::tensor({2, 2}, at::kLong);
+
+  const auto step_logits = [&](nmt::model::Transformer& model) {
+    const nmt::model::EncoderOutput encoded = model->encode(src);
+    nmt::model::DecoderState state = model->init_state(encoded);
+    at::Tensor logits;
+    for (int i = 0; i < 4; ++i) logits = model->decode_step(tokens, state);
+    return logits;
+  };
+  CHECK(close(step_logits(packed), step_logits(plain)));
+  CHECK(close(packed->forward(src, src), plain->forward(src, src)));
+
+  // A training step would change every parameter in place; the packed copies then go unused.
+  for (auto* model : {&plain, &packed})
+    for (at::Tensor p : (*model)->parameters()) p.mul_(0.5).add_(0.01);
+  CHECK(close(step_logits(packed), step_logits(plain)));
+}
