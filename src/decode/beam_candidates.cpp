@@ -142,4 +142,14 @@ Candidates best_candidates(const at::Tensor& scores, const at::Tensor& lprobs, i
   return c;
 }
 
+std::tuple<at::Tensor, at::Tensor> best_tokens(const at::Tensor& lprobs) {
+  TORCH_CHECK(lprobs.dim() == 2 && lprobs.scalar_type() == at::kFloat,
+              "best_tokens: expected float32 log-probabilities [R, V], found ",
+              lprobs.scalar_type(), " ", lprobs.sizes());
+  if (!lprobs.is_cpu()) return lprobs.max(1);
+  const int64_t rows = lprobs.size(0);
+  const Candidates c = best_candidates(at::zeros({rows}, at::kFloat), lprobs, rows, /*beam=*/1);
+  return {c.values.select(1, 0).contiguous(), c.index.select(1, 0).contiguous()};
+}
+
 }  // namespace nmt::decode

@@ -1,7 +1,7 @@
 #pragma once
 // The candidates a beam search step chooses from: for each live sentence, the best
 // (row score + next-token log-probability) over its beam rows and the whole vocabulary.
-// Internal to decode/ (beam_search.cpp).
+// Internal to decode/ (beam_search.cpp; greedy search takes best_tokens, search.cpp).
 //
 // On the CPU this is one pass over the log-probabilities per sentence, keeping the few best in
 // a sorted list; the comparisons against the list's worst are vectorized (the sum of the score
@@ -10,6 +10,7 @@
 // CPU thread. Other devices use that sum and at::topk.
 
 #include <cstdint>
+#include <tuple>
 
 #include <ATen/core/Tensor.h>
 
@@ -29,5 +30,12 @@ struct Candidates {
 /// CPU a NaN counts as -inf).
 Candidates best_candidates(const at::Tensor& scores, const at::Tensor& lprobs, int64_t n,
                            int64_t beam);
+
+/// (log-probability, token) [R] of each row's best next token in log-probabilities [R, V]
+/// (float32), greedy search's choice: as lprobs.max(1), equal values to the lower token. On the
+/// CPU the same vectorized pass as best_candidates (there a NaN counts as -inf); LibTorch's max
+/// with indices runs a scalar loop over the vocabulary, 3.8% of greedy decoding time
+/// (docs/performance-log.md). Other devices use max(1).
+std::tuple<at::Tensor, at::Tensor> best_tokens(const at::Tensor& lprobs);
 
 }  // namespace nmt::decode

@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include "decode/beam_candidates.h"
 #include "decode/sampling.h"
 #include "decode/search_steps.h"
 #include "util/error.h"
@@ -24,7 +25,7 @@ std::tuple<at::Tensor, at::Tensor> next_tokens(const at::Tensor& lprobs,
                                                const std::vector<int64_t>& live,
                                                const std::vector<int64_t>& sentences,
                                                int64_t step) {
-  if (!options.sampling) return lprobs.max(1);
+  if (!options.sampling) return best_tokens(lprobs);
   std::vector<int64_t> row_sentence(live.size());
   for (size_t r = 0; r < live.size(); ++r)
     row_sentence[r] = sentences.empty() ? live[r] : sentences[live[r]];

@@ -40,7 +40,11 @@ at::Tensor ModelStepper::step(const at::Tensor& last_tokens) {
     prefix_ = at::cat({prefix_, last_tokens.unsqueeze(1)}, 1);
     logits = model_.decode(prefix_, encoded_).select(1, -1);
   }
-  return logits.to(at::kFloat).log_softmax(-1);
+  if (logits.scalar_type() != at::kFloat || !logits.is_contiguous())
+    return logits.to(at::kFloat).log_softmax(-1);
+  // In place: the logits are this step's own tensor. A second [rows, vocab] buffer every step
+  // is a fresh multi-megabyte allocation, paid in page faults (docs/performance-log.md).
+  return at::_log_softmax_out(logits, logits, /*dim=*/-1, /*half_to_float=*/false);
 }
 
 void ModelStepper::reorder(const at::Tensor& rows, const at::Tensor& sources) {

@@ -124,3 +124,35 @@ TEST_CASE("beam candidates: a shape or type it cannot take is refused, naming it
   CHECK_THROWS_WITH(best_candidates(at::zeros({8}), lprobs.to(at::kDouble), 2, 4),
                     Catch::Matchers::Contains("expected float32"));
 }
+
+TEST_CASE("best tokens: each row's best token and log-probability, as max(1), ties to the lower",
+          "[beam_candidates]") {
+  at::manual_seed(11);
+  for (const int64_t vocab : {1, 2, 127, 129, 8003}) {
+    INFO("vocabulary " << vocab);
+    // A coarse grid gives ties within rows, also across the scan's blocks of 128.
+    at::Tensor lprobs = at::randint(-8, 0, {9, vocab}).to(at::kFloat).div(4);
+    lprobs[1].fill_(-kInf);  // a row with nothing allowed
+    lprobs[2].fill_(-kInf);  // a forced token
+    lprobs[2][vocab - 1] = 0.0f;
+    const auto [values, tokens] = nmt::decode::best_tokens(lprobs);
+    const auto [max_values, max_tokens] = lprobs.max(1);
+    REQUIRE(tokens.sizes() == at::IntArrayRef({9}));
+    REQUIRE(tokens.scalar_type() == at::kLong);
+    REQUIRE(values.scalar_type() == at::kFloat);
+    CHECK(at::equal(values, max_values));
+    for (int64_t r = 0; r < 9; ++r) {
+      INFO("row " << r);
+      // The first position of the row's maximum (-inf rows: token 0).
+      const at::Tensor at_max = lprobs[r].eq(max_values[r]).nonzero();
+      CHECK(tokens[r].item<int64_t>() == at_max[0][0].item<int64_t>());
+    }
+  }
+  SECTION("a strided view, as a step's logits may be") {
+    const at::Tensor wide = at::randn({4, 2, 300});
+    const at::Tensor lprobs = wide.select(1, 1);
+    const auto [values, tokens] = nmt::decode::best_tokens(lprobs);
+    CHECK(at::equal(tokens, std::get<1>(lprobs.max(1))));
+    CHECK(at::equal(values, std::get<0>(lprobs.max(1))));
+  }
+}
