@@ -9,7 +9,8 @@
 # Environment: BUILD (build), LINES (the first LINES (500) lines of data/ddtp.en-de.test.en),
 # BEAMS ("1 4"), THREADS (1), FREQ (samples per second, 999). Needs perf (Debian: linux-perf)
 # with kernel.perf_event_paranoid <= 2. Model loading is in the samples (a few percent:
-# "startup and loading").
+# "startup and loading"). oneDNN's JIT kernels (the prepacked products of float32 decoding)
+# are named through the perf map that ONEDNN_JIT_PROFILE=2 makes oneDNN write.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -eq 1 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
@@ -25,7 +26,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 head -n "$LINES" data/ddtp.en-de.test.en > "$tmp/input"
 for beam in $BEAMS; do
-  perf record -q -F "$FREQ" -o "$tmp/perf.$beam" -- "$BUILD/nmt-translate" -c "$CHECKPOINT" \
+  ONEDNN_JIT_PROFILE=2 perf record -q -F "$FREQ" -o "$tmp/perf.$beam" -- "$BUILD/nmt-translate" -c "$CHECKPOINT" \
     -i "$tmp/input" -o "$tmp/out.$beam" --beam "$beam" --device cpu --threads "$THREADS" \
     --log-level warn --stats-json "$tmp/stats.$beam.json" 2> "$tmp/perf.log"
   perf report -i "$tmp/perf.$beam" --no-children --sort symbol --stdio 2> /dev/null \

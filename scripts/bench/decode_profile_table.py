@@ -15,7 +15,7 @@ import re
 CATEGORIES = [
     ("attention kernels (SDPA)", r"flash_attention|scaled_dot_product"),
     ("matrix-vector products (MKL gemv: attention of one query)", r"sgemv|xsgemv"),
-    ("matrix products (MKL/oneDNN gemm)", r"sgemm|gemm|dnnl|brgemm|mkl_blas"),
+    ("matrix products (MKL/oneDNN gemm)", r"sgemm|gemm|dnnl|brgemm|mkl_blas|jit_.*(matmul|inner_product|ip_|brgemm|gemm)"),
     ("top-k (beam candidates)", r"topk|__adjust_heap|partial_sort|nth_element|__introselect"),
     ("log-softmax and exp", r"log_softmax|softmax|Sleef_.*exp|expf|__ieee754_exp"),
     ("copies (cat, index_select, contiguous)", r"memmove|memcpy|direct_copy|index_select|cat_serial|copy_kernel"),

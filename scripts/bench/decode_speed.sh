@@ -11,9 +11,14 @@
 # runs/bench-decode-base, a transformer-base-shaped model (configs/transformer-base.yaml with an
 # 8k vocabulary, fp32). Either is trained here when it holds no checkpoint: the demo's for
 # DEMO_STEPS updates (600; scripts/demo.sh trains it for 10 minutes instead) and the base one
-# for BASE_STEPS (30). Check the tokens column: the base model after 30 (or 5) updates ends
-# every output at once (EOS first, 0 tokens), so its rows time the encoder and one step only;
-# a model that writes outputs needs far more updates (or pass a trained run directory).
+# for 1 update at the config's warmup (learning rate 1.75e-7: it stays at its initialization,
+# whose next-token distribution is near uniform). The base model translates nothing, so both
+# translators decode it to a fixed length, BASE_LEN (48) pieces a sentence
+# (--max-len-a 0 --max-len-b BASE_LEN): its rows time decoding at base shape, not quality; the
+# tokens column shows whether both wrote the same amount. Other models decode with the
+# translators' default limits. (Why not a few updates with a short warmup: Adam's first
+# steps at a high learning rate push such a model toward its most frequent token, EOS, and
+# every output ended at once; docs/performance-log.md.)
 #
 # The input is the last LINES (5000) English lines of data/ddtp.en-de.train.en.gz. Each
 # nmt-translate worker and each CTranslate2 translator gets THREADS (1) CPU threads; with 2
@@ -22,7 +27,7 @@
 # spreads over all translators) and REPEATS (1) times; the median rate is reported.
 #
 # Environment: BUILD (build), PYTHON (the venv's python, as the build was configured with),
-# LINES, BEAMS ("1 4"), WORKERS ("1 2"), THREADS, REPEATS, DEMO_STEPS, BASE_STEPS, OUT (exports
+# LINES, BEAMS ("1 4"), WORKERS ("1 2"), THREADS, REPEATS, DEMO_STEPS, BASE_LEN, OUT (exports
 # and outputs; a temporary folder, removed at the end, when unset), JSON (also write the table
 # there).
 set -euo pipefail
@@ -35,7 +40,7 @@ WORKERS=${WORKERS:-1 2}
 THREADS=${THREADS:-1}
 REPEATS=${REPEATS:-1}
 DEMO_STEPS=${DEMO_STEPS:-600}
-BASE_STEPS=${BASE_STEPS:-30}
+BASE_LEN=${BASE_LEN:-48}
 for bin in nmt-train nmt-translate; do
   [[ -x "$BUILD/$bin" ]] || { echo "decode_speed.sh: $BUILD/$bin not built" >&2; exit 1; }
 done
@@ -60,8 +65,8 @@ train_if_missing() {
       args=(--config configs/demo.yaml --set train.max_minutes=0 --set "train.max_steps=$DEMO_STEPS") ;;
     runs/bench-decode-base)
       args=(--config configs/transformer-base.yaml --set "run_dir=$dir" --set data.vocab_size=8000
-            --set amp.mode=off --set "train.max_steps=$BASE_STEPS" --set train.warmup_steps=10
-            --set data.max_tokens=2048 --set train.valid_every=0 --set "checkpoint.every_steps=$BASE_STEPS") ;;
+            --set amp.mode=off --set train.max_steps=1 --set data.max_tokens=2048
+            --set train.valid_every=0 --set checkpoint.every_steps=1) ;;
     *) echo "decode_speed.sh: $dir holds no checkpoint" >&2; exit 1 ;;
   esac
   echo "training $dir (${args[*]}) ..." >&2
@@ -70,10 +75,13 @@ train_if_missing() {
 
 zcat data/ddtp.en-de.train.en.gz | tail -n "$LINES" > "$OUT/input"
 names=()
+declare -A length_args  # name -> the output length options of both translators
 for model in "${models[@]}"; do
   train_if_missing "$model"
   name=$(basename "$model")
   names+=("$name")
+  length_args[$name]=""
+  [[ $model == runs/bench-decode-base ]] && length_args[$name]="--max-len-a 0 --max-len-b $BASE_LEN"
   ln -sfn "$(realpath "$model")" "$OUT/$name.model"
   for q in none int8; do
     "$PYTHON" scripts/export-ctranslate2.py "$model" "$OUT/$name.ct2-$q" --quantization "$q" \
@@ -89,11 +97,12 @@ run() {
     nmt-w*)
       "$BUILD/nmt-translate" -c "$OUT/$name.model" -i "$OUT/input" -o "$out" --beam "$beam" \
         --device cpu --threads "$THREADS" --nproc-per-node "${translator#nmt-w}" \
-        --log-level warn --stats-json "$out.$rep.json" --force ;;
+        --log-level warn --stats-json "$out.$rep.json" --force ${length_args[$name]} ;;
     ct2-*-t*)
       local q=${translator#ct2-}; q=${q%-t*}
       "$PYTHON" scripts/bench/ct2-translate.py "$OUT/$name.ct2-$q" -i "$OUT/input" -o "$out" \
-        --beam "$beam" --threads "${translator##*-t}" --stats-json "$out.$rep.json" ;;
+        --beam "$beam" --threads "${translator##*-t}" --stats-json "$out.$rep.json" \
+        ${length_args[$name]} ;;
   esac
 }
 
