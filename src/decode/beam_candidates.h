@@ -34,7 +34,7 @@ Candidates best_candidates(const at::Tensor& scores, const at::Tensor& lprobs, i
 /// (log-probability, token) [R] of each row's best next token in log-probabilities [R, V]
 /// (float32), greedy search's choice: as lprobs.max(1), equal values to the lower token. On the
 /// CPU the same vectorized pass as best_candidates (there a NaN counts as -inf); LibTorch's max
-/// with indices runs a scalar loop over the vocabulary, 3.8% of greedy decoding time
+/// with indices runs a scalar loop over the vocabulary, 3.8% of greedy decoding samples
 /// (docs/performance-log.md). Other devices use max(1).
 std::tuple<at::Tensor, at::Tensor> best_tokens(const at::Tensor& lprobs);
 
