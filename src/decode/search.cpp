@@ -109,25 +109,26 @@ std::vector<std::vector<Hypothesis>> greedy_search(const Ensemble& models,
     const at::Tensor tokens_cpu = tokens.to(at::kCPU).contiguous();
     const float* value = values_cpu.data_ptr<float>();
     const int64_t* token = tokens_cpu.data_ptr<int64_t>();
-    std::vector<int64_t> keep;
-    std::vector<int64_t> next_live;
+    std::vector<bool> kept(live.size());
     for (size_t r = 0; r < live.size(); ++r) {
       Hypothesis& h = best[live[r]];
       h.score += value[r];
       if (token[r] == ids.eos) continue;
       h.tokens.push_back(static_cast<int32_t>(token[r]));
-      keep.push_back(static_cast<int64_t>(r));
-      next_live.push_back(live[r]);
+      kept[r] = true;
     }
-    if (next_live.empty()) break;
+    const std::vector<int64_t> keep = rows_kept_in_place(kept);
+    if (keep.empty()) break;
     if (keep.size() != live.size()) {
       const at::Tensor order = long_tensor(keep, device);
       stepper.reorder(order, order);
       last = tokens.index_select(0, order);
+      std::vector<int64_t> next_live(keep.size());
+      for (size_t r = 0; r < keep.size(); ++r) next_live[r] = live[keep[r]];
+      live = std::move(next_live);
     } else {
       last = tokens;
     }
-    live = std::move(next_live);
   }
   std::vector<std::vector<Hypothesis>> out(batch);
   for (int64_t i = 0; i < batch; ++i) {

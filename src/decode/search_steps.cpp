@@ -98,6 +98,27 @@ at::Tensor long_tensor(const std::vector<int64_t>& values, const at::Device& dev
   return at::tensor(values, at::TensorOptions().dtype(at::kLong)).to(device);
 }
 
+std::vector<int64_t> rows_kept_in_place(const std::vector<bool>& kept) {
+  std::vector<int64_t> order;
+  for (size_t r = 0; r < kept.size(); ++r)
+    if (kept[r]) order.push_back(static_cast<int64_t>(r));
+  // order now lists the kept rows in turn; the last ones, past the new end, fill the gaps.
+  const auto count = static_cast<int64_t>(order.size());
+  std::vector<int64_t> in_place(order.size(), -1);
+  std::vector<int64_t> movers;
+  for (int64_t row : order) {
+    if (row < count) {
+      in_place[row] = row;
+    } else {
+      movers.push_back(row);
+    }
+  }
+  size_t next = 0;
+  for (int64_t& row : in_place)
+    if (row < 0) row = movers[next++];
+  return in_place;
+}
+
 void constrain(at::Tensor& lprobs, const SearchIds& ids, const std::vector<int64_t>& row_limit,
                int64_t step) {
   if (step < static_cast<int64_t>(ids.forced_prefix.size())) {

@@ -70,6 +70,13 @@ std::vector<int64_t> output_limits(const at::Tensor& src_ids, int64_t pad,
 /// values as an int64 tensor on device.
 at::Tensor long_tensor(const std::vector<int64_t>& values, const at::Device& device);
 
+/// The rows a step keeps (kept[r]) as the order a stepper's reorder takes: a kept row below
+/// the number kept stays where it is, and the kept rows past that number fill the places of
+/// those that ended, in turn. Rows then move only into the places of ended ones, which the
+/// model's state does in place (model/row_selection.h); keeping them in their old order would
+/// move every row after the first that ended.
+std::vector<int64_t> rows_kept_in_place(const std::vector<bool>& kept);
+
 /// Bans pad and BOS everywhere, and everything but EOS in rows that reached their limit; at a
 /// step within ids.forced_prefix, everything but its token, which scores 0.
 void constrain(at::Tensor& lprobs, const SearchIds& ids, const std::vector<int64_t>& row_limit,

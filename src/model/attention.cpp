@@ -10,6 +10,7 @@
 
 #include "checkpoint/tensor_layout.h"
 #include "model/fake_quantization.h"
+#include "model/few_query_attention.h"
 #include "util/error.h"
 
 namespace nmt::model {
@@ -18,23 +19,10 @@ namespace {
 /// Longest key sequence for which half-precision CPU attention takes the math path.
 constexpr int64_t kMathAttentionMaxKeys = 192;
 
-/// Most queries per row for which float32 CPU inference attends with attend_few_queries: a
-/// decoding step has one (self-attention) or one per beam (cross-attention, grouped).
+/// Most queries per row for which float32 CPU inference attends with attend_few_queries
+/// (model/few_query_attention.h): a decoding step has one (self-attention) or one per beam
+/// (cross-attention, grouped).
 constexpr int64_t kFewQueries = 16;
-
-/// Attention of a few queries per row, q [B, heads, Q, d_head], as matmul, softmax, matmul;
-/// mask boolean, broadcast to [B, heads, Q, S], true for attendable keys. SDPA's CPU flash
-/// kernel runs a matrix-vector product per row and head here, which made up most of a decoding
-/// step's attention time. scripts/bench/attention_step.py (float32, one thread): this path
-/// 1.1x to 1.5x as fast for 64 and 256 rows, 0.93x for 16 rows of 10 keys; it agrees with SDPA
-/// to 1e-6 (docs/performance-log.md).
-at::Tensor attend_few_queries(const at::Tensor& q, const KeyValue& kv, const at::Tensor& mask) {
-  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  at::Tensor scores = at::matmul(q * scale, kv.key.transpose(-2, -1));
-  if (mask.defined())
-    scores.masked_fill_(mask.logical_not(), -std::numeric_limits<double>::infinity());
-  return at::matmul(scores.softmax(-1), kv.value);
-}
 
 }  // namespace
 
@@ -79,9 +67,9 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& 
   init_projection(out_proj_);
 }
 
-void MultiheadAttentionImpl::pack_weights() {
-  const auto pack = [](PackedWeight& packed, const torch::nn::Linear& linear) {
-    if (linear) packed.pack(linear->weight);
+void MultiheadAttentionImpl::pack_weights(int64_t min_elements) {
+  const auto pack = [min_elements](PackedWeight& packed, const torch::nn::Linear& linear) {
+    if (linear) packed.pack(linear->weight, min_elements);
   };
   pack(packed_qkv_, qkv_proj_);
   pack(packed_q_, q_proj_);
@@ -146,12 +134,17 @@ at::Tensor MultiheadAttentionImpl::attend_heads(const at::Tensor& q, const KeyVa
   // on GPUs and for long sequences, SDPA picks its kernel as usual.
   const bool math_path = q.is_cpu() && at::isReducedFloatingType(q.scalar_type()) &&
                          kv.key.size(2) <= kMathAttentionMaxKeys;
-  const bool few_queries = q.is_cpu() && !is_training() && q.scalar_type() == at::kFloat &&
-                           !causal && q.size(2) <= kFewQueries;
-  at::Tensor context;
+  // The kernel has no backward: it serves evaluation where nothing asks for gradients.
+  const bool no_gradient =
+      !q.requires_grad() && !kv.key.requires_grad() && !kv.value.requires_grad();
+  const bool few_queries = q.is_cpu() && !is_training() && no_gradient &&
+                           q.scalar_type() == at::kFloat && !causal && q.size(2) <= kFewQueries;
   if (few_queries) {
-    context = attend_few_queries(q, kv, mask);
-  } else if (math_path) {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    return project(out_proj_, packed_out_, attend_few_queries(q, kv.key, kv.value, mask, scale));
+  }
+  at::Tensor context;
+  if (math_path) {
     // The math op takes an additive mask: a boolean one would be misread (SDPA's front end
     // converts it the same way before choosing a kernel).
     std::optional<at::Tensor> additive;

@@ -72,9 +72,9 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   /// What its projections compute with (model/fake_quantization.h); kNone when built.
   void set_quantization(Quantization quantization) { quantization_ = quantization; }
 
-  /// Packs its projections' weights for CPU float32 inference (model/packed_linear.h); a
-  /// packed copy is used only while its weight is unchanged.
-  void pack_weights();
+  /// Packs its projections' weights of at least min_elements elements for CPU float32 inference
+  /// (model/packed_linear.h); a packed copy is used only while its weight is unchanged.
+  void pack_weights(int64_t min_elements = kMinPackedElements);
 
  private:
   /// One of its projections applied to x, quantized as set_quantization says, with packed

@@ -1,9 +1,12 @@
 #include "model/key_value_cache.h"
 
+#include <optional>
 #include <utility>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+
+#include "model/row_selection.h"
 
 namespace nmt::model {
 namespace {
@@ -75,6 +78,13 @@ void KeyValueCache::reorder(const at::Tensor& order) {
   if (length_ == 0) return;
   at::NoGradGuard no_grad;
   const int64_t rows = order.size(0);
+  if (const std::optional<RowMoves> moves = few_row_moves(order, rows_)) {
+    // Most rows stay: only the moved ones are copied, within the buffers.
+    apply_row_moves(filled(key_, rows_, length_), *moves);
+    apply_row_moves(filled(value_, rows_, length_), *moves);
+    rows_ = rows;
+    return;
+  }
   if (!spare_key_.defined() || spare_key_.size(0) < rows) {
     spare_key_ = buffer_like(key_, rows, key_.size(2));
     spare_value_ = buffer_like(value_, rows, value_.size(2));

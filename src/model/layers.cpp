@@ -38,9 +38,9 @@ FeedForwardImpl::FeedForwardImpl(const LayerOptions& options) : options_(options
   init_projection(fc2_);
 }
 
-void FeedForwardImpl::pack_weights() {
-  packed_fc1_.pack(fc1_->weight);
-  packed_fc2_.pack(fc2_->weight);
+void FeedForwardImpl::pack_weights(int64_t min_elements) {
+  packed_fc1_.pack(fc1_->weight, min_elements);
+  packed_fc2_.pack(fc2_->weight, min_elements);
 }
 
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {

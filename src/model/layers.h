@@ -47,9 +47,9 @@ class FeedForwardImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x);
   /// What fc1 and fc2 compute with (model/fake_quantization.h); kNone when built.
   void set_quantization(Quantization quantization) { quantization_ = quantization; }
-  /// Packs fc1's and fc2's weights for CPU float32 inference (model/packed_linear.h); a packed
-  /// copy is used only while its weight is unchanged.
-  void pack_weights();
+  /// Packs fc1's and fc2's weights, where of at least min_elements elements, for CPU float32
+  /// inference (model/packed_linear.h); a packed copy is used only while its weight is unchanged.
+  void pack_weights(int64_t min_elements = kMinPackedElements);
 
  private:
   LayerOptions options_;

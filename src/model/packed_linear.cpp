@@ -45,9 +45,11 @@ bool is_cpu_float(const at::Tensor& t) { return t.is_cpu() && t.scalar_type() ==
 
 bool weight_packing_available() { return packing_ops().linear.has_value(); }
 
-void PackedWeight::pack(const at::Tensor& weight) {
+void PackedWeight::pack(const at::Tensor& weight, int64_t min_elements) {
   clear();
-  if (!weight_packing_available() || !is_cpu_float(weight) || weight.dim() != 2) return;
+  if (!weight_packing_available() || !is_cpu_float(weight) || weight.dim() != 2 ||
+      weight.numel() < min_elements)
+    return;
   // No batch size: oneDNN picks the layout for products of any number of rows (a decoding
   // step's rows change as sentences finish).
   at::NoGradGuard no_grad;

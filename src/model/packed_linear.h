@@ -21,12 +21,21 @@ namespace nmt::model {
 /// Whether this LibTorch has oneDNN's prepacked linear ops (CPU builds with MKL-DNN).
 bool weight_packing_available();
 
+/// The smallest weight (elements) that pack() packs by default. oneDNN's prepacked product
+/// costs about 15 us a call more than MKL's sgemm (one thread, 2-core Intel Xeon, LibTorch
+/// 2.11): for a small weight that is more than MKL spends copying it, so the plain product is
+/// faster (192 x 192 at 4 rows: 6 against 22 us; 512 x 512 at 4 rows: 21 against 32 us; level
+/// at 100 to 400 rows), while for a big one the copy dominates (512 x 1536 at 4 rows: 210
+/// against 136 us; 192 x 8000: 486 against 315 us). 2^19 floats (2 MiB) lies between.
+constexpr int64_t kMinPackedElements = int64_t{1} << 19;
+
 /// One weight [out, in] and its prepacked copy.
 class PackedWeight {
  public:
   /// Packs weight (float32, on the CPU) as it is now; afterwards empty() is false unless packing
-  /// is unavailable or weight is not float32 on the CPU (then linear() is at::linear).
-  void pack(const at::Tensor& weight);
+  /// is unavailable, weight is not float32 on the CPU or it has fewer than min_elements elements
+  /// (then linear() is at::linear).
+  void pack(const at::Tensor& weight, int64_t min_elements = kMinPackedElements);
   /// Drops the packed copy.
   void clear() { packed_ = at::Tensor(); }
   /// Whether there is no packed copy.

@@ -7,6 +7,7 @@
 
 #include "model/fake_quantization.h"
 #include "model/recompute.h"
+#include "model/row_selection.h"
 #include "util/error.h"
 
 namespace nmt::model {
@@ -117,15 +118,15 @@ void TransformerImpl::set_quantization(Quantization quantization) {
   }
 }
 
-void TransformerImpl::pack_weights() {
+void TransformerImpl::pack_weights(int64_t min_elements) {
   for (const auto& module : modules(/*include_self=*/false)) {
     if (auto* attention = module->as<MultiheadAttentionImpl>()) {
-      attention->pack_weights();
+      attention->pack_weights(min_elements);
     } else if (auto* ffn = module->as<FeedForwardImpl>()) {
-      ffn->pack_weights();
+      ffn->pack_weights(min_elements);
     }
   }
-  packed_output_.pack(output_weight());
+  packed_output_.pack(output_weight(), min_elements);
 }
 
 at::Tensor TransformerImpl::output_weight() const {
@@ -209,14 +210,6 @@ at::Tensor TransformerImpl::decode_step(const at::Tensor& last_tokens, DecoderSt
   if (state.real_tokens.defined()) state.real_tokens = state.real_tokens + last_tokens.ne(pad_id_);
   return project(x).squeeze(1);
 }
-
-namespace {
-
-void select_rows(at::Tensor& t, const at::Tensor& order) {
-  if (t.defined()) t = t.index_select(0, order);
-}
-
-}  // namespace
 
 void TransformerImpl::reorder_target_state(DecoderState& state, const at::Tensor& new_order) const {
   for (KeyValueCache& cache : state.self_attention) cache.reorder(new_order);

@@ -13,12 +13,14 @@
 #include "amp/autocast.h"
 #include "decode/decode_fixture.h"
 #include "decode/search.h"
+#include "decode/search_steps.h"
 #include "model/transformer.h"
 #include "util/error.h"
 
 using nmt::decode::beam_search;
 using nmt::decode::greedy_search;
 using nmt::decode::Hypothesis;
+using nmt::decode::rows_kept_in_place;
 using nmt::decode::search;
 using nmt::decode::SearchIds;
 using nmt::decode::SearchOptions;
@@ -78,6 +80,18 @@ TEST_CASE("length penalty and output length limit", "[decode][search]") {
   o.max_len_b = 10;
   CHECK(nmt::decode::max_output_length(10, o, 1024) == 22);
   CHECK(nmt::decode::max_output_length(10, o, 16) == 15);
+}
+
+TEST_CASE("rows kept by a step stay in place, and the last ones fill the places of ended ones",
+          "[decode][search]") {
+  using Rows = std::vector<int64_t>;
+  CHECK(rows_kept_in_place({true, true, true}) == Rows{0, 1, 2});
+  CHECK(rows_kept_in_place({true, false, true, true, false, true}) == Rows{0, 5, 2, 3});
+  CHECK(rows_kept_in_place({false, true, false, true, true, true}) == Rows{4, 1, 5, 3});
+  CHECK(rows_kept_in_place({false, false, true, true}) == Rows{2, 3});
+  CHECK(rows_kept_in_place({true, true, false, false}) == Rows{0, 1});
+  CHECK(rows_kept_in_place({false, false}).empty());
+  CHECK(rows_kept_in_place({}).empty());
 }
 
 TEST_CASE("invalid search options are rejected naming the option", "[decode][search]") {

@@ -33,6 +33,8 @@ TEST_CASE("packed linear: equals at::linear for a step's shapes, with bias, with
   PackedWeight packed;
   CHECK(packed.empty());
   packed.pack(weight);
+  CHECK(packed.empty());  // smaller than kMinPackedElements: not worth packing
+  packed.pack(weight, /*min_elements=*/0);
   REQUIRE_FALSE(packed.empty());
   for (const std::vector<int64_t>& shape :
        {std::vector<int64_t>{1, 32}, {7, 32}, {64, 32}, {3, 5, 32}, {4, 1, 32}}) {
@@ -58,7 +60,7 @@ TEST_CASE("packed linear: an in-place change of the weight, autograd or autocast
   const at::Tensor bias = at::randn({16});
   const at::Tensor x = at::randn({4, 8});
   PackedWeight packed;
-  packed.pack(weight);
+  packed.pack(weight, /*min_elements=*/0);
   {
     // As an optimizer step does: the packed copy is now stale.
     at::NoGradGuard no_grad;
@@ -68,7 +70,7 @@ TEST_CASE("packed linear: an in-place change of the weight, autograd or autocast
     const at::Tensor other = at::randn({16, 8});
     CHECK(close(packed.linear(x, other, bias), at::linear(x, other, bias)));
   }
-  packed.pack(weight);
+  packed.pack(weight, /*min_elements=*/0);
   {
     // Autograd on: the product is recorded, and its gradient reaches the weight.
     const at::Tensor y = packed.linear(x, weight, bias, /*relu=*/true);
@@ -107,7 +109,7 @@ TEST_CASE("packed linear: a packed Transformer decodes as the unpacked one, unti
   };
   nmt::model::Transformer plain = build();
   nmt::model::Transformer packed = build();
-  packed->pack_weights();
+  packed->pack_weights(/*min_elements=*/0);
   at::NoGradGuard no_grad;
   const at::Tensor src = at::tensor({5, 6, 7, 8, 1, 9, 10, 4, 3, 2}, at::kLong).view({2, 5});
   const at::Tensor tokens = at::tensor({2, 2}, at::kLong);
