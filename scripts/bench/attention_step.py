@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The attention of one decoding step on the CPU: SDPA (its flash kernel) against the plain
-math path (matmul, softmax, matmul) that model/attention.cpp takes for a few queries per row in
-float32 inference. Prints microseconds per call and the ratio, for the shapes of a decoding
+math path (matmul, softmax, matmul) that model/attention.cpp took for a few queries per row in
+float32 inference until model/few_query_attention.h replaced it (2026-12-06; measured end to
+end, docs/performance-log.md). Prints microseconds per call and the ratio, for the shapes of a decoding
 step: self-attention (one query per row over the decoded positions) and beam search's grouped
 cross-attention (one query per beam over the source).
 
