@@ -31,7 +31,7 @@ struct HeadArgs {
   float scale;
   float* out;  // the first query's context; queries are out_stride apart
   int64_t out_stride;
-  float* scores;  // room for `keys` floats
+  float* scores;  // room for queries x keys floats, a query's keys contiguous
 };
 
 /// exp(x) for x <= 0 (scores less their maximum), 0 below -87 and for -inf: Cephes' expf
