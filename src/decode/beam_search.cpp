@@ -99,14 +99,42 @@ struct NextBeams {
   }
 };
 
+/// next, whose sentences are in their current order, with the sentences ordered as
+/// rows_kept_in_place orders rows: one that stays below the new count keeps its place, and the
+/// last ones fill the places of those that ended. The stepper then moves only those sentences'
+/// encoder keys and values and source masks (model/row_selection.h). Every sentence in next has
+/// exactly `beam` rows.
+NextBeams kept_in_place(NextBeams next, size_t sentences, int64_t beam) {
+  std::vector<bool> kept(sentences);
+  std::vector<size_t> block(sentences);  // the place of current sentence i in next
+  for (size_t b = 0; b < next.sources.size(); ++b) {
+    kept[next.sources[b]] = true;
+    block[next.sources[b]] = b;
+  }
+  NextBeams out;
+  for (int64_t source : rows_kept_in_place(kept)) {
+    const size_t b = block[source];
+    out.live.push_back(next.live[b]);
+    out.sources.push_back(source);
+    for (size_t row = b * beam; row < (b + 1) * beam; ++row) {
+      out.order.push_back(next.order[row]);
+      out.tokens.push_back(next.tokens[row]);
+      out.scores.push_back(next.scores[row]);
+      out.history.push_back(std::move(next.history[row]));
+    }
+  }
+  return out;
+}
+
 /// Moves beams (and the stepper's rows) to the next step's.
-void advance(Stepper& stepper, Beams& beams, NextBeams next, const at::Device& device) {
+void advance(Stepper& stepper, Beams& beams, NextBeams next, int64_t beam,
+             const at::Device& device) {
   // While no sentence has left the batch, beams only move within their sentence's rows.
-  const at::Tensor rows = long_tensor(next.order, device);
   if (next.live.size() == beams.live.size()) {
-    stepper.reorder(rows);
+    stepper.reorder(long_tensor(next.order, device));
   } else {
-    stepper.reorder(rows, long_tensor(next.sources, device));
+    next = kept_in_place(std::move(next), beams.live.size(), beam);
+    stepper.reorder(long_tensor(next.order, device), long_tensor(next.sources, device));
   }
   beams.last = long_tensor(next.tokens, device);
   beams.scores = at::tensor(next.scores).to(device);
@@ -161,7 +189,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Ensemble& models, const a
       if (!done) next.add(i, sentence, extensions, beams.history);
     }
     if (next.live.empty()) break;
-    advance(stepper, beams, std::move(next), device);
+    advance(stepper, beams, std::move(next), beam, device);
   }
   return best_of(std::move(finished), options.nbest);
 }
