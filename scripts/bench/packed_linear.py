@@ -10,22 +10,16 @@ shapes of the demo's model (d_model 192, ffn 768, 8,000 pieces) and of transform
 Run it with the venv's python (torch installed): ~/.cache/nmt-train/torch-*/venv/bin/python.
 """
 import argparse
-import time
 
 import torch
 import torch.nn.functional as F
 
+# The same timer as the attention benchmark beside this script (its folder is on sys.path when
+# run as a script).
+from attention_step import per_call_us
+
 SHAPES = [(192, 192), (192, 576), (192, 768), (768, 192), (192, 8000),
           (512, 512), (512, 1536), (512, 2048), (2048, 512), (512, 8000)]
-
-
-def per_call_us(fn, calls):
-    for _ in range(20):
-        fn()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls * 1e6
 
 
 def main():

@@ -24,11 +24,11 @@ bool weight_packing_available();
 /// The smallest weight (elements) that pack() packs by default. oneDNN's prepacked product
 /// costs about 15 us a call more than MKL's sgemm (one thread, 2-core Intel Xeon, LibTorch 2.11,
 /// scripts/bench/packed_linear.py): for a small weight that is more than MKL spends copying it,
-/// so the plain product is as fast or faster at any row count (192 x 192: 6 against 22 us at 4
-/// rows, 189 against 199 at 400), while for a big one the copy dominates (512 x 1536 at 4 rows:
-/// 210 against 136 us; 192 x 8000: 486 against 315 us). 512 x 512, 2^18 floats, is the border:
-/// packed 1.1x as fast at 32 to 128 rows, 0.64x at 4 rows; transformer-base decodes its batches
-/// at tens to hundreds of rows, so it is packed.
+/// so the plain product is faster at few rows and within 3% at 100 to 400 (192 x 192: 6 against
+/// 22 us at 4 rows, 189 against 199 at 400; 768 x 192 at 400 rows: 681 against 661), while for a
+/// big one the copy dominates (512 x 1536 at 4 rows: 210 against 136 us; 192 x 8000: 486 against
+/// 315 us). 512 x 512, 2^18 floats, is the border: packed 1.1x as fast at 32 to 128 rows, 0.64x at
+/// 4 rows; transformer-base decodes its batches at tens to hundreds of rows, so it is packed.
 constexpr int64_t kMinPackedElements = int64_t{1} << 18;
 
 /// One weight [out, in] and its prepacked copy.
