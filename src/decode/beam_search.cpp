@@ -77,6 +77,17 @@ std::vector<Extension> sort_candidates(const Candidates& c, int64_t i, int64_t b
   return extensions;
 }
 
+/// The i-th live sentence's `beam` extensions, each in its parent's row where it can be
+/// (extensions_in_parent_rows).
+std::vector<Extension> in_parent_rows(const std::vector<Extension>& extensions, int64_t i,
+                                      int64_t beam) {
+  std::vector<int64_t> parents;
+  for (const Extension& e : extensions) parents.push_back(e.row - i * beam);
+  std::vector<Extension> placed;
+  for (size_t e : extensions_in_parent_rows(parents)) placed.push_back(extensions[e]);
+  return placed;
+}
+
 /// The beams of the next step, gathered sentence by sentence.
 struct NextBeams {
   std::vector<int64_t> live, order, tokens;  ///< sentences; rows extended; tokens added
@@ -186,7 +197,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Ensemble& models, const a
           candidates, i, beam, ids.eos, options.length_penalty, beams.history, finished[sentence]);
       const bool done = static_cast<int64_t>(finished[sentence].size()) >= beam ||
                         step >= limit[sentence] || static_cast<int64_t>(extensions.size()) < beam;
-      if (!done) next.add(i, sentence, extensions, beams.history);
+      if (!done) next.add(i, sentence, in_parent_rows(extensions, i, beam), beams.history);
     }
     if (next.live.empty()) break;
     advance(stepper, beams, std::move(next), beam, device);

@@ -119,6 +119,26 @@ std::vector<int64_t> rows_kept_in_place(const std::vector<bool>& kept) {
   return in_place;
 }
 
+std::vector<size_t> extensions_in_parent_rows(const std::vector<int64_t>& parents) {
+  const size_t beam = parents.size();
+  std::vector<size_t> held(beam, beam);  // beam: not yet given an extension
+  std::vector<size_t> others;
+  for (size_t e = 0; e < beam; ++e) {
+    TORCH_CHECK(parents[e] >= 0 && static_cast<size_t>(parents[e]) < beam,
+                "extensions_in_parent_rows: parent ", parents[e], " outside 0 to ", beam - 1);
+    size_t& row = held[static_cast<size_t>(parents[e])];
+    if (row == beam) {
+      row = e;
+    } else {
+      others.push_back(e);
+    }
+  }
+  size_t next = 0;
+  for (size_t& row : held)
+    if (row == beam) row = others[next++];
+  return held;
+}
+
 void constrain(at::Tensor& lprobs, const SearchIds& ids, const std::vector<int64_t>& row_limit,
                int64_t step) {
   if (step < static_cast<int64_t>(ids.forced_prefix.size())) {

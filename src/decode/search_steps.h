@@ -77,6 +77,15 @@ at::Tensor long_tensor(const std::vector<int64_t>& values, const at::Device& dev
 /// move every row after the first that ended.
 std::vector<int64_t> rows_kept_in_place(const std::vector<bool>& kept);
 
+/// Where beam search puts a sentence's next beams, given the row (0 to beam - 1, within the
+/// sentence) that each of its `beam` extensions extends, best first: for each row, the index of
+/// the extension it holds. Each extended row keeps its best extension, and the others fill
+/// the rows left free, best first. The order of a sentence's beams means nothing to the
+/// search (candidates are ranked by score), but a row that keeps its place is not copied in
+/// the self-attention caches (they move only the rows that change, when under half do), where
+/// ranking by score moved most rows on every step.
+std::vector<size_t> extensions_in_parent_rows(const std::vector<int64_t>& parents);
+
 /// Bans pad and BOS everywhere, and everything but EOS in rows that reached their limit; at a
 /// step within ids.forced_prefix, everything but its token, which scores 0.
 void constrain(at::Tensor& lprobs, const SearchIds& ids, const std::vector<int64_t>& row_limit,

@@ -92,8 +92,8 @@ void KeyValueCache::reorder(const at::Tensor& order) {
   // Gathered straight into the spare buffers' filled part (a strided view): one copy.
   at::Tensor key = filled(spare_key_, rows, length_);
   at::Tensor value = filled(spare_value_, rows, length_);
-  at::index_select_out(key, filled(key_, rows_, length_), 0, order);
-  at::index_select_out(value, filled(value_, rows_, length_), 0, order);
+  gather_rows(key, filled(key_, rows_, length_), order);
+  gather_rows(value, filled(value_, rows_, length_), order);
   std::swap(key_, spare_key_);
   std::swap(value_, spare_value_);
   rows_ = rows;

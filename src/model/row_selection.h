@@ -29,8 +29,15 @@ struct RowMoves {
 std::optional<RowMoves> few_row_moves(const at::Tensor& order, int64_t rows);
 
 /// Rewrites t's rows by moves: t[to[i]] = t[from[i]] as it was before (sources are read first,
-/// so a row may be both).
+/// so a row may be both). On the CPU, where no source is also a destination (as the searches'
+/// orders make them: rows that move come from rows that stay or leave), each moved row is one
+/// memcpy per contiguous run instead of a copy out and a copy back.
 void apply_row_moves(const at::Tensor& t, const RowMoves& moves);
+
+/// dst = src.index_select(0, order), for dst of order.size(0) rows shaped like src's rows and not
+/// overlapping it; on the CPU a row is copied as memcpy of its contiguous runs (a cache's filled
+/// view is one run per head), where index_select into a strided view goes element-wise.
+void gather_rows(const at::Tensor& dst, const at::Tensor& src, const at::Tensor& order);
 
 /// t = t.index_select(0, order), in place and narrowed where few_row_moves finds few moves.
 /// Undefined t stays undefined.

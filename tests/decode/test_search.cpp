@@ -94,6 +94,23 @@ TEST_CASE("rows kept by a step stay in place, and the last ones fill the places 
   CHECK(rows_kept_in_place({}).empty());
 }
 
+TEST_CASE("a sentence's next beams keep their parents' rows, the others fill the free ones",
+          "[decode][search]") {
+  using nmt::decode::extensions_in_parent_rows;
+  using Places = std::vector<size_t>;
+  // Extensions best first, by the row they extend: row r holds extension places[r].
+  CHECK(extensions_in_parent_rows({0, 1, 2, 3}) == Places{0, 1, 2, 3});
+  CHECK(extensions_in_parent_rows({3, 2, 1, 0}) == Places{3, 2, 1, 0});
+  // Row 1 keeps its best extension (0), row 0 its only one (2), row 3 its (3); the second
+  // extension of row 1 (1) takes row 2, which no extension extends.
+  CHECK(extensions_in_parent_rows({1, 1, 0, 3}) == Places{2, 0, 1, 3});
+  // The first step: every extension extends row 0 (the only live beam), best first.
+  CHECK(extensions_in_parent_rows({0, 0, 0, 0}) == Places{0, 1, 2, 3});
+  CHECK(extensions_in_parent_rows({2, 2, 2}) == Places{1, 2, 0});
+  CHECK(extensions_in_parent_rows({0}) == Places{0});
+  CHECK_THROWS_WITH(extensions_in_parent_rows({0, 2}), Catch::Contains("parent 2 outside 0 to 1"));
+}
+
 TEST_CASE("invalid search options are rejected naming the option", "[decode][search]") {
   SearchOptions o;
   o.beam = 2;

@@ -98,3 +98,71 @@ TEST_CASE("row selection: a cache reordered in place holds what index_select giv
   }
   CHECK(rows == 4);
 }
+
+TEST_CASE("row selection: rows copied by their contiguous runs equal index_select",
+          "[model][row_selection]") {
+  using nmt::model::apply_row_moves;
+  using nmt::model::gather_rows;
+  at::manual_seed(6);
+  const at::Tensor order = order_of({4, 0, 0, 5, 2});
+  // Source layouts: plain, a cache's filled view (a run per head), a run per row of a wider
+  // buffer, one whose inner dimensions are not contiguous (copied by index_select), and
+  // other dtypes.
+  const at::Tensor buffer = at::randn({6, 3, 9, 5});
+  const std::vector<at::Tensor> sources = {at::randn({6, 3, 4}),
+                                           buffer.narrow(2, 0, 4),
+                                           buffer.select(1, 2).narrow(1, 0, 9),
+                                           buffer.narrow(2, 0, 4).transpose(2, 3),
+                                           at::randint(-100, 100, {6, 2, 3}, at::kLong),
+                                           at::randn({6, 1, 1, 7}).gt(0)};
+  for (const at::Tensor& src : sources) {
+    INFO("source " << src.sizes() << " strides " << src.strides() << " " << src.scalar_type());
+    const at::Tensor expected = src.index_select(0, order);
+    // Into a plain tensor and into the first positions of a wider buffer.
+    at::Tensor plain = at::empty_like(expected);
+    gather_rows(plain, src, order);
+    CHECK(at::equal(plain, expected));
+    std::vector<int64_t> wide_sizes = expected.sizes().vec();
+    wide_sizes.back() += 3;
+    const at::Tensor wide = at::zeros(wide_sizes, expected.options());
+    const at::Tensor view = wide.narrow(-1, 0, expected.size(-1));
+    gather_rows(view, src, order);
+    CHECK(at::equal(view, expected));
+    CHECK(at::equal(wide.narrow(-1, expected.size(-1), 3), at::zeros_like(wide.narrow(-1, 0, 3))));
+  }
+  const at::Tensor src = at::randn({6, 3, 4});
+  at::Tensor out = at::empty({2, 3, 4});
+  CHECK_THROWS_WITH(gather_rows(out, src, order_of({1, 6})), Catch::Contains("out of range"));
+
+  // Moves: rows that move come from rows that stay (one memcpy a run), and a row both read and
+  // written (copied out first); each equals the order's index_select on a strided cache view.
+  for (const std::vector<int64_t>& rows :
+       {std::vector<int64_t>{0, 0, 2, 3, 4, 2}, std::vector<int64_t>{0, 5, 2, 3, 4, 1}}) {
+    const at::Tensor t = at::randn({6, 3, 9, 5}).narrow(2, 0, 4);
+    const at::Tensor expected = t.index_select(0, order_of(rows));
+    const auto moves = few_row_moves(order_of(rows), 6);
+    REQUIRE(moves.has_value());
+    apply_row_moves(t, *moves);
+    CHECK(at::equal(t, expected));
+  }
+}
+
+TEST_CASE("row selection: a cache gathered when most rows move holds what index_select gives",
+          "[model][row_selection][kv_cache]") {
+  at::manual_seed(8);
+  KeyValueCache cache;
+  KeyValue expected;
+  for (int64_t t = 0; t < 20; ++t) {
+    const KeyValue next{at::randn({4, 2, 1, 3}), at::randn({4, 2, 1, 3})};
+    cache.append(next);
+    expected.key = expected.key.defined() ? at::cat({expected.key, next.key}, 2) : next.key;
+    expected.value =
+        expected.value.defined() ? at::cat({expected.value, next.value}, 2) : next.value;
+    // Beams of one sentence: half the rows or more move (a gather).
+    const at::Tensor order = order_of({0, 0, 1, t % 4});
+    cache.reorder(order);
+    expected = {expected.key.index_select(0, order), expected.value.index_select(0, order)};
+    REQUIRE(at::equal(cache.view().key, expected.key));
+    REQUIRE(at::equal(cache.view().value, expected.value));
+  }
+}
