@@ -235,6 +235,7 @@ void apply_choices(const TranslateFlags& flags, decode::TranslateOptions& o) {
   decode::SearchOptions& s = o.search;
   s.cached = !flags.no_cache;
   o.with_scores = flags.nbest->count() > 0;
+  s.scores = o.with_scores;  // only --nbest prints them
   o.device = flags.device == "cpu"    ? decode::DeviceChoice::kCpu
              : flags.device == "cuda" ? decode::DeviceChoice::kCuda
                                       : decode::DeviceChoice::kAuto;

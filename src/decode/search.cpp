@@ -99,8 +99,10 @@ std::vector<std::vector<Hypothesis>> greedy_search(const Ensemble& models,
   for (int64_t i = 0; i < batch; ++i) live[i] = i;
   at::Tensor last =
       at::full({batch}, ids.start, at::TensorOptions().dtype(at::kLong).device(device));
+  // Without scores, the best token of the logits is that of the log-probabilities.
+  const bool logits_only = !options.scores && !options.sampling && stepper.steps_logits();
   for (int64_t step = 0; !live.empty(); ++step) {
-    at::Tensor lprobs = stepper.step(last);
+    at::Tensor lprobs = stepper.step(last, /*normalized=*/!logits_only);
     std::vector<int64_t> row_limit(live.size());
     for (size_t r = 0; r < live.size(); ++r) row_limit[r] = limit[live[r]];
     constrain(lprobs, ids, row_limit, step);
@@ -133,6 +135,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(const Ensemble& models,
   std::vector<std::vector<Hypothesis>> out(batch);
   for (int64_t i = 0; i < batch; ++i) {
     Hypothesis& h = best[i];
+    if (logits_only) h.score = std::numeric_limits<double>::quiet_NaN();
     h.normalized_score =
         h.score / length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
     out[i].push_back(std::move(h));

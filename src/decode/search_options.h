@@ -20,6 +20,11 @@ struct SearchOptions {
                                 ///< (slow; for speed comparisons and tests)
   std::optional<SamplingOptions> sampling;  ///< set: draw one output per sentence at random
                                             ///< (beam and nbest must be 1); unset: search
+  /// false: the caller does not read the hypotheses' scores, so greedy search of one model
+  /// picks each step's best token from the logits, without a log-softmax over the
+  /// vocabulary, and leaves score and normalized_score NaN. Beam search, sampling and
+  /// ensembles need the log-probabilities and ignore it.
+  bool scores = true;
 };
 
 /// Throws nmt::ConfigError naming the option when a value is out of range (beam < 1,

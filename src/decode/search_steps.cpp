@@ -32,7 +32,7 @@ ModelStepper::ModelStepper(model::TransformerImpl& model, model::EncoderOutput e
                       at::TensorOptions().dtype(at::kLong).device(encoded_.out.device()));
 }
 
-at::Tensor ModelStepper::step(const at::Tensor& last_tokens) {
+at::Tensor ModelStepper::step(const at::Tensor& last_tokens, bool normalized) {
   at::Tensor logits;
   if (cached_) {
     logits = model_.decode_step(last_tokens, state_);
@@ -40,6 +40,7 @@ at::Tensor ModelStepper::step(const at::Tensor& last_tokens) {
     prefix_ = at::cat({prefix_, last_tokens.unsqueeze(1)}, 1);
     logits = model_.decode(prefix_, encoded_).select(1, -1);
   }
+  if (!normalized) return logits.to(at::kFloat);
   if (logits.scalar_type() != at::kFloat || !logits.is_contiguous())
     return logits.to(at::kFloat).log_softmax(-1);
   // In place: the logits are this step's own tensor. A second [rows, vocab] buffer every step
@@ -71,8 +72,8 @@ Stepper::Stepper(const Ensemble& models, const at::Tensor& src_ids, bool cached,
                           rows_per_source);
 }
 
-at::Tensor Stepper::step(const at::Tensor& last_tokens) {
-  if (members_.size() == 1) return members_[0].step(last_tokens);
+at::Tensor Stepper::step(const at::Tensor& last_tokens, bool normalized) {
+  if (members_.size() == 1) return members_[0].step(last_tokens, normalized);
   // Each member's log-softmax is a fresh tensor: scaled and summed in place.
   at::Tensor mean = members_[0].step(last_tokens).mul_(weights_[0]);
   for (size_t i = 1; i < members_.size(); ++i)

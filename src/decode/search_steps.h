@@ -25,8 +25,10 @@ class ModelStepper {
   ModelStepper(model::TransformerImpl& model, model::EncoderOutput encoded, bool cached,
                int64_t rows_per_source = 1);
 
-  /// Feeds last_tokens [R] -> float32 log-probabilities [R, V] of the next token.
-  at::Tensor step(const at::Tensor& last_tokens);
+  /// Feeds last_tokens [R] -> float32 log-probabilities [R, V] of the next token, or with
+  /// normalized false its float32 logits (which rank the tokens as the log-probabilities do,
+  /// without the log-softmax's pass over the vocabulary).
+  at::Tensor step(const at::Tensor& last_tokens, bool normalized = true);
 
   /// Keeps rows `rows` [R'] (int64 on the model's device), in that order, and sources
   /// `sources` [R' / rows_per_source]: group j of rows_per_source rows must come from rows of
@@ -52,8 +54,13 @@ class Stepper {
   Stepper(const Ensemble& models, const at::Tensor& src_ids, bool cached,
           int64_t rows_per_source = 1);
 
-  /// Feeds last_tokens [R] -> float32 log-probabilities [R, V] of the next token.
-  at::Tensor step(const at::Tensor& last_tokens);
+  /// Feeds last_tokens [R] -> float32 log-probabilities [R, V] of the next token. With
+  /// normalized false, one model's float32 logits instead (an ensemble's mean needs each
+  /// member's log-probabilities: it ignores the flag).
+  at::Tensor step(const at::Tensor& last_tokens, bool normalized = true);
+
+  /// Whether step(..., false) gives logits (one model) rather than log-probabilities.
+  bool steps_logits() const { return members_.size() == 1; }
 
   /// ModelStepper::reorder of every model.
   void reorder(const at::Tensor& rows, const at::Tensor& sources = {});

@@ -28,7 +28,10 @@ std::optional<RowRuns> row_runs(const at::Tensor& t) {
     inner *= t.size(first_inner - 1);
     --first_inner;
   }
-  if (first_inner > 2) return std::nullopt;
+  // Broadcast rows or runs (stride 0) are one memory location for many: left to ATen.
+  if (first_inner > 2 || (t.size(0) > 1 && t.stride(0) == 0) ||
+      (first_inner == 2 && t.size(1) > 1 && t.stride(1) == 0))
+    return std::nullopt;
   const int64_t element = t.element_size();
   RowRuns r;
   r.base = static_cast<char*>(t.data_ptr());

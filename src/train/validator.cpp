@@ -127,6 +127,7 @@ SetScores Validator::State::validate_set(model::Transformer& model, size_t index
     decode::SearchOptions search;
     search.beam = setup.train.valid_beam;
     search.nbest = 1;
+    search.scores = false;  // BLEU and chrF read the texts only
     const decode::SearchIds search_ids{ids.decoder_start,
                                        data.vocab.tgt.bos_id(),
                                        ids.eos,

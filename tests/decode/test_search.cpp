@@ -146,6 +146,35 @@ TEST_CASE("greedy scores are the model's log-probabilities of its output", "[dec
   CHECK(ended_early > 0);
 }
 
+TEST_CASE("greedy search without scores picks the same tokens from the logits",
+          "[decode][search]") {
+  // Without a log-softmax: the same outputs, also where the length limit forces EOS and a
+  // forced prefix starts them, and NaN scores (nothing reads them).
+  Transformer model = tiny_model(1);
+  const at::Tensor src = batch_of(random_sentences(8, 11));
+  SearchIds prefixed = kIds;
+  prefixed.forced_prefix = {5};
+  for (const SearchIds& ids : {kIds, prefixed}) {
+    for (const int64_t max_len_b : {3, 10}) {
+      SearchOptions o;
+      o.beam = 1;
+      o.max_len_b = max_len_b;
+      const auto scored = greedy_search(*model, src, ids, o);
+      o.scores = false;
+      const auto unscored = greedy_search(*model, src, ids, o);
+      REQUIRE(unscored.size() == scored.size());
+      for (size_t i = 0; i < scored.size(); ++i) {
+        INFO("sentence " << i << ", max_len_b " << max_len_b << ", prefix "
+                         << ids.forced_prefix.size());
+        CHECK(unscored[i].at(0).tokens == scored[i].at(0).tokens);
+        CHECK(std::isnan(unscored[i][0].score));
+        CHECK(std::isnan(unscored[i][0].normalized_score));
+        CHECK(std::isfinite(scored[i][0].score));
+      }
+    }
+  }
+}
+
 TEST_CASE("beam size 1 equals greedy search", "[decode][search]") {
   for (bool cached : {true, false}) {
     Transformer model = tiny_model(2);

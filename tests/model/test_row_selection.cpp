@@ -106,13 +106,14 @@ TEST_CASE("row selection: rows copied by their contiguous runs equal index_selec
   at::manual_seed(6);
   const at::Tensor order = order_of({4, 0, 0, 5, 2});
   // Source layouts: plain, a cache's filled view (a run per head), a run per row of a wider
-  // buffer, one whose inner dimensions are not contiguous (copied by index_select), and
-  // other dtypes.
+  // buffer, one whose inner dimensions are not contiguous and a broadcast one (both copied by
+  // index_select), and other dtypes.
   const at::Tensor buffer = at::randn({6, 3, 9, 5});
   const std::vector<at::Tensor> sources = {at::randn({6, 3, 4}),
                                            buffer.narrow(2, 0, 4),
                                            buffer.select(1, 2).narrow(1, 0, 9),
                                            buffer.narrow(2, 0, 4).transpose(2, 3),
+                                           at::randn({1, 3, 4}).expand({6, 3, 4}),
                                            at::randint(-100, 100, {6, 2, 3}, at::kLong),
                                            at::randn({6, 1, 1, 7}).gt(0)};
   for (const at::Tensor& src : sources) {
