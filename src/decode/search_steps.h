@@ -90,7 +90,7 @@ std::vector<int64_t> rows_kept_in_place(const std::vector<bool>& kept);
 /// the rows left free, best first. The order of a sentence's beams means nothing to the
 /// search (candidates are ranked by score), but a row that keeps its place is not copied in
 /// the self-attention caches (they move only the rows that change, when under half do), where
-/// ranking by score moved most rows on every step.
+/// ranking by score moved every row whose parent had another rank.
 std::vector<size_t> extensions_in_parent_rows(const std::vector<int64_t>& parents);
 
 /// Bans pad and BOS everywhere, and everything but EOS in rows that reached their limit; at a
