@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -58,114 +59,230 @@ inline float exp_nonpositive(float x) {
   return x < -87.0f ? 0.0f : y * two_to_n;
 }
 
-/// 16 floats as one value: GCC's vector extension, compiled to one AVX-512 register, two AVX2
-/// ones or four SSE ones depending on the clone (below). Written out, the kernel's sums need no
-/// reassociation from the compiler (which it may not do without -ffast-math), and a horizontal
-/// sum is a few shuffles instead of a chain of 16 scalar additions.
-// The helpers taking and returning these are inlined into the clones, never called across an
-// ABI boundary, so GCC's note that such a call would pass them differently without AVX-512 does
-// not apply.
+/// `W` floats as one value (GCC's vector extension): one AVX-512 register at 16 lanes, one AVX2
+/// register at 8 and one SSE register at 4 when compiled for that instruction set (below).
+/// Written out, the kernel's sums need no reassociation from the compiler (which it may not do
+/// without -ffast-math).
+// The helpers taking and returning these are inlined into the per-ISA entry points, never called
+// across an ABI boundary, so GCC's note that such a call would pass them differently without
+// AVX or AVX-512 does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
-typedef float Vec16 __attribute__((vector_size(64)));
-typedef float Vec8 __attribute__((vector_size(32)));
-typedef float Vec4 __attribute__((vector_size(16)));
-constexpr int64_t kLanes = 16;
+template <int W>
+struct Lanes {
+  typedef float Vec __attribute__((vector_size(W * sizeof(float))));
+};
 
-__attribute__((always_inline)) inline Vec16 load16(const float* p) {
-  Vec16 v;
+template <typename Vec>
+__attribute__((always_inline)) inline Vec load(const float* p) {
+  Vec v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
-__attribute__((always_inline)) inline void store16(float* p, Vec16 v) {
+template <typename Vec>
+__attribute__((always_inline)) inline void store(float* p, Vec v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-/// The sum of v's lanes by halving: (8 + 8), (4 + 4), then the last four.
-__attribute__((always_inline)) inline float sum_lanes(Vec16 v) {
-  const Vec8 eight = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-                     __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  const Vec4 four = __builtin_shufflevector(eight, eight, 0, 1, 2, 3) +
-                    __builtin_shufflevector(eight, eight, 4, 5, 6, 7);
-  return (four[0] + four[2]) + (four[1] + four[3]);
+/// Lanes 0, 2, 4, ... and 1, 3, 5, ... of a and b side by side: their sum holds a's pairs' sums,
+/// then b's.
+template <typename Vec, std::size_t... I>
+__attribute__((always_inline)) inline Vec pair_sums(Vec a, Vec b, std::index_sequence<I...>) {
+  return __builtin_shufflevector(a, b, (2 * I)...) + __builtin_shufflevector(a, b, (2 * I + 1)...);
 }
 
-/// The dot product of x and y, n floats each.
-__attribute__((always_inline)) inline float dot(const float* x, const float* y, int64_t n) {
-  Vec16 partial = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) partial += load16(x + i) * load16(y + i);
-  float sum = sum_lanes(partial);
-  for (; i < n; ++i) sum += x[i] * y[i];
+/// The W sums of W vectors' lanes, the j-th in lane j: pairs of vectors become one of pair sums,
+/// log2(W) times. One such transposing sum serves W dot products, where summing each vector
+/// apart takes log2(W) shuffles and adds per dot product.
+template <int W>
+__attribute__((always_inline)) inline typename Lanes<W>::Vec transposed_sums(
+    typename Lanes<W>::Vec* v) {
+#pragma GCC unroll 16
+  for (int n = W; n > 1; n /= 2)
+#pragma GCC unroll 16
+    for (int j = 0; j < n / 2; ++j)
+      v[j] = pair_sums(v[2 * j], v[2 * j + 1], std::make_index_sequence<W>{});
+  return v[0];
+}
+
+/// The sum of v's lanes.
+template <int W>
+__attribute__((always_inline)) inline float lane_sum(typename Lanes<W>::Vec v) {
+  float sum = 0.0f;
+  for (int j = 0; j < W; ++j) sum += v[j];
   return sum;
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define NMT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define NMT_VECTOR_CLONES
-#endif
+/// The largest of v's lanes.
+template <int W>
+__attribute__((always_inline)) inline float lane_max(typename Lanes<W>::Vec v) {
+  float max = v[0];
+  for (int j = 1; j < W; ++j) max = std::max(max, v[j]);
+  return max;
+}
 
 /// One row and head, first half: each query's attention weights (softmax of its scores) into
-/// a.scores, queries a.keys apart; a query with nothing to attend to gets NaN weights. Compiled
-/// for AVX-512 and AVX2 besides the baseline, picked at load time (GCC function
-/// multi-versioning).
-NMT_VECTOR_CLONES
-void head_weights(const HeadArgs& a) {
+/// a.scores, queries a.keys apart; a query with nothing to attend to gets NaN weights.
+/// Scores come W keys at a time: W accumulators, one a key, summed over the head's columns W
+/// at a time, then transposed into one vector of W scores. The last block of keys reads the
+/// last key again in place of the missing ones and keeps only its real scores.
+template <int W>
+__attribute__((always_inline)) inline void head_weights(const HeadArgs& a) {
+  using Vec = typename Lanes<W>::Vec;
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  // Key by key, every query: a key is read from memory once for all of a row's queries.
-  for (int64_t s = 0; s < a.keys; ++s) {
-    const float* k = a.key + s * a.key_stride;
-    for (int64_t qi = 0; qi < a.queries; ++qi)
-      a.scores[qi * a.keys + s] = dot(a.q + qi * a.q_stride, k, a.d_head) * a.scale;
-  }
+  const int64_t d = a.d_head, vector_columns = d / W * W;
   for (int64_t qi = 0; qi < a.queries; ++qi) {
+    const float* q = a.q + qi * a.q_stride;
     float* scores = a.scores + qi * a.keys;
+    for (int64_t s = 0; s < a.keys; s += W) {
+      const float* rows[W];
+      for (int j = 0; j < W; ++j)
+        rows[j] = a.key + std::min<int64_t>(s + j, a.keys - 1) * a.key_stride;
+      Vec sums[W] = {};
+      for (int64_t i = 0; i < vector_columns; i += W) {
+        const Vec qv = load<Vec>(q + i);
+#pragma GCC unroll 16
+        for (int j = 0; j < W; ++j) sums[j] += qv * load<Vec>(rows[j] + i);
+      }
+      float block[W];
+      store(block, transposed_sums<W>(sums));
+      const int64_t n = std::min<int64_t>(W, a.keys - s);
+      for (int64_t j = 0; j < n; ++j) {
+        float tail = 0.0f;  // the columns past the last multiple of W
+        for (int64_t i = vector_columns; i < d; ++i) tail += q[i] * rows[j][i];
+        scores[s + j] = (block[j] + tail) * a.scale;
+      }
+    }
     if (a.mask) {
       const bool* mask = a.mask + qi * a.mask_query_stride;
       for (int64_t s = 0; s < a.keys; ++s)
         if (!mask[s * a.mask_key_stride]) scores[s] = neg_inf;
     }
-    float max = neg_inf;
-    for (int64_t s = 0; s < a.keys; ++s) max = std::max(max, scores[s]);
+    Vec max_lanes;
+    for (int j = 0; j < W; ++j) max_lanes[j] = neg_inf;
+    int64_t s = 0;
+    for (; s + W <= a.keys; s += W) {
+      const Vec v = load<Vec>(scores + s);
+      max_lanes = v > max_lanes ? v : max_lanes;
+    }
+    float max = lane_max<W>(max_lanes);
+    for (; s < a.keys; ++s) max = std::max(max, scores[s]);
     if (max == neg_inf) {  // nothing to attend to
       std::fill(scores, scores + a.keys, std::numeric_limits<float>::quiet_NaN());
       continue;
     }
-    for (int64_t s = 0; s < a.keys; ++s) scores[s] = exp_nonpositive(scores[s] - max);
-    Vec16 partial = {};
-    int64_t s = 0;
-    for (; s + kLanes <= a.keys; s += kLanes) partial += load16(scores + s);
-    float sum = sum_lanes(partial);
+    for (s = 0; s < a.keys; ++s) scores[s] = exp_nonpositive(scores[s] - max);
+    Vec partial = {};
+    for (s = 0; s + W <= a.keys; s += W) partial += load<Vec>(scores + s);
+    float sum = lane_sum<W>(partial);
     for (; s < a.keys; ++s) sum += scores[s];
     const float norm = 1.0f / sum;
     for (s = 0; s < a.keys; ++s) scores[s] *= norm;
   }
 }
 
+/// Columns [i, i + R * W) of one query's context: R vectors stay in registers while the values
+/// are summed into them. Masked keys weigh 0 and are skipped, so that a NaN or infinite value
+/// there has no effect; NaN weights make a NaN context.
+template <int W, int R>
+__attribute__((always_inline)) inline void context_columns(const HeadArgs& a, const float* weights,
+                                                           float* out, int64_t i) {
+  using Vec = typename Lanes<W>::Vec;
+  Vec sums[R] = {};
+  for (int64_t s = 0; s < a.keys; ++s) {
+    const float w = weights[s];
+    if (w == 0.0f) continue;
+    const float* value = a.value + s * a.value_stride + i;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) sums[r] += w * load<Vec>(value + r * W);
+  }
+  for (int r = 0; r < R; ++r) store(out + i + r * W, sums[r]);
+}
+
 /// One row and head, second half: each query's context, the sum of values by the weights in
-/// a.scores. Masked keys weigh 0 and are skipped, so that a NaN or infinite value there has no
-/// effect; NaN weights make a NaN context. Each 16 columns of the context stay in a register
-/// while the values are summed into them.
-NMT_VECTOR_CLONES
-void head_context(const HeadArgs& a) {
+/// a.scores, four vectors of columns at a time (then two, then one, then single columns).
+template <int W>
+__attribute__((always_inline)) inline void head_context(const HeadArgs& a) {
   const int64_t d = a.d_head;
   for (int64_t qi = 0; qi < a.queries; ++qi) {
     const float* weights = a.scores + qi * a.keys;
     float* out = a.out + qi * a.out_stride;
     int64_t i = 0;
-    for (; i + kLanes <= d; i += kLanes) {
-      Vec16 sum = {};
-      for (int64_t s = 0; s < a.keys; ++s)
-        if (weights[s] != 0.0f) sum += weights[s] * load16(a.value + s * a.value_stride + i);
-      store16(out + i, sum);
-    }
+    for (; i + 4 * W <= d; i += 4 * W) context_columns<W, 4>(a, weights, out, i);
+    for (; i + 2 * W <= d; i += 2 * W) context_columns<W, 2>(a, weights, out, i);
+    for (; i + W <= d; i += W) context_columns<W, 1>(a, weights, out, i);
     for (; i < d; ++i) {
       float sum = 0.0f;
       for (int64_t s = 0; s < a.keys; ++s)
         if (weights[s] != 0.0f) sum += weights[s] * a.value[s * a.value_stride + i];
       out[i] = sum;
     }
+  }
+}
+
+/// A width's two halves, compiled for the instruction set that runs it best.
+struct HeadKernels {
+  void (*weights)(const HeadArgs&);
+  void (*context)(const HeadArgs&);
+};
+
+template <int W>
+void portable_weights(const HeadArgs& a) {
+  head_weights<W>(a);
+}
+template <int W>
+void portable_context(const HeadArgs& a) {
+  head_context<W>(a);
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define NMT_X86_KERNELS 1
+// Each width compiled for the instruction set whose registers hold it, with fused multiply-adds;
+// picked at run time where the processor has them. (The kernel before was one 16-lane function
+// cloned by GCC's target_clones: on AVX2 its clone split every 16-lane value into two registers
+// and kept them on the stack, and it took 2.7x the time of this one in a greedy decoding profile
+// on an AMD EPYC.)
+__attribute__((target("avx512f,fma"))) void avx512_weights(const HeadArgs& a) {
+  head_weights<16>(a);
+}
+__attribute__((target("avx512f,fma"))) void avx512_context(const HeadArgs& a) {
+  head_context<16>(a);
+}
+__attribute__((target("avx2,fma"))) void avx2_weights(const HeadArgs& a) { head_weights<8>(a); }
+__attribute__((target("avx2,fma"))) void avx2_context(const HeadArgs& a) { head_context<8>(a); }
+#endif
+
+bool has_avx512() {
+#ifdef NMT_X86_KERNELS
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
+bool has_avx2() {
+#ifdef NMT_X86_KERNELS
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+HeadKernels kernels_for(AttentionLanes lanes) {
+  switch (lanes == AttentionLanes::automatic ? static_cast<AttentionLanes>(native_attention_lanes())
+                                             : lanes) {
+    case AttentionLanes::sixteen:
+#ifdef NMT_X86_KERNELS
+      if (has_avx512()) return {avx512_weights, avx512_context};
+#endif
+      return {portable_weights<16>, portable_context<16>};
+    case AttentionLanes::eight:
+#ifdef NMT_X86_KERNELS
+      if (has_avx2()) return {avx2_weights, avx2_context};
+#endif
+      return {portable_weights<8>, portable_context<8>};
+    default:
+      return {portable_weights<4>, portable_context<4>};
   }
 }
 
@@ -176,8 +293,14 @@ at::Tensor last_dim_contiguous(const at::Tensor& t) {
 
 }  // namespace
 
+int native_attention_lanes() {
+  static const int lanes = has_avx512() ? 16 : has_avx2() ? 8 : 4;
+  return lanes;
+}
+
 at::Tensor attend_few_queries(const at::Tensor& q_in, const at::Tensor& key_in,
-                              const at::Tensor& value_in, const at::Tensor& mask_in, double scale) {
+                              const at::Tensor& value_in, const at::Tensor& mask_in, double scale,
+                              AttentionLanes lanes) {
   TORCH_CHECK(q_in.dim() == 4 && key_in.dim() == 4 && value_in.sizes() == key_in.sizes(),
               "attend_few_queries: expected q [B, heads, Q, d] and keys and values [B, heads, S, "
               "d], found ",
@@ -235,15 +358,16 @@ at::Tensor attend_few_queries(const at::Tensor& q_in, const at::Tensor& key_in,
     a.scores = scores;
     return a;
   };
+  const HeadKernels kernels = kernels_for(lanes);
   at::parallel_for(0, batch * heads, grain, [&](int64_t begin, int64_t end) {
     // Every head's weights, then every head's context: one pass over the keys, then one over
     // the values, as two batched products would read them. Alternating keys and values head
     // by head was 1.2x slower here once the cache outgrew the processor's caches.
     std::vector<float> weights(static_cast<size_t>((end - begin) * queries * keys));
     for (int64_t bh = begin; bh < end; ++bh)
-      head_weights(head(bh, weights.data() + (bh - begin) * queries * keys));
+      kernels.weights(head(bh, weights.data() + (bh - begin) * queries * keys));
     for (int64_t bh = begin; bh < end; ++bh)
-      head_context(head(bh, weights.data() + (bh - begin) * queries * keys));
+      kernels.context(head(bh, weights.data() + (bh - begin) * queries * keys));
   });
   return out;
 }

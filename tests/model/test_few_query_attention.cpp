@@ -1,7 +1,9 @@
 // The few-query attention kernel of decoding steps against its definition, softmax(q k^T) v
 // with matrix products, over the shapes decoding gives it: one query or a few, head widths
-// that are and are not multiples of the kernel's 16 lanes, strided queries (heads of a fused
-// projection), keys and values narrowed from cache buffers, and masks in every broadcast.
+// and key counts that are and are not multiples of each vector width the kernel has (4, 8 and 16
+// lanes, each run here whatever the processor: natively where it has the instruction set),
+// strided queries (heads of a fused projection), keys and values narrowed from cache buffers, and
+// masks in every broadcast.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "model/few_query_attention.h"
 
 using nmt::model::attend_few_queries;
+using nmt::model::AttentionLanes;
 
 namespace {
 
@@ -37,9 +40,13 @@ at::Tensor padding_mask(int64_t batch, int64_t keys) {
 TEST_CASE("few-query attention: equals softmax(q k^T) v for decoding's shapes and strides",
           "[model][few_query_attention]") {
   at::manual_seed(11);
+  const auto lanes = GENERATE(AttentionLanes::automatic, AttentionLanes::four,
+                              AttentionLanes::eight, AttentionLanes::sixteen);
+  INFO("lanes " << static_cast<int>(lanes)
+                << " (native here: " << nmt::model::native_attention_lanes() << ")");
   for (const int64_t d : {1, 15, 16, 48, 64, 70}) {
     for (const int64_t queries : {1, 4, 16}) {
-      for (const int64_t keys : {1, 7, 33}) {
+      for (const int64_t keys : {1, 7, 16, 33}) {
         INFO("d_head " << d << ", queries " << queries << ", keys " << keys);
         const int64_t batch = 3, heads = 2;
         const double scale = 1.0 / std::sqrt(static_cast<double>(d));
@@ -55,26 +62,41 @@ TEST_CASE("few-query attention: equals softmax(q k^T) v for decoding's shapes an
         REQUIRE_FALSE(q.is_contiguous());
         REQUIRE_FALSE(key.is_contiguous());
 
-        const at::Tensor unmasked = attend_few_queries(q, key, value, {}, scale);
+        const at::Tensor unmasked = attend_few_queries(q, key, value, {}, scale, lanes);
         CHECK(unmasked.sizes() == at::IntArrayRef{batch, queries, heads * d});
         CHECK(unmasked.is_contiguous());
         CHECK(at::allclose(unmasked, reference(q, key, value, {}, scale), 1e-5, 1e-5));
 
         const at::Tensor padding = padding_mask(batch, keys);
-        CHECK(at::allclose(attend_few_queries(q, key, value, padding, scale),
+        CHECK(at::allclose(attend_few_queries(q, key, value, padding, scale, lanes),
                            reference(q, key, value, padding, scale), 1e-5, 1e-5));
         // A full mask [B, heads, Q, S], each query its own keys (the first always allowed).
         at::Tensor full = at::rand({batch, heads, queries, keys}) > 0.5;
         full.select(3, 0).fill_(true);
-        CHECK(at::allclose(attend_few_queries(q, key, value, full, scale),
+        CHECK(at::allclose(attend_few_queries(q, key, value, full, scale, lanes),
                            reference(q, key, value, full, scale), 1e-5, 1e-5));
       }
     }
   }
 }
 
+TEST_CASE("few-query attention: the automatic width is the processor's widest",
+          "[model][few_query_attention]") {
+  const int native = nmt::model::native_attention_lanes();
+  CHECK((native == 4 || native == 8 || native == 16));
+  at::manual_seed(5);
+  const at::Tensor q = at::randn({2, 3, 2, 40});
+  const at::Tensor key = at::randn({2, 3, 21, 40});
+  const at::Tensor value = at::randn({2, 3, 21, 40});
+  // Bit for bit: the same code runs.
+  CHECK(at::equal(attend_few_queries(q, key, value, {}, 0.3),
+                  attend_few_queries(q, key, value, {}, 0.3, static_cast<AttentionLanes>(native))));
+}
+
 TEST_CASE("few-query attention: masked keys weigh nothing, even huge ones, and none gives NaN",
           "[model][few_query_attention]") {
+  const auto lanes = GENERATE(AttentionLanes::four, AttentionLanes::eight, AttentionLanes::sixteen);
+  INFO("lanes " << static_cast<int>(lanes));
   const at::Tensor q = at::ones({1, 1, 2, 4});
   at::Tensor key = at::zeros({1, 1, 3, 4});
   at::Tensor value = at::zeros({1, 1, 3, 4});
@@ -83,11 +105,11 @@ TEST_CASE("few-query attention: masked keys weigh nothing, even huge ones, and n
   value[0][0][1].fill_(3.0);
   value[0][0][2].fill_(std::numeric_limits<float>::quiet_NaN());
   at::Tensor mask = at::tensor({1, 1, 0}).gt(0).view({1, 1, 1, 3});
-  const at::Tensor out = attend_few_queries(q, key, value, mask, 0.5);
+  const at::Tensor out = attend_few_queries(q, key, value, mask, 0.5, lanes);
   CHECK(at::allclose(out, at::full({1, 2, 4}, 2.0f)));  // equal scores: the mean of 1 and 3
 
   mask = at::tensor({1, 1, 0, 0, 0, 0}).gt(0).view({1, 1, 2, 3});
-  const at::Tensor none = attend_few_queries(q, key, value, mask, 0.5);
+  const at::Tensor none = attend_few_queries(q, key, value, mask, 0.5, lanes);
   CHECK(at::allclose(none.select(1, 0), at::full({1, 4}, 2.0f)));
   CHECK(none.select(1, 1).isnan().all().item<bool>());
 }
