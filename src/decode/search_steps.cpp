@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 
+#include "model/log_softmax_rows.h"
+
 namespace nmt::decode {
 namespace {
 
@@ -45,6 +47,10 @@ at::Tensor ModelStepper::step(const at::Tensor& last_tokens, bool normalized) {
     return logits.to(at::kFloat).log_softmax(-1);
   // In place: the logits are this step's own tensor. A second [rows, vocab] buffer every step
   // is a fresh multi-megabyte allocation, paid in page faults (docs/performance-log.md).
+  if (logits.is_cpu() && logits.dim() == 2) {
+    model::log_softmax_rows_(logits);
+    return logits;
+  }
   return at::_log_softmax_out(logits, logits, /*dim=*/-1, /*half_to_float=*/false);
 }
 

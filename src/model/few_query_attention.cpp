@@ -35,54 +35,15 @@ struct HeadArgs {
   float* scores;  // room for queries x keys floats, a query's keys contiguous
 };
 
-/// exp(x) for x <= 0 (scores less their maximum), 0 below -87 and for -inf: Cephes' expf
-/// (a degree-6 polynomial after a two-part reduction by ln 2, within 2 units in the last
-/// place), written without calls or branches so that it vectorizes inside head_weights (libm's
-/// expf is a call per score, which was a third of the kernel's time).
-inline float exp_nonpositive(float x) {
-  const float clamped = x < -87.0f ? -87.0f : x;
-  // Round to nearest by adding 1.5 * 2^23: vectorizes without SSE4.1's round.
-  constexpr float kRound = 12582912.0f;
-  const float n = (clamped * 1.44269504088896341f + kRound) - kRound;
-  float r = clamped - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
-  const auto bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
-  float two_to_n;
-  std::memcpy(&two_to_n, &bits, sizeof two_to_n);
-  return x < -87.0f ? 0.0f : y * two_to_n;
-}
-
-/// `W` floats as one value (GCC's vector extension): one AVX-512 register at 16 lanes, one AVX2
-/// register at 8 and one SSE register at 4 when compiled for that instruction set (below).
-/// Written out, the kernel's sums need no reassociation from the compiler (which it may not do
-/// without -ffast-math).
-// The helpers taking and returning these are inlined into the per-ISA entry points, never called
-// across an ABI boundary, so GCC's note that such a call would pass them differently without
-// AVX or AVX-512 does not apply.
+// The kernel's vector helpers (model/vector_lanes.h) are inlined into the per-ISA entry points
+// below, never called across an ABI boundary.
 #pragma GCC diagnostic ignored "-Wpsabi"
-template <int W>
-struct Lanes {
-  typedef float Vec __attribute__((vector_size(W * sizeof(float))));
-};
-
-template <typename Vec>
-__attribute__((always_inline)) inline Vec load(const float* p) {
-  Vec v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-template <typename Vec>
-__attribute__((always_inline)) inline void store(float* p, Vec v) {
-  std::memcpy(p, &v, sizeof v);
-}
+using lanes::exp_nonpositive;
+using lanes::lane_max;
+using lanes::lane_sum;
+using lanes::Lanes;
+using lanes::load;
+using lanes::store;
 
 /// Lanes 0, 2, 4, ... and 1, 3, 5, ... of a and b side by side: their sum holds a's pairs' sums,
 /// then b's.
@@ -103,22 +64,6 @@ __attribute__((always_inline)) inline typename Lanes<W>::Vec transposed_sums(
     for (int j = 0; j < n / 2; ++j)
       v[j] = pair_sums(v[2 * j], v[2 * j + 1], std::make_index_sequence<W>{});
   return v[0];
-}
-
-/// The sum of v's lanes.
-template <int W>
-__attribute__((always_inline)) inline float lane_sum(typename Lanes<W>::Vec v) {
-  float sum = 0.0f;
-  for (int j = 0; j < W; ++j) sum += v[j];
-  return sum;
-}
-
-/// The largest of v's lanes.
-template <int W>
-__attribute__((always_inline)) inline float lane_max(typename Lanes<W>::Vec v) {
-  float max = v[0];
-  for (int j = 1; j < W; ++j) max = std::max(max, v[j]);
-  return max;
 }
 
 /// One row and head, first half: each query's attention weights (softmax of its scores) into
@@ -235,8 +180,7 @@ void portable_context(const HeadArgs& a) {
   head_context<W>(a);
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define NMT_X86_KERNELS 1
+#ifdef NMT_X86_KERNELS
 // Each width compiled for the instruction set whose registers hold it, with fused multiply-adds;
 // picked at run time where the processor has them. (The kernel before was one 16-lane function
 // cloned by GCC's target_clones: on AVX2 its clone split every 16-lane value into two registers
@@ -252,33 +196,16 @@ __attribute__((target("avx2,fma"))) void avx2_weights(const HeadArgs& a) { head_
 __attribute__((target("avx2,fma"))) void avx2_context(const HeadArgs& a) { head_context<8>(a); }
 #endif
 
-bool has_avx512() {
-#ifdef NMT_X86_KERNELS
-  return __builtin_cpu_supports("avx512f");
-#else
-  return false;
-#endif
-}
-
-bool has_avx2() {
-#ifdef NMT_X86_KERNELS
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
-
-HeadKernels kernels_for(AttentionLanes lanes) {
-  switch (lanes == AttentionLanes::automatic ? static_cast<AttentionLanes>(native_attention_lanes())
-                                             : lanes) {
-    case AttentionLanes::sixteen:
+HeadKernels kernels_for(VectorLanes lanes) {
+  switch (lanes_for(lanes)) {
+    case 16:
 #ifdef NMT_X86_KERNELS
       if (has_avx512()) return {avx512_weights, avx512_context};
 #endif
       return {portable_weights<16>, portable_context<16>};
-    case AttentionLanes::eight:
+    case 8:
 #ifdef NMT_X86_KERNELS
-      if (has_avx2()) return {avx2_weights, avx2_context};
+      if (has_avx2_fma()) return {avx2_weights, avx2_context};
 #endif
       return {portable_weights<8>, portable_context<8>};
     default:
@@ -293,14 +220,9 @@ at::Tensor last_dim_contiguous(const at::Tensor& t) {
 
 }  // namespace
 
-int native_attention_lanes() {
-  static const int lanes = has_avx512() ? 16 : has_avx2() ? 8 : 4;
-  return lanes;
-}
-
 at::Tensor attend_few_queries(const at::Tensor& q_in, const at::Tensor& key_in,
                               const at::Tensor& value_in, const at::Tensor& mask_in, double scale,
-                              AttentionLanes lanes) {
+                              VectorLanes lanes) {
   TORCH_CHECK(q_in.dim() == 4 && key_in.dim() == 4 && value_in.sizes() == key_in.sizes(),
               "attend_few_queries: expected q [B, heads, Q, d] and keys and values [B, heads, S, "
               "d], found ",

@@ -14,23 +14,18 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "model/vector_lanes.h"
+
 namespace nmt::model {
-
-/// The vector width of attend_few_queries' kernel. automatic: the widest this processor runs
-/// natively (16 lanes with AVX-512, 8 with AVX2 and FMA, else 4). A width asked for runs on any
-/// processor, compiled for the best instruction set it has (tests run every width).
-enum class AttentionLanes { automatic = 0, four = 4, eight = 8, sixteen = 16 };
-
-/// The width that AttentionLanes::automatic picks here: 4, 8 or 16.
-int native_attention_lanes();
 
 /// softmax(scale * q k^T, masked) v for queries q [B, heads, Q, d_head] and keys and values
 /// [B, heads, S, d_head], all float32 on the CPU with any strides; mask boolean, broadcastable to
 /// [B, heads, Q, S], true where a query may attend (undefined: everywhere). Returns the context
 /// [B, Q, heads * d_head], contiguous. A query with no key to attend to gets NaN, as softmax
 /// over nothing but -inf does.
+/// lanes: the kernel's vector width (model/vector_lanes.h).
 at::Tensor attend_few_queries(const at::Tensor& q, const at::Tensor& key, const at::Tensor& value,
                               const at::Tensor& mask, double scale,
-                              AttentionLanes lanes = AttentionLanes::automatic);
+                              VectorLanes lanes = VectorLanes::automatic);
 
 }  // namespace nmt::model

@@ -14,7 +14,7 @@
 #include "model/few_query_attention.h"
 
 using nmt::model::attend_few_queries;
-using nmt::model::AttentionLanes;
+using nmt::model::VectorLanes;
 
 namespace {
 
@@ -40,10 +40,10 @@ at::Tensor padding_mask(int64_t batch, int64_t keys) {
 TEST_CASE("few-query attention: equals softmax(q k^T) v for decoding's shapes and strides",
           "[model][few_query_attention]") {
   at::manual_seed(11);
-  const auto lanes = GENERATE(AttentionLanes::automatic, AttentionLanes::four,
-                              AttentionLanes::eight, AttentionLanes::sixteen);
-  INFO("lanes " << static_cast<int>(lanes)
-                << " (native here: " << nmt::model::native_attention_lanes() << ")");
+  const auto lanes =
+      GENERATE(VectorLanes::automatic, VectorLanes::four, VectorLanes::eight, VectorLanes::sixteen);
+  INFO("lanes " << static_cast<int>(lanes) << " (native here: " << nmt::model::native_vector_lanes()
+                << ")");
   for (const int64_t d : {1, 15, 16, 48, 64, 70}) {
     for (const int64_t queries : {1, 4, 16}) {
       for (const int64_t keys : {1, 7, 16, 33}) {
@@ -82,7 +82,7 @@ TEST_CASE("few-query attention: equals softmax(q k^T) v for decoding's shapes an
 
 TEST_CASE("few-query attention: the automatic width is the processor's widest",
           "[model][few_query_attention]") {
-  const int native = nmt::model::native_attention_lanes();
+  const int native = nmt::model::native_vector_lanes();
   CHECK((native == 4 || native == 8 || native == 16));
   at::manual_seed(5);
   const at::Tensor q = at::randn({2, 3, 2, 40});
@@ -90,12 +90,12 @@ TEST_CASE("few-query attention: the automatic width is the processor's widest",
   const at::Tensor value = at::randn({2, 3, 21, 40});
   // Bit for bit: the same code runs.
   CHECK(at::equal(attend_few_queries(q, key, value, {}, 0.3),
-                  attend_few_queries(q, key, value, {}, 0.3, static_cast<AttentionLanes>(native))));
+                  attend_few_queries(q, key, value, {}, 0.3, static_cast<VectorLanes>(native))));
 }
 
 TEST_CASE("few-query attention: masked keys weigh nothing, even huge ones, and none gives NaN",
           "[model][few_query_attention]") {
-  const auto lanes = GENERATE(AttentionLanes::four, AttentionLanes::eight, AttentionLanes::sixteen);
+  const auto lanes = GENERATE(VectorLanes::four, VectorLanes::eight, VectorLanes::sixteen);
   INFO("lanes " << static_cast<int>(lanes));
   const at::Tensor q = at::ones({1, 1, 2, 4});
   at::Tensor key = at::zeros({1, 1, 3, 4});
