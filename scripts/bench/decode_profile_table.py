@@ -13,11 +13,12 @@ import json
 import re
 
 CATEGORIES = [
-    ("attention kernels (SDPA)", r"flash_attention|scaled_dot_product"),
+    ("attention kernels (SDPA; ours: few-query attention)",
+     r"flash_attention|scaled_dot_product|few_query|(avx2|avx512|portable)_(weights|context)|head_(weights|context)"),
     ("matrix-vector products (MKL gemv: attention of one query)", r"sgemv|xsgemv"),
     ("matrix products (MKL/oneDNN gemm)", r"sgemm|gemm|dnnl|brgemm|mkl_blas|jit_.*(matmul|inner_product|ip_|brgemm|gemm)"),
     ("top-k (beam candidates)", r"topk|__adjust_heap|partial_sort|nth_element|__introselect"),
-    ("log-softmax and exp", r"log_softmax|softmax|Sleef_.*exp|expf|__ieee754_exp"),
+    ("log-softmax and exp", r"log_softmax|softmax|Sleef_.*exp|expf|__ieee754_exp|(avx2|avx512|portable)_row"),
     ("copies (cat, index_select, contiguous)", r"memmove|memcpy|direct_copy|index_select|cat_serial|copy_kernel"),
     ("layer norm", r"LayerNorm|RowwiseMoments|layer_norm"),
     ("element-wise ops (add, masks, activations)", r"VectorizedLoop2d|binary_op|fill|where|relu|gelu|masked|unary"),
