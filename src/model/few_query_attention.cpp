@@ -184,7 +184,7 @@ void portable_context(const HeadArgs& a) {
 // Each width compiled for the instruction set whose registers hold it, with fused multiply-adds;
 // picked at run time where the processor has them. (The kernel before was one 16-lane function
 // cloned by GCC's target_clones: on AVX2 its clone split every 16-lane value into two registers
-// and kept them on the stack, and it took 2.7x the time of this one in a greedy decoding profile
+// and kept them on the stack, and it took 2.5x the time of this one in a greedy decoding profile
 // on an AMD EPYC.)
 __attribute__((target("avx512f,fma"))) void avx512_weights(const HeadArgs& a) {
   head_weights<16>(a);
