@@ -84,6 +84,21 @@ __attribute__((always_inline)) inline float lane_max(typename Lanes<W>::Vec v) {
   return max;
 }
 
+/// The shared body of both exp_nonpositive: for n = round(x / ln 2) (x already clamped to
+/// -87), exp(x) / 2^n by the two-part reduction and the polynomial. T is float or a vector.
+template <typename T>
+__attribute__((always_inline)) inline T exp_reduced(T clamped, T n) {
+  T r = clamped - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  T p = T{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return p * r * r + r + 1.0f;
+}
+
 /// exp(x) for x <= 0 (scores less their maximum), 0 below -87 and for -inf, NaN for NaN:
 /// Cephes' expf (a degree-6 polynomial after a two-part reduction by ln 2, within 2 units in the
 /// last place), written without calls or branches so that it vectorizes in a kernel's loops
@@ -93,15 +108,7 @@ inline float exp_nonpositive(float x) {
   // Round to nearest by adding 1.5 * 2^23: vectorizes without SSE4.1's round.
   constexpr float kRound = 12582912.0f;
   const float n = (clamped * 1.44269504088896341f + kRound) - kRound;
-  float r = clamped - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
+  const float y = exp_reduced(clamped, n);
   const auto bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   float two_to_n;
   std::memcpy(&two_to_n, &bits, sizeof two_to_n);
@@ -119,15 +126,7 @@ __attribute__((always_inline)) inline typename Lanes<W>::Vec exp_nonpositive(
   const Vec clamped = x < low ? low : x;
   const Vec round = broadcast<W>(12582912.0f);
   const Vec n = (clamped * 1.44269504088896341f + round) - round;
-  Vec r = clamped - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  Vec p = broadcast<W>(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const Vec y = p * r * r + r + 1.0f;
+  const Vec y = exp_reduced(clamped, n);
   const Ints bits = (__builtin_convertvector(n, Ints) + 127) << 23;
   Vec two_to_n;
   std::memcpy(&two_to_n, &bits, sizeof two_to_n);
