@@ -74,7 +74,7 @@ class MultiheadAttentionImpl : public torch::nn::Module {
 
   /// Packs its projections' weights of at least min_elements elements for CPU float32 inference
   /// (model/packed_linear.h); a packed copy is used only while its weight is unchanged.
-  void pack_weights(int64_t min_elements = kMinPackedElements);
+  void pack_weights(int64_t min_elements = min_packed_elements());
 
  private:
   /// One of its projections applied to x, quantized as set_quantization says, with packed

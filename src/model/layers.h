@@ -49,7 +49,7 @@ class FeedForwardImpl : public torch::nn::Module {
   void set_quantization(Quantization quantization) { quantization_ = quantization; }
   /// Packs fc1's and fc2's weights, where of at least min_elements elements, for CPU float32
   /// inference (model/packed_linear.h); a packed copy is used only while its weight is unchanged.
-  void pack_weights(int64_t min_elements = kMinPackedElements);
+  void pack_weights(int64_t min_elements = min_packed_elements());
 
  private:
   LayerOptions options_;

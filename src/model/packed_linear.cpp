@@ -43,6 +43,16 @@ bool is_cpu_float(const at::Tensor& t) { return t.is_cpu() && t.scalar_type() ==
 
 }  // namespace
 
+int64_t min_packed_elements() {
+  // The vendor, not the instruction set: MKL picks its code path by it.
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+  static const bool intel = __builtin_cpu_is("intel");
+  return intel ? kMinPackedElements : kMinPackedElementsOffIntel;
+#else
+  return kMinPackedElements;
+#endif
+}
+
 bool weight_packing_available() { return packing_ops().linear.has_value(); }
 
 void PackedWeight::pack(const at::Tensor& weight, int64_t min_elements) {

@@ -31,13 +31,25 @@ bool weight_packing_available();
 /// 4 rows; transformer-base decodes its batches at tens to hundreds of rows, so it is packed.
 constexpr int64_t kMinPackedElements = int64_t{1} << 18;
 
+/// The smallest weight that pack() packs by default on processors other than Intel's, where
+/// MKL's sgemm does not take its Intel code paths (MKL 2024.2 in LibTorch 2.11 reports its
+/// "compatible" branch on an AMD EPYC): there, on a 2-core AMD EPYC with AVX-512 (family 26,
+/// scripts/bench/packed_linear.py, one thread), oneDNN's prepacked product was 1.1x to 4.2x as
+/// fast as MKL's at every shape from 192 x 576 up and every row count from 4 to 400, and only
+/// 192 x 192 at 4 and 12 rows was faster unpacked (6 against 12 us, 12 against 15 us).
+constexpr int64_t kMinPackedElementsOffIntel = int64_t{1} << 16;
+
+/// The default of pack()'s min_elements on this processor: kMinPackedElements on Intel's (and
+/// where the build cannot tell), kMinPackedElementsOffIntel on other x86-64 processors.
+int64_t min_packed_elements();
+
 /// One weight [out, in] and its prepacked copy.
 class PackedWeight {
  public:
   /// Packs weight (float32, on the CPU) as it is now; afterwards empty() is false unless packing
   /// is unavailable, weight is not float32 on the CPU or it has fewer than min_elements elements
   /// (then linear() is at::linear).
-  void pack(const at::Tensor& weight, int64_t min_elements = kMinPackedElements);
+  void pack(const at::Tensor& weight, int64_t min_elements = min_packed_elements());
   /// Drops the packed copy.
   void clear() { packed_ = at::Tensor(); }
   /// Whether there is no packed copy.

@@ -102,11 +102,11 @@ class TransformerImpl : public torch::nn::Module {
   /// What set_quantization set; kNone when built.
   Quantization quantization() const { return quantization_; }
   /// Packs the weights of the linear layers and of the output projection that have at least
-  /// min_elements elements (kMinPackedElements: where it pays) for CPU float32 inference
-  /// (model/packed_linear.h): decoding's products skip MKL's per-call copy of the weight. Costs
-  /// a second copy of those weights; a packed copy is used only while its weight is unchanged
+  /// min_elements elements (min_packed_elements(): where it pays on this processor) for CPU float32
+  /// inference (model/packed_linear.h): decoding's products skip MKL's per-call copy of the weight.
+  /// Costs a second copy of those weights; a packed copy is used only while its weight is unchanged
   /// (a training step or load after this falls back to the unpacked product).
-  void pack_weights(int64_t min_elements = kMinPackedElements);
+  void pack_weights(int64_t min_elements = min_packed_elements());
 
  private:
   /// Final pre-norm LayerNorm (if any) and output projection.

@@ -52,6 +52,28 @@ TEST_CASE("packed linear: equals at::linear for a step's shapes, with bias, with
   CHECK(packed.empty());
 }
 
+TEST_CASE("packed linear: by default a weight is packed from the processor's threshold up",
+          "[model][packed_linear]") {
+  if (!nmt::model::weight_packing_available()) NMT_SKIP("this LibTorch has no oneDNN linear ops");
+  using nmt::model::kMinPackedElements;
+  using nmt::model::kMinPackedElementsOffIntel;
+  const int64_t threshold = nmt::model::min_packed_elements();
+  CHECK((threshold == kMinPackedElements || threshold == kMinPackedElementsOffIntel));
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+  // MKL takes its Intel code paths by vendor: elsewhere it lost to oneDNN from 192 x 576 up.
+  CHECK(threshold == (__builtin_cpu_is("intel") ? kMinPackedElements : kMinPackedElementsOffIntel));
+#endif
+  at::NoGradGuard no_grad;
+  // 256 x 256 (2^16): packed off Intel, not on it; 2^18 elements: packed everywhere.
+  PackedWeight packed;
+  packed.pack(at::randn({256, 256}));
+  CHECK(packed.empty() == (256 * 256 < threshold));
+  packed.pack(at::randn({256, 255}));
+  CHECK(packed.empty());
+  packed.pack(at::randn({512, 512}));
+  CHECK_FALSE(packed.empty());
+}
+
 TEST_CASE("packed linear: an in-place change of the weight, autograd or autocast use the weight",
           "[model][packed_linear]") {
   if (!nmt::model::weight_packing_available()) NMT_SKIP("this LibTorch has no oneDNN linear ops");
