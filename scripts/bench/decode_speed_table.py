@@ -7,7 +7,9 @@
 For each model and beam, one row per translator: lines/s and target tokens/s (the median of the
 repeats), the output's target tokens, the share of output lines identical to nmt-translate's
 with one worker, and the rate against CTranslate2 float32 with as many threads in all (a
-translator nmt-wW with W workers of N threads each is set against ct2-none-t(W*N)).
+translator nmt-wW with W workers of N threads each is set against ct2-none-t(W*N)). With more
+than one repeat, each run's seconds follow the table (and are in the JSON), so that a table
+shows its own spread.
 """
 import argparse
 import json
@@ -61,6 +63,7 @@ def main():
                     "lines_per_s": statistics.median(s["sentences_per_s"] for s in runs),
                     "tokens_per_s": statistics.median(s["output_tokens_per_s"] for s in runs),
                     "tokens": runs[0]["output_tokens"],
+                    "seconds": [s["seconds"] for s in runs],
                 }
             reference = read_lines(f"{stem}.{a.translators[0]}.b{beam}")
             for t in a.translators:
@@ -76,6 +79,11 @@ def main():
                 print(f"{model:<22}{beam:>5}  {row['translator']:<40}{row['lines_per_s']:>9.1f}"
                       f"{row['tokens_per_s']:>10.0f}{row['tokens']:>9}{same:>7.3f}"
                       f"{'' if ratio is None else f'{ratio:.2f}x':>12}")
+    if a.repeats > 1:
+        print("seconds of each run, in the order they ran:")
+        for row in rows:
+            print(f"{row['model']:<22}{row['beam']:>5}  {row['translator']:<40}"
+                  + " ".join(f"{x:8.2f}" for x in row["seconds"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"repeats": a.repeats, "threads": a.threads, "rows": rows}, f, indent=2)

@@ -3,7 +3,8 @@
 oneDNN's product with the weight prepacked once (the mkldnn ops model/packed_linear.h calls),
 packed for any batch and for the batch measured. Prints microseconds per call for the layer
 shapes of the demo's model (d_model 192, ffn 768, 8,000 pieces) and of transformer-base
-(512, 2,048), at a few row counts: where packing pays is what sets kMinPackedElements.
+(512, 2,048), at a few row counts: where packing pays is what sets kMinPackedElements (Intel
+processors) and kMinPackedElementsOffIntel (others) in model/packed_linear.h.
 
     scripts/bench/packed_linear.py [--threads 1] [--calls 300] [--rows 4,12,96,400]
 

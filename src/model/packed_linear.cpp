@@ -44,7 +44,7 @@ bool is_cpu_float(const at::Tensor& t) { return t.is_cpu() && t.scalar_type() ==
 }  // namespace
 
 int64_t min_packed_elements() {
-  // The vendor, not the instruction set: MKL picks its code path by it.
+  // The vendor, not the instruction set: MKL's sgemm runs other code on other vendors' processors.
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
   static const bool intel = __builtin_cpu_is("intel");
   return intel ? kMinPackedElements : kMinPackedElementsOffIntel;

@@ -32,11 +32,12 @@ bool weight_packing_available();
 constexpr int64_t kMinPackedElements = int64_t{1} << 18;
 
 /// The smallest weight that pack() packs by default on processors other than Intel's, where
-/// MKL's sgemm does not take its Intel code paths (MKL 2024.2 in LibTorch 2.11 reports its
-/// "compatible" branch on an AMD EPYC): there, on a 2-core AMD EPYC with AVX-512 (family 26,
-/// scripts/bench/packed_linear.py, one thread), oneDNN's prepacked product was 1.1x to 4.2x as
-/// fast as MKL's at every shape from 192 x 576 up and every row count from 4 to 400, and only
-/// 192 x 192 at 4 and 12 rows was faster unpacked (6 against 12 us, 12 against 15 us).
+/// MKL's sgemm runs other code than on Intel's (on an AMD EPYC its kernel for AMD processors,
+/// mkl_blas_def_sgemm_kernel_0_zen, in MKL 2024.2 of LibTorch 2.11) and oneDNN's runs AVX-512
+/// where the processor has it: on a 2-core AMD EPYC with AVX-512 (family 26, one thread,
+/// scripts/bench/packed_linear.py) oneDNN's prepacked product was 1.1x to 4.2x as fast as MKL's
+/// at every shape from 192 x 576 up and every row count from 4 to 400; only 192 x 192 at 4 and 12
+/// rows was faster unpacked (6 against 12 us, 12 against 15 us).
 constexpr int64_t kMinPackedElementsOffIntel = int64_t{1} << 16;
 
 /// The default of pack()'s min_elements on this processor: kMinPackedElements on Intel's (and
