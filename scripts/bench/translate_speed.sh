@@ -3,7 +3,7 @@
 # the cached incremental decoder and without it (--no-cache), printing sentences/s and output
 # tokens/s (SentencePiece pieces) as nmt-translate measures them (reading, search and writing;
 # model loading excluded), the wall time of the whole command, and whether cached and uncached
-# outputs are identical.
+# outputs are identical (the exit status is 1 when they are not).
 #
 # A tiny checkpoint is trained first unless RUN_DIR already holds one.
 #   scripts/bench/translate_speed.sh                 # all 1000 test sentences, default device
@@ -34,6 +34,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 head -n "$LINES" data/ddtp.en-de.test.en > "$tmp/input"
 echo "checkpoint: $RUN_DIR; $(wc -l < "$tmp/input") sentences; device $DEVICE; threads $THREADS; amp $AMP"
+differ=0
 printf '%-5s %-9s %10s %12s %12s %10s %s\n' beam decoder search_s sentences/s tokens/s wall_s same_output
 for beam in 1 5; do
   for decoder in cached uncached; do
@@ -42,17 +43,24 @@ for beam in 1 5; do
     start=$(date +%s.%N)
     "$BUILD/nmt-translate" -c "$RUN_DIR" -i "$tmp/input" -o "$tmp/out.$beam.$decoder" \
       --beam "$beam" --device "$DEVICE" --threads "$THREADS" --amp "$AMP" $flag \
-      --stats-json "$tmp/stats.json" 2> "$tmp/log"
+      --stats-json "$tmp/stats.json" 2> "$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
     end=$(date +%s.%N)
     # The figures nmt-translate writes for scripts, not its log line.
-    read -r seconds rate tokens < <(python3 -c 'import json, sys
+    # (An assignment, not `read < <(...)`: a failing command substitution stops the script
+    # under set -e, a failing process substitution would leave the columns empty.)
+    figures=$(python3 -c 'import json, sys
 s = json.load(open(sys.argv[1]))
-print(f"{s[\"seconds\"]:.2f} {s[\"sentences_per_s\"]:.1f} {s[\"output_tokens_per_s\"]:.0f}")' "$tmp/stats.json")
+print("%.2f %.1f %.0f" % (s["seconds"], s["sentences_per_s"], s["output_tokens_per_s"]))' "$tmp/stats.json")
+    read -r seconds rate tokens <<< "$figures"
     same="-"
     if [[ $decoder == uncached ]]; then
-      cmp -s "$tmp/out.$beam.cached" "$tmp/out.$beam.uncached" && same=yes || same=NO
+      cmp -s "$tmp/out.$beam.cached" "$tmp/out.$beam.uncached" && same=yes || { same=NO; differ=1; }
     fi
     printf '%-5s %-9s %10s %12s %12s %10.2f %s\n' "$beam" "$decoder" "$seconds" "$rate" \
       "$tokens" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$same"
   done
 done
+if (( differ )); then
+  echo "translate_speed.sh: cached and uncached outputs differ (same_output NO above)" >&2
+  exit 1
+fi
