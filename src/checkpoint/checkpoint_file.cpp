@@ -337,6 +337,15 @@ std::map<std::string, std::string> read_checkpoint_metadata(const std::filesyste
   return read_header(fd, file, HeaderKind::kCheckpoint).metadata;
 }
 
+std::vector<std::string> read_checkpoint_tensor_names(const std::filesystem::path& file) {
+  const int fd = open_for_reading(file);
+  FdCloser closer(fd);
+  std::vector<std::string> names;
+  for (const TensorEntry& entry : read_header(fd, file, HeaderKind::kCheckpoint).tensors)
+    names.push_back(entry.name);
+  return names;
+}
+
 CheckpointData load_safetensors(const std::filesystem::path& file) {
   const int fd = open_for_reading(file);
   FdCloser closer(fd);

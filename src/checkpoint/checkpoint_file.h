@@ -93,6 +93,12 @@ CheckpointData load_safetensors(const std::filesystem::path& file);
 /// checkpoints. Throws CheckpointError like load_checkpoint for a bad header.
 std::map<std::string, std::string> read_checkpoint_metadata(const std::filesystem::path& file);
 
+/// The names of the tensors the header lists, in header order, and no other byte of the file
+/// (no tensor data, no checksum): for choosing which tensors to load before reading a large
+/// checkpoint. An older checkpoint's attention projections are named as stored, unfused.
+/// Throws CheckpointError like load_checkpoint for a bad header.
+std::vector<std::string> read_checkpoint_tensor_names(const std::filesystem::path& file);
+
 /// The safetensors dtype name of a tensor's dtype ("F32", ...); throws CheckpointError for a
 /// dtype checkpoints cannot hold.
 std::string_view safetensors_dtype_name(const at::Tensor& tensor);

@@ -95,7 +95,7 @@ uint64_t model_parameter_hash(const CheckpointData& data) {
 }
 
 std::string checkpoint_info_json(const std::filesystem::path& file) {
-  const CheckpointData data = load_checkpoint(file);
+  const CheckpointData data = map_checkpoint(file);  // views of the file: no copy held
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(file, ec);
   NMT_CHECK(!ec, CheckpointError, "{}: cannot stat: {}", file.string(), ec.message());
@@ -124,8 +124,9 @@ DiffReport diff_checkpoints(const std::filesystem::path& a_file,
   NMT_CHECK(options.atol >= 0 && !std::isnan(options.atol), CheckpointError,
             "--atol: expected a number >= 0, found {}", options.atol);
   at::NoGradGuard no_grad;
-  const CheckpointData a_data = load_checkpoint(a_file);
-  const CheckpointData b_data = load_checkpoint(b_file);
+  // Views of the files mapped: two large checkpoints are compared without a copy of either.
+  const CheckpointData a_data = map_checkpoint(a_file);
+  const CheckpointData b_data = map_checkpoint(b_file);
   const auto a = selected(a_data, options.all_tensors);
   const auto b = selected(b_data, options.all_tensors);
 
@@ -192,7 +193,9 @@ CheckpointData average_checkpoints(const std::vector<std::filesystem::path>& inp
   std::vector<at::Tensor> sums;  // float64 running sums; undefined for integer tensors
   CheckpointData last;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    CheckpointData data = load_checkpoint(inputs[i]);
+    // The other groups (the optimizer's state is twice the parameters) are hashed, not held.
+    CheckpointData data = load_checkpoint(
+        inputs[i], [group](std::string_view name) { return in_group(group, name); });
     auto model = selected(data, false, group);
     const std::string& first = inputs[0].string();
     const std::string& current = inputs[i].string();

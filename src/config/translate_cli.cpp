@@ -52,8 +52,9 @@ void add_file_options(CLI::App& app, TranslateCommand& command) {
       ->capture_default_str()
       ->type_name("FILE");
   app.add_option("--stats-json", command.stats_json,
-                 "also write the run's figures (sentences, tokens, seconds, rates; for a corpus "
-                 "also its shards, those decoded now, and per rank) as JSON here, for scripts")
+                 "also write the run's figures (sentences, tokens, seconds, rates; for one process "
+                 "also load_seconds, the models' loading; for a corpus its shards, those decoded "
+                 "now, and per rank) as JSON here, for scripts")
       ->type_name("FILE");
   app.add_option("--score", command.score_targets,
                  "score the given pairs instead of translating: source line i of the input "

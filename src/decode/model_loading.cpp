@@ -16,6 +16,7 @@
 #include "checkpoint/tensor_groups.h"
 #include "decode/language_prefixes.h"
 #include "decode/stored_model.h"
+#include "model/initialization.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/shape.h"
@@ -61,9 +62,10 @@ LoadedModel load_model(const std::string& given, const TranslateOptions& options
   m.name = m.files.back().string();
   const auto start = Clock::now();
   // The newest file holds the vocabulary and the config (which averaging drops) and says
-  // whether there is a moving average to use.
-  const checkpoint::CheckpointData newest = checkpoint::load_checkpoint(m.files.back());
-  const TensorGroup weights = weights_group(newest, options.weights, m.name);
+  // whether there is a moving average to use; its optimizer state is never held.
+  StoredWeights stored = load_stored_weights(m.files.back(), options.weights);
+  const checkpoint::CheckpointData& newest = stored.data;
+  const TensorGroup weights = stored.group;
   const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(newest.metadata, m.name);
   NMT_CHECK(!meta.config.empty(), CheckpointError, "{}: no metadata key \"{}\"", m.name,
             checkpoint::meta_key::kConfig);
@@ -78,18 +80,25 @@ LoadedModel load_model(const std::string& given, const TranslateOptions& options
   LanguagePrefixes languages = language_prefixes(meta, options, m.src_vocab, m.tgt_vocab, m.name);
   m.prefix = std::move(languages.source);
   m.ids.forced_prefix = std::move(languages.target);
-  m.model = model::Transformer(model_options, m.src_vocab.size(), m.tgt_vocab.size(),
-                               m.src_vocab.pad_id());
+  {
+    // Every parameter is copied in below (load_parameters finds each or throws): drawing
+    // initial values first would be seconds of a large model's start-up for nothing.
+    const model::SkipInitialization skip;
+    m.model = model::Transformer(model_options, m.src_vocab.size(), m.tgt_vocab.size(),
+                                 m.src_vocab.pad_id());
+  }
   if (m.files.size() > 1)
     load_parameters(m.model, checkpoint::average_checkpoints(m.files, weights), weights, m.name);
   else
     load_parameters(m.model, newest, weights, m.name);
+  stored = {};  // the file's pages are let go before the packed copies of the weights are made
   m.model->eval();
   m.model->to(device);
   // Decoding on the CPU in float32 computes its products with prepacked weights (about 1.1x
   // to 1.5x per product at a step's row counts; model/packed_linear.h).
   if (device.is_cpu() && options.amp == amp::AmpMode::kOff) m.model->pack_weights();
-  log_loaded(m, options, weights, meta.vocab_joint, device, seconds_since(start));
+  m.load_seconds = seconds_since(start);
+  log_loaded(m, options, weights, meta.vocab_joint, device, m.load_seconds);
   return m;
 }
 

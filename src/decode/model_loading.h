@@ -30,6 +30,7 @@ struct LoadedModel {
   model::Transformer model{nullptr};         ///< in eval mode, on the device
   SearchIds ids;                             ///< its special ids and forced target prefix
   std::vector<int32_t> prefix;  ///< ids first in every source (--tgt-lang's tag, --src-lang's code)
+  double load_seconds = 0;      ///< reading its checkpoint(s), building and packing the model
 };
 
 /// Throws ConfigError for options out of range (search, max_tokens, average, no checkpoint, a

@@ -1,5 +1,9 @@
 #include "decode/stored_model.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "checkpoint/tensor_groups.h"
@@ -9,9 +13,9 @@ namespace nmt::decode {
 
 using checkpoint::TensorGroup;
 
-TensorGroup weights_group(const checkpoint::CheckpointData& data, WeightsChoice choice,
-                          const std::string& name) {
-  const bool has_ema = checkpoint::has_group(data, TensorGroup::kEma);
+namespace {
+
+TensorGroup weights_group(bool has_ema, WeightsChoice choice, const std::string& name) {
   switch (choice) {
     case WeightsChoice::kRaw:
       return TensorGroup::kModel;
@@ -25,6 +29,31 @@ TensorGroup weights_group(const checkpoint::CheckpointData& data, WeightsChoice 
       break;
   }
   return has_ema ? TensorGroup::kEma : TensorGroup::kModel;
+}
+
+}  // namespace
+
+TensorGroup weights_group(const checkpoint::CheckpointData& data, WeightsChoice choice,
+                          const std::string& name) {
+  return weights_group(checkpoint::has_group(data, TensorGroup::kEma), choice, name);
+}
+
+StoredWeights load_stored_weights(const std::filesystem::path& file, WeightsChoice choice) {
+  const std::vector<std::string> names = checkpoint::read_checkpoint_tensor_names(file);
+  const bool has_ema = std::any_of(names.begin(), names.end(), [](const std::string& n) {
+    return checkpoint::in_group(TensorGroup::kEma, n);
+  });
+  StoredWeights stored;
+  stored.group = weights_group(has_ema, choice, file.string());
+  stored.data = checkpoint::map_checkpoint(file, [group = stored.group](std::string_view n) {
+    return checkpoint::in_group(group, n) || checkpoint::in_group(TensorGroup::kVocabulary, n);
+  });
+  // The header was read twice: a file replaced in between (a run saving there) is refused
+  // rather than translated with another group than the one chosen.
+  NMT_CHECK(checkpoint::has_group(stored.data, stored.group), CheckpointError,
+            "{}: no {}* tensors (was it replaced while it was read? try again)", file.string(),
+            checkpoint::group_prefix(stored.group));
+  return stored;
 }
 
 data::Vocab stored_vocabulary(const checkpoint::CheckpointData& data, std::string_view file,

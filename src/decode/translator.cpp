@@ -107,7 +107,7 @@ struct Translator::Impl {
         loaded(load_models(options, device, read_config)),
         models(views(loaded), options.ensemble_weights) {
     for (size_t i = 0; i < loaded.size(); ++i)
-      sources.push_back({loaded[i].files, models.weight(i)});
+      sources.push_back({loaded[i].files, models.weight(i), loaded[i].load_seconds});
     if (loaded.size() > 1)
       log::info("translate", "an ensemble of {} models, weights {}", loaded.size(),
                 fmt::join(models.weights(), ", "));

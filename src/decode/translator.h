@@ -42,6 +42,7 @@ struct ModelSource {
   std::vector<std::filesystem::path> files;  ///< its checkpoint file(s) (several when averaged,
                                              ///< oldest first)
   double weight = 1;                         ///< its share of the ensemble; the weights sum to 1
+  double load_seconds = 0;  ///< reading its checkpoint(s), building and packing the model
 };
 
 /// Totals of a translate_file() call.

@@ -146,10 +146,12 @@ HfExportResult export_hf(const HfExportOptions& options) {
   result.checkpoints = checkpoint::model_checkpoints(options.checkpoint, options.average);
   check_apart_from_input(output, options.checkpoint, result.checkpoints);
   check_replaceable_dir(output, kExportMarker, "export-hf", options.force);
-  // The newest file holds the vocabulary and the config (which averaging drops).
-  const checkpoint::CheckpointData newest = checkpoint::load_checkpoint(result.checkpoints.back());
+  // The newest file: the vocabulary, the config (which averaging drops), the weights used.
+  const decode::StoredWeights stored =
+      decode::load_stored_weights(result.checkpoints.back(), options.weights);
+  const checkpoint::CheckpointData& newest = stored.data;
   const std::string name = result.checkpoints.back().string();
-  const TensorGroup group = decode::weights_group(newest, options.weights, name);
+  const TensorGroup group = stored.group;
   result.moving_average = group == TensorGroup::kEma;
   const checkpoint::RunMetadata meta = checkpoint::RunMetadata::parse(newest.metadata, name);
   NMT_CHECK(!meta.config.empty(), CheckpointError, "{}: no metadata key \"{}\"", name,

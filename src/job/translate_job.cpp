@@ -47,6 +47,10 @@ int translate_one_process(const config::TranslateCommand& command) {
     o["seconds"] = seconds;
     o["sentences_per_s"] = seconds > 0 ? double(stats.sentences) / seconds : 0.0;
     o["output_tokens_per_s"] = seconds > 0 ? double(stats.output_tokens) / seconds : 0.0;
+    // Apart from `seconds` (reading, search and writing): start-up is not decoding speed.
+    double load_seconds = 0;
+    for (const decode::ModelSource& model : translator.models()) load_seconds += model.load_seconds;
+    o["load_seconds"] = load_seconds;
     write_file_atomically(command.stats_json, json::pretty(o));
   }
   return 0;

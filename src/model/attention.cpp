@@ -11,6 +11,7 @@
 #include "checkpoint/tensor_layout.h"
 #include "model/fake_quantization.h"
 #include "model/few_query_attention.h"
+#include "model/initialization.h"
 #include "util/error.h"
 
 namespace nmt::model {
@@ -26,7 +27,8 @@ constexpr int64_t kFewQueries = 16;
 
 }  // namespace
 
-void init_projection(torch::nn::Linear& linear, int64_t blocks) {
+void init_projection(Linear& linear, int64_t blocks) {
+  if (!initializing()) return;
   // Row blocks of a contiguous weight are contiguous views: each draws what a separate
   // [out / blocks, in] layer would, so a fused model starts where the split one did.
   for (const at::Tensor& block : linear->weight.chunk(blocks, 0))
@@ -52,12 +54,12 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& 
   // each initialized, in the order q, k, v, out, so the same random draws land in the same
   // rows and a fresh run starts from the same parameters.
   if (options.kind() == AttentionKind::kSelf) {
-    qkv_proj_ = register_module(std::string(names::kQueryKeyValue), torch::nn::Linear(d, 3 * d));
+    qkv_proj_ = register_module(std::string(names::kQueryKeyValue), Linear(d, 3 * d));
   } else {
-    q_proj_ = register_module(std::string(names::kQuery), torch::nn::Linear(d, d));
-    kv_proj_ = register_module(std::string(names::kKeyValue), torch::nn::Linear(d, 2 * d));
+    q_proj_ = register_module(std::string(names::kQuery), Linear(d, d));
+    kv_proj_ = register_module(std::string(names::kKeyValue), Linear(d, 2 * d));
   }
-  out_proj_ = register_module(std::string(names::kOutput), torch::nn::Linear(d, d));
+  out_proj_ = register_module(std::string(names::kOutput), Linear(d, d));
   if (qkv_proj_) {
     init_projection(qkv_proj_, 3);
   } else {
@@ -68,7 +70,7 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& 
 }
 
 void MultiheadAttentionImpl::pack_weights(int64_t min_elements) {
-  const auto pack = [min_elements](PackedWeight& packed, const torch::nn::Linear& linear) {
+  const auto pack = [min_elements](PackedWeight& packed, const Linear& linear) {
     if (linear) packed.pack(linear->weight, min_elements);
   };
   pack(packed_qkv_, qkv_proj_);
@@ -77,8 +79,8 @@ void MultiheadAttentionImpl::pack_weights(int64_t min_elements) {
   pack(packed_out_, out_proj_);
 }
 
-at::Tensor MultiheadAttentionImpl::project(const torch::nn::Linear& linear,
-                                           const PackedWeight& packed, const at::Tensor& x) const {
+at::Tensor MultiheadAttentionImpl::project(const Linear& linear, const PackedWeight& packed,
+                                           const at::Tensor& x) const {
   if (quantization_ != Quantization::kNone)
     return quantized_linear(x, linear->weight, linear->bias, quantization_);
   return packed.linear(x, linear->weight, linear->bias);

@@ -15,10 +15,10 @@
 #include <ATen/ATen.h>
 #include <torch/arg.h>
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
 #include "model/key_value_cache.h"
+#include "model/linear.h"
 #include "model/model_options.h"
 #include "model/packed_linear.h"
 
@@ -79,8 +79,7 @@ class MultiheadAttentionImpl : public torch::nn::Module {
  private:
   /// One of its projections applied to x, quantized as set_quantization says, with packed
   /// (its packed weight, if any) when it applies.
-  at::Tensor project(const torch::nn::Linear& linear, const PackedWeight& packed,
-                     const at::Tensor& x) const;
+  at::Tensor project(const Linear& linear, const PackedWeight& packed, const at::Tensor& x) const;
   /// [B, T, d] -> [B, heads, T, d / heads].
   at::Tensor split_heads(const at::Tensor& x) const;
   /// Self-attention: per-head queries and keys/values of x [B, T, d] from one product.
@@ -90,10 +89,10 @@ class MultiheadAttentionImpl : public torch::nn::Module {
                           bool causal);
 
   MultiheadAttentionOptions options_;
-  torch::nn::Linear qkv_proj_{nullptr};  ///< self-attention only
-  torch::nn::Linear q_proj_{nullptr};    ///< cross-attention only
-  torch::nn::Linear kv_proj_{nullptr};   ///< cross-attention only
-  torch::nn::Linear out_proj_{nullptr};
+  Linear qkv_proj_{nullptr};  ///< self-attention only
+  Linear q_proj_{nullptr};    ///< cross-attention only
+  Linear kv_proj_{nullptr};   ///< cross-attention only
+  Linear out_proj_{nullptr};
   PackedWeight packed_qkv_, packed_q_, packed_kv_, packed_out_;  ///< see pack_weights
   Quantization quantization_ = Quantization::kNone;
 };
@@ -106,7 +105,7 @@ at::Tensor attention_mask_from_padding(const at::Tensor& pad_mask);
 
 /// Xavier-uniform weight and zero bias, the initialization of every projection in the model.
 /// blocks > 1: the weight is that many [out / blocks, in] projections stacked by rows, each
-/// initialized as a separate layer, one after the other.
-void init_projection(torch::nn::Linear& linear, int64_t blocks = 1);
+/// initialized as a separate layer, one after the other. Nothing inside a SkipInitialization.
+void init_projection(Linear& linear, int64_t blocks = 1);
 
 }  // namespace nmt::model

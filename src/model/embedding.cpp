@@ -7,6 +7,7 @@
 
 #include "model/dropout.h"
 #include "model/fake_quantization.h"
+#include "model/initialization.h"
 #include "util/error.h"
 
 namespace nmt::model {
@@ -15,7 +16,11 @@ torch::nn::Embedding make_token_table(int64_t vocab_size, int64_t d_model, int64
   NMT_CHECK(pad_id >= 0 && pad_id < vocab_size, nmt::ConfigError,
             "padding id: expected a token id in [0, {}), found {}", vocab_size, pad_id);
   // padding_idx keeps the pad row's gradient zero, so the row stays zero while training.
-  torch::nn::Embedding table(torch::nn::EmbeddingOptions(vocab_size, d_model).padding_idx(pad_id));
+  auto options = torch::nn::EmbeddingOptions(vocab_size, d_model).padding_idx(pad_id);
+  // A given weight is taken as it is: torch::nn::Embedding's own draws are left out too.
+  if (!initializing())
+    return torch::nn::Embedding(options._weight(at::empty({vocab_size, d_model})));
+  torch::nn::Embedding table(options);
   torch::nn::init::normal_(table->weight, 0.0, std::pow(static_cast<double>(d_model), -0.5));
   torch::NoGradGuard no_grad;
   table->weight[pad_id].zero_();
@@ -82,10 +87,16 @@ InputEmbeddingImpl::InputEmbeddingImpl(const InputEmbeddingOptions& options,
         "tokens", make_token_table(options.vocab_size(), options.d_model(), options.pad_id()));
   }
   if (options.positions() == PositionEncoding::kLearned) {
-    learned_positions_ = register_module(
-        "positions", torch::nn::Embedding(options.max_positions(), options.d_model()));
-    torch::nn::init::normal_(learned_positions_->weight, 0.0,
-                             std::pow(static_cast<double>(options.d_model()), -0.5));
+    const int64_t rows = options.max_positions(), d = options.d_model();
+    if (initializing()) {
+      learned_positions_ = register_module("positions", torch::nn::Embedding(rows, d));
+      torch::nn::init::normal_(learned_positions_->weight, 0.0,
+                               std::pow(static_cast<double>(d), -0.5));
+    } else {
+      learned_positions_ = register_module(
+          "positions",
+          torch::nn::Embedding(torch::nn::EmbeddingOptions(rows, d)._weight(at::empty({rows, d}))));
+    }
   } else {
     // A buffer so that .to(device) moves it; it is a pure function of the options, never
     // stored in checkpoints.

@@ -32,8 +32,8 @@ at::Tensor residual(const LayerOptions& o, bool training, torch::nn::LayerNorm& 
 }  // namespace
 
 FeedForwardImpl::FeedForwardImpl(const LayerOptions& options) : options_(options) {
-  fc1_ = register_module("fc1", torch::nn::Linear(options.d_model(), options.ffn_dim()));
-  fc2_ = register_module("fc2", torch::nn::Linear(options.ffn_dim(), options.d_model()));
+  fc1_ = register_module("fc1", Linear(options.d_model(), options.ffn_dim()));
+  fc2_ = register_module("fc2", Linear(options.ffn_dim(), options.d_model()));
   init_projection(fc1_);
   init_projection(fc2_);
 }

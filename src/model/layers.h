@@ -6,11 +6,11 @@
 #include <ATen/ATen.h>
 #include <torch/arg.h>
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
 #include "model/attention.h"
+#include "model/linear.h"
 #include "model/model_options.h"
 #include "model/packed_linear.h"
 
@@ -54,8 +54,8 @@ class FeedForwardImpl : public torch::nn::Module {
  private:
   LayerOptions options_;
   Quantization quantization_ = Quantization::kNone;
-  torch::nn::Linear fc1_{nullptr};
-  torch::nn::Linear fc2_{nullptr};
+  Linear fc1_{nullptr};
+  Linear fc2_{nullptr};
   PackedWeight packed_fc1_, packed_fc2_;  ///< see pack_weights
 };
 TORCH_MODULE(FeedForward);

@@ -6,6 +6,7 @@
 #include <torch/nn/init.h>
 
 #include "model/fake_quantization.h"
+#include "model/initialization.h"
 #include "model/recompute.h"
 #include "model/row_selection.h"
 #include "util/error.h"
@@ -89,12 +90,12 @@ TransformerImpl::TransformerImpl(const ModelOptions& options, int64_t src_vocab_
     decoder_norm_ = register_module("decoder_norm", make_final_norm(options.d_model));
   }
   if (options.tie_embeddings == TiedEmbeddings::kNone) {
-    output_projection_ = register_module(
-        "output_projection",
-        torch::nn::Linear(torch::nn::LinearOptions(options.d_model, tgt_vocab_size).bias(false)));
+    output_projection_ = register_module("output_projection",
+                                         Linear(options.d_model, tgt_vocab_size, /*bias=*/false));
     // Same scale as the embedding tables, so tied and untied models start alike (fairseq).
-    torch::nn::init::normal_(output_projection_->weight, 0.0,
-                             std::pow(static_cast<double>(options.d_model), -0.5));
+    if (initializing())
+      torch::nn::init::normal_(output_projection_->weight, 0.0,
+                               std::pow(static_cast<double>(options.d_model), -0.5));
   }
   if (options.output_bias) {
     // A parameter, as Marian trains it, saved and loaded with the others; frozen, it takes no

@@ -9,13 +9,13 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
 #include "model/attention.h"
 #include "model/embedding.h"
 #include "model/layers.h"
+#include "model/linear.h"
 #include "model/model_options.h"
 
 namespace nmt::model {
@@ -124,7 +124,7 @@ class TransformerImpl : public torch::nn::Module {
   std::vector<DecoderLayer> decoder_layers_;      ///< typed views of decoder_layers_list_
   torch::nn::LayerNorm encoder_norm_{nullptr};    ///< pre-norm only
   torch::nn::LayerNorm decoder_norm_{nullptr};    ///< pre-norm only
-  torch::nn::Linear output_projection_{nullptr};  ///< untied only
+  Linear output_projection_{nullptr};             ///< untied only
   at::Tensor output_bias_;                        ///< options.output_bias only
   PackedWeight packed_output_;                    ///< see pack_weights
   bool activation_checkpointing_ = false;         ///< see set_activation_checkpointing

@@ -1,12 +1,13 @@
 // checkpoint/checkpoint_file: partial reads. read_checkpoint_tensors reads the header and the
-// tensors asked for, no other byte; load_checkpoint(file, keep) reads and hashes every byte but
-// holds only the tensors kept.
+// tensors asked for, no other byte; read_checkpoint_tensor_names the header alone;
+// load_checkpoint(file, keep) reads and hashes every byte but holds only the tensors kept.
 #include "catch_torch.h"  // first: see the header
 
 #include <cstdint>
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -57,6 +58,18 @@ TEST_CASE("a partial read holds the named tensors and the metadata alone", "[che
   // A bad header still is refused.
   nmt::test::truncate_file(file, 4);
   CHECK_THROWS_AS(nmt::checkpoint::read_checkpoint_tensors(file, is_vocab), nmt::CheckpointError);
+}
+
+TEST_CASE("the tensor names of a header come back in its order, and no byte of data is read",
+          "[checkpoint]") {
+  nmt::test::TempDir dir;
+  const auto file = save_three(dir);
+  const std::vector<std::string> names{"model.weight", "optimizer.exp_avg", "vocab.src_model"};
+  CHECK(nmt::checkpoint::read_checkpoint_tensor_names(file) == names);
+  damage_first_tensor(file);
+  CHECK(nmt::checkpoint::read_checkpoint_tensor_names(file) == names);
+  nmt::test::truncate_file(file, 4);
+  CHECK_THROWS_AS(nmt::checkpoint::read_checkpoint_tensor_names(file), nmt::CheckpointError);
 }
 
 TEST_CASE("a load that keeps some tensors still checks every byte", "[checkpoint]") {

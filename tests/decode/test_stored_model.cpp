@@ -1,11 +1,14 @@
 #include "catch_torch.h"  // first: see the header
 
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 
 #include "checkpoint/checkpoint_file.h"
+#include "checkpoint/checkpoint_fixture.h"
 #include "checkpoint/tensor_groups.h"
 #include "decode/stored_model.h"
 #include "spm_fixture.h"
@@ -67,4 +70,64 @@ TEST_CASE("stored model: a vocabulary comes back from its tensor, a missing one 
   CHECK_THROWS_WITH(
       nmt::decode::stored_vocabulary(data, ckpt::vocabulary_file::kTarget, "a.safetensors"),
       Catch::Contains("a.safetensors") && Catch::Contains("tgt_model"));
+}
+
+namespace {
+
+/// A checkpoint file as training writes it: the optimizer's state first (its bytes come first
+/// in the data section: the tensors are float32 alike), the model's and, `with_ema`, the
+/// moving average's weights, and a vocabulary file.
+std::filesystem::path save_training_checkpoint(const nmt::test::TempDir& dir, bool with_ema) {
+  ckpt::CheckpointData data;
+  ckpt::add_tensor(data, TensorGroup::kOptimizer, "proj.weight.exp_avg", at::full({2, 2}, 3.0f));
+  ckpt::add_tensor(data, TensorGroup::kOptimizer, "proj.weight.exp_avg_sq", at::full({2, 2}, 4.0f));
+  for (const auto& [name, tensor] : stored_weights(with_ema).tensors)
+    data.tensors.emplace_back(name, tensor);
+  ckpt::add_tensor(data, TensorGroup::kVocabulary, ckpt::vocabulary_file::kSource,
+                   ckpt::bytes_tensor("spm"));
+  data.metadata["step"] = "10";
+  const auto file = dir.path() / (with_ema ? "ema.safetensors" : "raw.safetensors");
+  ckpt::save_checkpoint(file, data);
+  return file;
+}
+
+std::vector<std::string> tensor_names(const ckpt::CheckpointData& data) {
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : data.tensors) names.push_back(name);
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "stored model: translating loads the chosen weights and the vocabulary, never the optimizer "
+    "state",
+    "[decode][stored_model]") {
+  nmt::test::TempDir dir;
+  const auto with_ema = save_training_checkpoint(dir, true);
+  const auto raw = save_training_checkpoint(dir, false);
+  const nmt::decode::StoredWeights average =
+      nmt::decode::load_stored_weights(with_ema, WeightsChoice::kAuto);
+  CHECK(average.group == TensorGroup::kEma);
+  CHECK(tensor_names(average.data) ==
+        std::vector<std::string>{"ema.proj.weight", "vocab.src_model"});
+  CHECK(at::equal(average.data.tensors[0].second, at::zeros({2, 2})));
+  CHECK(average.data.metadata.at("step") == "10");
+  const nmt::decode::StoredWeights trained =
+      nmt::decode::load_stored_weights(with_ema, WeightsChoice::kRaw);
+  CHECK(trained.group == TensorGroup::kModel);
+  CHECK(tensor_names(trained.data) ==
+        std::vector<std::string>{"model.proj.weight", "vocab.src_model"});
+  CHECK(at::equal(trained.data.tensors[0].second, at::ones({2, 2})));
+  CHECK(nmt::decode::load_stored_weights(raw, WeightsChoice::kAuto).group == TensorGroup::kModel);
+  CHECK_THROWS_WITH(nmt::decode::load_stored_weights(raw, WeightsChoice::kEma),
+                    Catch::Contains("--weights ema: " + raw.string() + " has no ema.* tensors"));
+  // The optimizer's bytes are still checked: one flipped there refuses the file.
+  std::ifstream in(raw, std::ios::binary);
+  uint64_t header_bytes = 0;
+  in.read(reinterpret_cast<char*>(&header_bytes), sizeof(header_bytes));
+  in.close();
+  nmt::test::flip_byte(raw, static_cast<std::streamoff>(8 + header_bytes + 1));
+  CHECK_THROWS_WITH(nmt::decode::load_stored_weights(raw, WeightsChoice::kAuto),
+                    Catch::Contains("checksum mismatch"));
 }

@@ -116,7 +116,8 @@ TEST_CASE("nmt-translate translates with a checkpoint trained by nmt-train", "[e
   translate("-c " + checkpoint + " -i " + in + " --beam 1 --stats-json " + stats.string());
   const std::string json = read_file(stats);
   CHECK_THAT(json, Contains("\"sentences\": " + std::to_string(input.size())) &&
-                       Contains("\"output_tokens_per_s\": ") && Contains("\"seconds\": "));
+                       Contains("\"output_tokens_per_s\": ") && Contains("\"seconds\": ") &&
+                       Contains("\"load_seconds\": "));
 
   // A stats file that cannot be written is an error naming it (it was a silent exit 0).
   const std::string unwritable = (dir.path() / "missing" / "stats.json").string();

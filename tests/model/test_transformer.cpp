@@ -238,7 +238,7 @@ TEST_CASE("a fused projection is initialized as its separate [d, d] blocks were"
   // (all built, then each initialized): fresh runs start from the same parameters.
   const int64_t d = 16;
   const auto separate = [&] {
-    std::vector<torch::nn::Linear> layers;
+    std::vector<nmt::model::Linear> layers;
     for (int i = 0; i < 4; ++i) layers.emplace_back(d, d);
     std::vector<at::Tensor> weights;
     for (auto& linear : layers) {
