@@ -87,6 +87,9 @@ LoadedModel load_model(const std::string& given, const TranslateOptions& options
     m.model = model::Transformer(model_options, m.src_vocab.size(), m.tgt_vocab.size(),
                                  m.src_vocab.pad_id());
   }
+  // On a GPU the values go from the mapped file straight into the device's memory: the host
+  // never holds the weights (a node's ranks decoding a corpus share the file's page cache).
+  if (!device.is_cpu()) model::allocate_parameters_on(*m.model, device);
   if (m.files.size() > 1)
     load_parameters(m.model, checkpoint::average_checkpoints(m.files, weights), weights, m.name);
   else

@@ -75,3 +75,33 @@ TEST_CASE("initialization: a model built to be loaded draws nothing and loads to
     CHECK(at::equal(loaded->forward(src, tgt), initialized->forward(src, tgt)));
   }
 }
+
+TEST_CASE("initialization: parameters get new memory without a copy, tied ones stay tied",
+          "[model][initialization]") {
+  for (const ModelOptions& options : variants()) {
+    const bool untied = options.tie_embeddings == nmt::model::TiedEmbeddings::kNone;
+    CAPTURE(untied);
+    Transformer model(nullptr);
+    {
+      const nmt::model::SkipInitialization skip;
+      model = Transformer(options, 13, untied ? 17 : 13, kPad);
+    }
+    const auto before = model->named_parameters();
+    std::vector<const void*> old_memory;
+    for (const auto& item : before) old_memory.push_back(item.value().data_ptr());
+    nmt::model::allocate_parameters_on(*model, at::Device(at::kCPU));
+    const auto after = model->named_parameters();
+    REQUIRE(after.size() == before.size());
+    for (size_t i = 0; i < after.size(); ++i) {
+      CHECK(after[i].key() == before[i].key());
+      CHECK(after[i].value().sizes() == before[i].value().sizes());
+      CHECK(after[i].value().requires_grad());
+      CHECK(after[i].value().data_ptr() != old_memory[i]);
+    }
+    if (!untied) {
+      // The tied tables (and so the output projection) are one tensor still.
+      CHECK(model->target_embedding().data_ptr() == model->source_embedding().data_ptr());
+      CHECK(model->output_weight().data_ptr() == model->source_embedding().data_ptr());
+    }
+  }
+}
