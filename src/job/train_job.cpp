@@ -11,12 +11,13 @@
 #include "data/corpus_set.h"
 #include "data/prepare.h"
 #include "dist/launcher.h"
+#include "job/amp_agreement.h"
 #include "job/dry_run.h"
 #include "job/fine_tune.h"
-#include "job/amp_agreement.h"
 #include "job/rank_setup.h"
 #include "job/resume_policy.h"
 #include "job/run_dir_owner.h"
+#include "model/initialization.h"
 #include "train/benchmark_run.h"
 #include "train/run_summary.h"
 #include "train/stop_signal.h"
@@ -131,7 +132,12 @@ int benchmark(const config::TrainCommand& command, const Rank& rank, train::RunS
 
 /// Trains this process's rank.
 int train_rank(Rank& rank, train::RunSummary& summary) {
+  // A resume copies every parameter in (a missing one is an error) and restores the random
+  // streams after, so the model is built without drawing initial values it would overwrite.
+  std::optional<model::SkipInitialization> skip;
+  if (rank.resume) skip.emplace();
   train::Trainer trainer(rank.setup, rank.data);
+  skip.reset();
   if (rank.resume)
     trainer.restore(rank.resume->data, rank.resume->path);
   else if (rank.init)
