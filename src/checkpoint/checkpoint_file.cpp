@@ -213,6 +213,19 @@ FileMapping map_file(int fd, const std::filesystem::path& file) {
           size};
 }
 
+/// The file mapped, checked to hold every byte `header` describes: read_header saw exactly
+/// this size, and a file cut since then would fault where it is read.
+FileMapping map_described(int fd, const std::filesystem::path& file, const Header& header) {
+  FileMapping mapping = map_file(fd, file);
+  uint64_t data_end = header.data_start;
+  for (const TensorEntry& entry : header.tensors)
+    data_end = std::max(data_end, header.data_start + entry.end);
+  NMT_CHECK(mapping.size >= data_end, CheckpointError,
+            "{}: truncated: {} bytes, the header describes {}", file.string(), mapping.size,
+            data_end);
+  return mapping;
+}
+
 /// The tensor `entry` as a view of the mapped file, or an undefined tensor where its data is
 /// not aligned for its dtype (then it is read into memory of its own).
 at::Tensor mapped_tensor(const FileMapping& mapping, const Header& header,
@@ -226,11 +239,12 @@ at::Tensor mapped_tensor(const FileMapping& mapping, const Header& header,
 }
 
 /// Reads the tensors `header` describes that `keep` accepts (null: all) into data.tensors, in
-/// header order, adding the bytes of every tensor to hash, in file order; with `read_all`
-/// false, the others are not read and hash is left incomplete. With a `mapping` of the file,
+/// header order, adding the bytes of every tensor to hash (if any), in file order; with
+/// `read_all` false, the others are not read and hash is left incomplete. With no hash and a
+/// `mapping`, a kept tensor's bytes are not touched here at all. With a `mapping` of the file,
 /// kept tensors are views of it instead of copies.
 void read_tensors(int fd, const std::filesystem::path& file, const Header& header,
-                  CheckpointData& data, XxHash64& hash, const TensorFilter& keep = nullptr,
+                  CheckpointData& data, XxHash64* hash, const TensorFilter& keep = nullptr,
                   bool read_all = true, const FileMapping* mapping = nullptr) {
   data.source = file;
   data.metadata = header.metadata;
@@ -255,6 +269,7 @@ void read_tensors(int fd, const std::filesystem::path& file, const Header& heade
   for (const size_t i : order) {
     const TensorEntry& entry = header.tensors[i];
     if (!kept[i].defined() && !read_all) continue;
+    if (viewed[i] && hash == nullptr) continue;  // nothing to read or hash
     const uint64_t bytes = entry.end - entry.begin;
     if (!kept[i].defined())
       passing.resize(static_cast<size_t>(std::min<uint64_t>(kReadChunkBytes, bytes)));
@@ -263,7 +278,7 @@ void read_tensors(int fd, const std::filesystem::path& file, const Header& heade
       char* out =
           kept[i].defined() ? static_cast<char*>(kept[i].data_ptr()) + done : passing.data();
       if (!viewed[i]) read_at(fd, file, out, piece, header.data_start + entry.begin + done);
-      hash.update(out, piece);
+      if (hash) hash->update(out, piece);
       done += piece;
     }
   }
@@ -282,17 +297,10 @@ CheckpointData load_checkpoint(const std::filesystem::path& file, const TensorFi
   FdCloser closer(fd);
   Header header = read_header(fd, file, HeaderKind::kCheckpoint);
   const std::optional<FileMapping> mapping =
-      mapped ? std::optional<FileMapping>(map_file(fd, file)) : std::nullopt;
-  uint64_t data_end = header.data_start;
-  for (const TensorEntry& entry : header.tensors)
-    data_end = std::max(data_end, header.data_start + entry.end);
-  // read_header saw exactly this size; a file cut since then would fault where it is read.
-  NMT_CHECK(!mapping || mapping->size >= data_end, CheckpointError,
-            "{}: truncated: {} bytes, the header describes {}", file.string(),
-            mapping ? mapping->size : 0, data_end);
+      mapped ? std::optional<FileMapping>(map_described(fd, file, header)) : std::nullopt;
   CheckpointData data;
   XxHash64 hash;
-  read_tensors(fd, file, header, data, hash, keep, /*read_all=*/true,
+  read_tensors(fd, file, header, data, &hash, keep, /*read_all=*/true,
                mapping ? &*mapping : nullptr);
   const bool covers_header = header.format != kFormatVersion1;
   if (covers_header) hash_header(hash, header.format, data.metadata, header.tensors);
@@ -326,8 +334,8 @@ CheckpointData read_checkpoint_tensors(const std::filesystem::path& file,
   FdCloser closer(fd);
   const Header header = read_header(fd, file, HeaderKind::kCheckpoint);
   CheckpointData data;
-  XxHash64 unused;  // incomplete: the checksum covers the bytes not read too
-  read_tensors(fd, file, header, data, unused, keep, /*read_all=*/false);
+  // No checksum: it covers the bytes not read too.
+  read_tensors(fd, file, header, data, nullptr, keep, /*read_all=*/false);
   return data;
 }
 
@@ -351,8 +359,17 @@ CheckpointData load_safetensors(const std::filesystem::path& file) {
   FdCloser closer(fd);
   const Header header = read_header(fd, file, HeaderKind::kAny);
   CheckpointData data;
-  XxHash64 unused;  // no checksum to compare with
-  read_tensors(fd, file, header, data, unused);
+  read_tensors(fd, file, header, data, nullptr);  // no checksum to compare with
+  return data;
+}
+
+CheckpointData map_safetensors(const std::filesystem::path& file) {
+  const int fd = open_for_reading(file);
+  FdCloser closer(fd);
+  const Header header = read_header(fd, file, HeaderKind::kAny);
+  const FileMapping mapping = map_described(fd, file, header);
+  CheckpointData data;
+  read_tensors(fd, file, header, data, nullptr, nullptr, /*read_all=*/true, &mapping);
   return data;
 }
 

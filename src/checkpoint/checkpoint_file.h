@@ -89,6 +89,12 @@ CheckpointData read_checkpoint_tensors(const std::filesystem::path& file, const 
 /// its metadata comes back whole. Throws CheckpointError "<file>: <what is wrong>".
 CheckpointData load_safetensors(const std::filesystem::path& file);
 
+/// load_safetensors (the same checks) whose tensors are views of the file mapped copy-on-write,
+/// as map_checkpoint's: nmt-ckpt import-hf holds no copy of the model's weights of its own (a
+/// tensor whose data is not aligned for its dtype is a copy). The file must not be cut short
+/// while its tensors live.
+CheckpointData map_safetensors(const std::filesystem::path& file);
+
 /// Reads only the header's metadata (no tensor data, no checksum): cheap, for choosing among
 /// checkpoints. Throws CheckpointError like load_checkpoint for a bad header.
 std::map<std::string, std::string> read_checkpoint_metadata(const std::filesystem::path& file);

@@ -14,8 +14,8 @@
 namespace nmt::hf {
 
 using checkpoint::CheckpointData;
+using checkpoint::map_safetensors;
 using checkpoint::NamedTensors;
-using checkpoint::load_safetensors;
 
 namespace {
 
@@ -62,7 +62,7 @@ NamedTensors read_shards(const std::filesystem::path& dir, const std::filesystem
   std::map<std::string, std::string> found_in;  // tensor -> the shard it was read from
   NamedTensors out;
   for (const auto& [shard, first] : shards_left) {
-    CheckpointData part = load_safetensors(dir / shard);
+    CheckpointData part = map_safetensors(dir / shard);
     for (auto& [name, tensor] : part.tensors) {
       const auto seen = found_in.find(name);
       NMT_CHECK(seen == found_in.end(), CheckpointError,
@@ -94,7 +94,7 @@ NamedTensors read_hf_weight_files(const std::filesystem::path& dir) {
   const fs::path single = dir / kHfWeightsFile;
   const fs::path index = dir / kHfWeightsIndex;
   std::error_code ec;
-  if (fs::exists(fs::symlink_status(single, ec))) return load_safetensors(single).tensors;
+  if (fs::exists(fs::symlink_status(single, ec))) return map_safetensors(single).tensors;
   if (fs::exists(fs::symlink_status(index, ec))) return read_shards(dir, index);
   NMT_CHECK(!fs::exists(dir / "pytorch_model.bin"), CheckpointError,
             "{}: only pytorch_model.bin, a pickle, which nmt-train does not load; write "

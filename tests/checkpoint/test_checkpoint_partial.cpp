@@ -148,3 +148,35 @@ TEST_CASE("map_checkpoint holds no copy of the tensors in the process's own memo
   CHECK(at::sum(mapped.tensors.at(0).second).item<double>() > 0);  // every page read
   CHECK(anonymous_bytes() - before_map < kBytes / 8);
 }
+
+TEST_CASE("map_safetensors: load_safetensors's tensors as views of the file, no copy held",
+          "[checkpoint]") {
+  nmt::test::TempDir dir;
+  const auto file = save_three(dir);
+  const CheckpointData loaded = nmt::checkpoint::load_safetensors(file);
+  {
+    const CheckpointData mapped = nmt::checkpoint::map_safetensors(file);
+    REQUIRE(mapped.tensors.size() == loaded.tensors.size());
+    for (size_t i = 0; i < loaded.tensors.size(); ++i) {
+      CHECK(mapped.tensors[i].first == loaded.tensors[i].first);
+      CHECK(at::equal(mapped.tensors[i].second, loaded.tensors[i].second));
+    }
+    CHECK(mapped.metadata == loaded.metadata);  // every key, nmt.* too: any safetensors file
+    mapped.tensors[0].second.add_(1);           // copied on write: the file stays as it was
+  }
+  CHECK(at::equal(nmt::checkpoint::load_safetensors(file).tensors[0].second,
+                  loaded.tensors[0].second));
+  // 64 MiB of weights mapped: this process's own memory barely moves.
+  CheckpointData big;
+  big.tensors.emplace_back("model.weight", at::rand({16, 1 << 20}));
+  const auto big_file = dir.path() / "big.safetensors";
+  nmt::checkpoint::save_checkpoint(big_file, big);
+  big.tensors.clear();
+  const int64_t before = anonymous_bytes();
+  const CheckpointData mapped = nmt::checkpoint::map_safetensors(big_file);
+  CHECK(at::sum(mapped.tensors.at(0).second).item<double>() > 0);  // every page read
+  CHECK(anonymous_bytes() - before < (int64_t{64} << 20) / 8);
+  // A file cut short is refused, not mapped past its end.
+  nmt::test::truncate_file(big_file, std::filesystem::file_size(big_file) - 8);
+  CHECK_THROWS_AS(nmt::checkpoint::map_safetensors(big_file), nmt::CheckpointError);
+}
