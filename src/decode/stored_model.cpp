@@ -13,9 +13,11 @@ namespace nmt::decode {
 
 using checkpoint::TensorGroup;
 
-namespace {
-
-TensorGroup weights_group(bool has_ema, WeightsChoice choice, const std::string& name) {
+TensorGroup weights_group(const std::vector<std::string>& tensor_names, WeightsChoice choice,
+                          const std::string& name) {
+  const bool has_ema =
+      std::any_of(tensor_names.begin(), tensor_names.end(),
+                  [](const std::string& n) { return checkpoint::in_group(TensorGroup::kEma, n); });
   switch (choice) {
     case WeightsChoice::kRaw:
       return TensorGroup::kModel;
@@ -31,20 +33,10 @@ TensorGroup weights_group(bool has_ema, WeightsChoice choice, const std::string&
   return has_ema ? TensorGroup::kEma : TensorGroup::kModel;
 }
 
-}  // namespace
-
-TensorGroup weights_group(const checkpoint::CheckpointData& data, WeightsChoice choice,
-                          const std::string& name) {
-  return weights_group(checkpoint::has_group(data, TensorGroup::kEma), choice, name);
-}
-
 StoredWeights load_stored_weights(const std::filesystem::path& file, WeightsChoice choice) {
-  const std::vector<std::string> names = checkpoint::read_checkpoint_tensor_names(file);
-  const bool has_ema = std::any_of(names.begin(), names.end(), [](const std::string& n) {
-    return checkpoint::in_group(TensorGroup::kEma, n);
-  });
   StoredWeights stored;
-  stored.group = weights_group(has_ema, choice, file.string());
+  stored.group =
+      weights_group(checkpoint::read_checkpoint_tensor_names(file), choice, file.string());
   stored.data = checkpoint::map_checkpoint(file, [group = stored.group](std::string_view n) {
     return checkpoint::in_group(group, n) || checkpoint::in_group(TensorGroup::kVocabulary, n);
   });

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "checkpoint/checkpoint_file.h"
 #include "checkpoint/tensor_layout.h"
@@ -15,11 +16,13 @@
 
 namespace nmt::decode {
 
-/// The group of weights `choice` picks in `data`: kAuto the moving average (ema.*) when the
-/// checkpoint has one, else the trained parameters (model.*). Throws CheckpointError naming
-/// `name` (the file, for messages) for kEma on a checkpoint without a moving average.
-checkpoint::TensorGroup weights_group(const checkpoint::CheckpointData& data, WeightsChoice choice,
-                                      const std::string& name);
+/// The group of weights `choice` picks in a checkpoint whose tensors are `tensor_names` (their
+/// checkpoint names, as read_checkpoint_tensor_names gives them): kAuto the moving average
+/// (ema.*) when the checkpoint has one, else the trained parameters (model.*). Throws
+/// CheckpointError naming `name` (the file, for messages) for kEma on a checkpoint without a
+/// moving average.
+checkpoint::TensorGroup weights_group(const std::vector<std::string>& tensor_names,
+                                      WeightsChoice choice, const std::string& name);
 
 /// What translating and exporting read of a checkpoint file: its metadata, its vocabulary
 /// files and the weights of `group`.

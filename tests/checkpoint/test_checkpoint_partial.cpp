@@ -98,6 +98,29 @@ int64_t anonymous_bytes() {
   return -1;
 }
 
+/// The weights' bytes of save_big's checkpoint.
+constexpr int64_t kBigBytes = int64_t{64} << 20;
+
+/// A checkpoint of kBigBytes of float32 weights, written to dir/big.safetensors.
+std::filesystem::path save_big(const nmt::test::TempDir& dir) {
+  CheckpointData data;
+  data.tensors.emplace_back("model.weight", at::rand({16, 1 << 20}));
+  data.metadata["step"] = "1";
+  const auto file = dir.path() / "big.safetensors";
+  nmt::checkpoint::save_checkpoint(file, data);
+  return file;
+}
+
+/// Checks that `mapped` holds the tensors of `read` (names, order, values) and its metadata.
+void check_same_tensors(const CheckpointData& mapped, const CheckpointData& read) {
+  REQUIRE(mapped.tensors.size() == read.tensors.size());
+  for (size_t i = 0; i < read.tensors.size(); ++i) {
+    CHECK(mapped.tensors[i].first == read.tensors[i].first);
+    CHECK(at::equal(mapped.tensors[i].second, read.tensors[i].second));
+  }
+  CHECK(mapped.metadata == read.metadata);
+}
+
 }  // namespace
 
 TEST_CASE("map_checkpoint: the tensors of load_checkpoint as views of the file, copied on write",
@@ -107,12 +130,7 @@ TEST_CASE("map_checkpoint: the tensors of load_checkpoint as views of the file, 
   const CheckpointData copied = nmt::checkpoint::load_checkpoint(file);
   {
     const CheckpointData mapped = nmt::checkpoint::map_checkpoint(file);
-    REQUIRE(mapped.tensors.size() == copied.tensors.size());
-    for (size_t i = 0; i < copied.tensors.size(); ++i) {
-      CHECK(mapped.tensors[i].first == copied.tensors[i].first);
-      CHECK(at::equal(mapped.tensors[i].second, copied.tensors[i].second));
-    }
-    CHECK(mapped.metadata == copied.metadata);
+    check_same_tensors(mapped, copied);
     // A write to a view changes this process's page, not the file.
     mapped.tensors[0].second.add_(1);
   }
@@ -130,23 +148,17 @@ TEST_CASE("map_checkpoint holds no copy of the tensors in the process's own memo
   // 64 MiB of weights: loaded, they are that much more anonymous memory; mapped, they are the
   // page cache's (what the ranks of a node share), and this process's memory barely moves.
   nmt::test::TempDir dir;
-  CheckpointData data;
-  data.tensors.emplace_back("model.weight", at::rand({16, 1 << 20}));
-  data.metadata["step"] = "1";
-  const auto file = dir.path() / "big.safetensors";
-  nmt::checkpoint::save_checkpoint(file, data);
-  data.tensors.clear();
-  constexpr int64_t kBytes = int64_t{64} << 20;
+  const auto file = save_big(dir);
   const int64_t before_load = anonymous_bytes();
   REQUIRE(before_load > 0);
   {
     const CheckpointData loaded = nmt::checkpoint::load_checkpoint(file);
-    CHECK(anonymous_bytes() - before_load > kBytes * 3 / 4);
+    CHECK(anonymous_bytes() - before_load > kBigBytes * 3 / 4);
   }
   const int64_t before_map = anonymous_bytes();
   const CheckpointData mapped = nmt::checkpoint::map_checkpoint(file);
   CHECK(at::sum(mapped.tensors.at(0).second).item<double>() > 0);  // every page read
-  CHECK(anonymous_bytes() - before_map < kBytes / 8);
+  CHECK(anonymous_bytes() - before_map < kBigBytes / 8);
 }
 
 TEST_CASE("map_safetensors: load_safetensors's tensors as views of the file, no copy held",
@@ -156,26 +168,17 @@ TEST_CASE("map_safetensors: load_safetensors's tensors as views of the file, no 
   const CheckpointData loaded = nmt::checkpoint::load_safetensors(file);
   {
     const CheckpointData mapped = nmt::checkpoint::map_safetensors(file);
-    REQUIRE(mapped.tensors.size() == loaded.tensors.size());
-    for (size_t i = 0; i < loaded.tensors.size(); ++i) {
-      CHECK(mapped.tensors[i].first == loaded.tensors[i].first);
-      CHECK(at::equal(mapped.tensors[i].second, loaded.tensors[i].second));
-    }
-    CHECK(mapped.metadata == loaded.metadata);  // every key, nmt.* too: any safetensors file
-    mapped.tensors[0].second.add_(1);           // copied on write: the file stays as it was
+    check_same_tensors(mapped, loaded);  // the metadata's every key, nmt.* too: any safetensors
+    mapped.tensors[0].second.add_(1);    // copied on write: the file stays as it was
   }
   CHECK(at::equal(nmt::checkpoint::load_safetensors(file).tensors[0].second,
                   loaded.tensors[0].second));
   // 64 MiB of weights mapped: this process's own memory barely moves.
-  CheckpointData big;
-  big.tensors.emplace_back("model.weight", at::rand({16, 1 << 20}));
-  const auto big_file = dir.path() / "big.safetensors";
-  nmt::checkpoint::save_checkpoint(big_file, big);
-  big.tensors.clear();
+  const auto big_file = save_big(dir);
   const int64_t before = anonymous_bytes();
   const CheckpointData mapped = nmt::checkpoint::map_safetensors(big_file);
   CHECK(at::sum(mapped.tensors.at(0).second).item<double>() > 0);  // every page read
-  CHECK(anonymous_bytes() - before < (int64_t{64} << 20) / 8);
+  CHECK(anonymous_bytes() - before < kBigBytes / 8);
   // A file cut short is refused, not mapped past its end.
   nmt::test::truncate_file(big_file, std::filesystem::file_size(big_file) - 8);
   CHECK_THROWS_AS(nmt::checkpoint::map_safetensors(big_file), nmt::CheckpointError);

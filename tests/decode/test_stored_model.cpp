@@ -30,11 +30,19 @@ ckpt::CheckpointData stored_weights(bool with_ema) {
   return data;
 }
 
+/// The checkpoint names of `data`'s tensors, in order.
+std::vector<std::string> tensor_names(const ckpt::CheckpointData& data) {
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : data.tensors) names.push_back(name);
+  return names;
+}
+
 }  // namespace
 
 TEST_CASE("stored model: the moving average translates when there is one, else the trained weights",
           "[decode][stored_model]") {
-  const auto with_ema = stored_weights(true), without = stored_weights(false);
+  const auto with_ema = tensor_names(stored_weights(true));
+  const auto without = tensor_names(stored_weights(false));
   CHECK(nmt::decode::weights_group(with_ema, WeightsChoice::kAuto, "a.safetensors") ==
         TensorGroup::kEma);
   CHECK(nmt::decode::weights_group(without, WeightsChoice::kAuto, "a.safetensors") ==
@@ -89,12 +97,6 @@ std::filesystem::path save_training_checkpoint(const nmt::test::TempDir& dir, bo
   const auto file = dir.path() / (with_ema ? "ema.safetensors" : "raw.safetensors");
   ckpt::save_checkpoint(file, data);
   return file;
-}
-
-std::vector<std::string> tensor_names(const ckpt::CheckpointData& data) {
-  std::vector<std::string> names;
-  for (const auto& [name, tensor] : data.tensors) names.push_back(name);
-  return names;
 }
 
 }  // namespace
